@@ -1,0 +1,73 @@
+# s3cached - build, test and run.
+#
+#   make            build/s3cached (optimized)
+#   make asan       build/asan/s3cached (AddressSanitizer + UBSan)
+#   make test       install what is missing, build, run unit and integration tests
+#   make unit       cmocka unit tests only (under ASan/UBSan)
+#   make run        a local S3 server seeded with objects, and the gateway in front of it
+#   make format     clang-format every C file in place
+
+CC      ?= cc
+PKGS    := libmicrohttpd libcurl jansson openssl
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llmdb -lpthread -lm
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+COMMON_SRC  := $(wildcard common/*.c)
+POLICY_SRC  := $(wildcard policy/*.c)
+STORE_SRC   := $(wildcard store/*.c)
+GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
+LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(STORE_SRC) $(GATEWAY_SRC)
+UNIT_SRC    := $(wildcard tests/unit/test_*.c)
+
+OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
+ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
+
+.PHONY: all asan unit test integration run format clean deps
+all: build/s3cached
+
+build/s3cached: build/obj/gateway/main.o $(OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+build/obj/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+asan: build/asan/s3cached
+
+build/asan/s3cached: build/asan/obj/gateway/main.o $(ASAN_OBJ)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
+
+build/asan/obj/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
+
+build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
+
+unit: $(UNIT_BIN)
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+deps:
+	tools/install-deps.sh
+
+integration: all asan
+	tests/integration/run.sh
+
+test: deps
+	$(MAKE) all asan
+	$(MAKE) unit
+	tests/integration/run.sh
+
+run: all
+	tools/run-local.sh
+
+format:
+	clang-format -i $(wildcard */*.c */*.h tests/unit/*.c)
+
+clean:
+	rm -rf build

@@ -1,0 +1,75 @@
+/*
+ * policy.h - the eviction policy interface.
+ *
+ * A policy only decides; store/ carries out its decisions. The store owns one
+ * policy instance, tells it about every object that enters, is read, or leaves
+ * the cache, and asks it which object to evict when it needs room. All calls
+ * on one instance are serialized by the store, so a policy needs no locking.
+ *
+ * Objects are named by the store's 64-bit object id, which is never reused.
+ * A new policy is one file defining a `const struct policy_ops` plus one line
+ * in the table in policy.c.
+ */
+#ifndef POLICY_H
+#define POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../common/sc_err.h"
+
+/* What a policy is told about an object. Strings are only valid during the call. */
+struct policy_obj {
+    uint64_t id;        /* the store's object id */
+    uint64_t size;      /* body bytes charged against the capacity */
+    const char *bucket; /* bucket name */
+    const char *key;    /* object key */
+};
+
+struct policy_ops {
+    const char *name;
+
+    /*
+     * @brief Creates a policy instance for a cache of capacity bytes.
+     * @param[out] state the new instance, owned by the caller until free().
+     * @return SC_OK, or SC_ENOMEM.
+     */
+    sc_code (*init)(uint64_t capacity, void **state);
+
+    /*
+     * @brief Asks whether obj (not yet cached) should be admitted.
+     * Optional: NULL admits everything. Called before on_insert.
+     */
+    bool (*admit)(void *state, const struct policy_obj *obj);
+
+    /*
+     * @brief obj entered the cache (also called for each object found at start-up).
+     * @return SC_OK or SC_ENOMEM; on error the store does not insert the object.
+     */
+    sc_code (*on_insert)(void *state, const struct policy_obj *obj);
+
+    /* @brief The object with this id was served from the cache. */
+    void (*on_hit)(void *state, uint64_t id);
+
+    /* @brief The object with this id left the cache (evicted or invalidated). */
+    void (*on_remove)(void *state, uint64_t id);
+
+    /*
+     * @brief Chooses the next object to evict without removing it; the store
+     * evicts it and then calls on_remove().
+     * @param[out] id the victim.
+     * @return true if a victim was chosen, false if the policy tracks nothing.
+     */
+    bool (*pick_victim)(void *state, uint64_t *id);
+
+    /* @brief Frees the instance and everything it owns. */
+    void (*free)(void *state);
+};
+
+/* Returns the policy registered under name, or NULL. */
+const struct policy_ops *policy_find(const char *name);
+
+/* Returns a comma-separated list of policy names, for --help; static storage. */
+const char *policy_names(void);
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * store.h - the object cache on local disk, in LMDB.
+ *
+ * The store keeps, per cached object, one metadata record (size, stored-at
+ * time, the opaque header blob the gateway wants replayed, one CRC32C per
+ * chunk) and the body split into fixed-size chunks. It is the only code that
+ * touches LMDB.
+ *
+ * Reads run on the caller's thread in their own read transaction (the
+ * environment is opened with MDB_NOTLS, so a read view may be closed on a
+ * different thread than the one that opened it). Writes go through one
+ * writer thread that batches queued jobs into a transaction, so readers
+ * never wait on disk. Eviction happens on the writer thread: before an
+ * object is written, the policy names victims until the new object fits in
+ * the capacity; a full map (MDB_MAP_FULL) is answered by evicting more.
+ *
+ * Objects are named by (bucket, key); both are arbitrary byte strings
+ * without NUL, key up to 1024 bytes. On open, the store scans what is on disk,
+ * re-registers every object with the policy, and drops incomplete leftovers.
+ */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "../common/sc_err.h"
+#include "../policy/policy.h"
+
+typedef struct store store;
+typedef struct store_obj store_obj;
+
+#define STORE_DEFAULT_CHUNK_SIZE (256u * 1024u)
+
+struct store_config {
+    const char *dir;                 /* created if missing */
+    uint64_t capacity_bytes;         /* bound on the sum of cached body sizes */
+    uint32_t chunk_size;             /* 0 means STORE_DEFAULT_CHUNK_SIZE */
+    bool verify_checksums;           /* check each chunk's CRC32C when served */
+    unsigned max_readers;            /* concurrent read views; 0 means 512 */
+    const struct policy_ops *policy; /* eviction policy; required */
+};
+
+struct store_stats {
+    uint64_t objects;
+    uint64_t used_bytes;     /* sum of cached body sizes */
+    uint64_t capacity_bytes;
+    uint64_t evictions;      /* objects removed to make room */
+    uint64_t corrupt;        /* chunks that failed their checksum */
+};
+
+/*
+ * @brief Opens (or creates) the store in cfg->dir and starts its writer.
+ * @param[out] out the store, owned by the caller; release with store_close().
+ * @return SC_OK, SC_EINVAL (bad config), SC_EIO (cannot open LMDB), SC_ENOMEM.
+ */
+sc_code store_open(const struct store_config *cfg, store **out);
+
+/* @brief Drains queued writes, stops the writer and closes LMDB. NULL is a no-op. */
+void store_close(store *st);
+
+/*
+ * @brief Opens a read view on a cached object and counts a hit with the policy.
+ * The view holds an LMDB read transaction: close it promptly (bounded by the
+ * gateway's connection timeout), on any thread.
+ * @param[out] out the view, owned by the caller; release with store_obj_close().
+ * @return SC_OK, SC_ENOTFOUND (not cached), SC_EBUSY (no free reader slot),
+ *         SC_EIO.
+ */
+sc_code store_obj_open(store *st, const char *bucket, const char *key, store_obj **out);
+
+/* @brief Body size of the object in bytes. */
+uint64_t store_obj_size(const store_obj *obj);
+
+/*
+ * @brief The header blob given to store_put(); valid until store_obj_close().
+ */
+const void *store_obj_headers(const store_obj *obj, size_t *len);
+
+/* @brief Unix time (seconds) at which the object was stored. */
+int64_t store_obj_stored_at(const store_obj *obj);
+
+/*
+ * @brief Points iov at the body bytes [off, off + len) inside the map, without
+ * copying. Each chunk touched is checked against its CRC32C first when the
+ * store verifies checksums.
+ * @param[out] iov filled with up to max_iov entries, valid until store_obj_close().
+ * @param[out] n_iov entries used.
+ * @return SC_OK, SC_EINVAL (range outside the object or max_iov too small),
+ *         SC_ECORRUPT (a checksum failed: the object is queued for removal),
+ *         SC_EIO.
+ * @note The number of entries needed is at most len / chunk_size + 2.
+ */
+sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *iov,
+                      size_t max_iov, size_t *n_iov);
+
+/* @brief Ends the read view. NULL is a no-op. */
+void store_obj_close(store_obj *obj);
+
+/* Called on the writer thread once a queued job is done (SC_OK or the reason it failed). */
+typedef void (*store_done_fn)(void *arg, sc_code result);
+
+/*
+ * @brief Queues an object for insertion, replacing any cached copy.
+ * body and hdrs must stay valid and unchanged until done is called; the store
+ * does not copy them before its writer uses them. done may be NULL.
+ * @return SC_OK (queued: done reports the outcome), SC_ETOOBIG (larger than
+ *         the capacity), SC_ENOMEM.
+ * @note Outcomes through done: SC_OK, SC_EFULL (no room: not admitted by the
+ *       policy or nothing left to evict), SC_EIO.
+ */
+sc_code store_put(store *st, const char *bucket, const char *key, const void *hdrs,
+                  size_t hdrs_len, const void *body, uint64_t size, store_done_fn done, void *arg);
+
+/*
+ * @brief Removes the cached copy of (bucket, key) if any, and waits until the
+ * removal is committed, so that no later store_obj_open() sees the old copy.
+ * @return SC_OK (removed or was not cached), SC_EIO.
+ */
+sc_code store_remove(store *st, const char *bucket, const char *key);
+
+/* @brief Copies the current counters into out. Cannot fail. */
+void store_get_stats(store *st, struct store_stats *out);
+
+/* @brief Blocks until every job queued so far is committed (for tests and shutdown). */
+void store_flush(store *st);
+
+#endif
