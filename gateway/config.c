@@ -1,0 +1,354 @@
+/*
+ * config.c - command line and environment parsing (see config.h).
+ *
+ * One table describes every option: its flag, its environment twin, its
+ * type and bounds, and its --help line. Defaults are set first, the
+ * environment overrides them, and the command line overrides both.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+
+enum opt_type { OPT_STR, OPT_SIZE, OPT_UINT, OPT_BOOL, OPT_LISTEN, OPT_LOGLEVEL, OPT_ACTION };
+
+struct opt {
+    const char *flag;    /* without the leading "--" */
+    const char *env;     /* environment twin, or NULL */
+    enum opt_type type;
+    size_t offset;       /* into struct gw_config */
+    uint64_t min, max;   /* bounds for OPT_SIZE and OPT_UINT */
+    const char *arg;     /* argument name for --help, NULL for flags */
+    const char *help;
+};
+
+#define OFF(field) offsetof(struct gw_config, field)
+#define KIB        1024ull
+#define MIB        (1024ull * KIB)
+#define GIB        (1024ull * MIB)
+
+static const struct opt options[] = {
+    {"listen", "S3CACHED_LISTEN", OPT_LISTEN, 0, 0, 0, "HOST:PORT",
+     "address to serve S3 on (default 127.0.0.1:8080; anyone who reaches it reads with the "
+     "gateway's credentials)"},
+    {"upstream", "S3CACHED_UPSTREAM", OPT_STR, OFF(upstream), 0, 0, "URL",
+     "S3 endpoint to cache (default https://s3.REGION.amazonaws.com)"},
+    {"region", "S3CACHED_REGION", OPT_STR, OFF(region), 0, 0, "NAME",
+     "region for signing (default $AWS_REGION, $AWS_DEFAULT_REGION, else us-east-1)"},
+    {"cache-dir", "S3CACHED_CACHE_DIR", OPT_STR, OFF(cache_dir), 0, 0, "DIR",
+     "where the LMDB cache lives (default ./s3cached-cache)"},
+    {"cache-size", "S3CACHED_CACHE_SIZE", OPT_SIZE, OFF(cache_size), MIB, 1ull << 50, "SIZE",
+     "most object bytes to keep, e.g. 512M, 20G (default 1G)"},
+    {"policy", "S3CACHED_POLICY", OPT_STR, OFF(policy), 0, 0, "NAME",
+     "eviction policy: lru (default lru)"},
+    {"max-object-size", "S3CACHED_MAX_OBJECT_SIZE", OPT_SIZE, OFF(max_object_size), 0, 1ull << 40,
+     "SIZE", "larger objects stream through uncached (default 64M)"},
+    {"vhost-domain", "S3CACHED_VHOST_DOMAIN", OPT_STR, OFF(vhost_domain), 0, 0, "NAME",
+     "accept virtual-hosted-style requests for BUCKET.NAME (default: path-style only)"},
+    {"threads", "S3CACHED_THREADS", OPT_UINT, OFF(threads), 1, 256, "N",
+     "HTTP worker threads (default: number of CPUs)"},
+    {"max-connections", "S3CACHED_MAX_CONNECTIONS", OPT_UINT, OFF(max_connections), 1, 100000,
+     "N", "concurrent client connections (default 1000)"},
+    {"connection-timeout", "S3CACHED_CONNECTION_TIMEOUT", OPT_UINT, OFF(conn_timeout), 1, 3600,
+     "SECONDS", "close a client connection idle this long; bounds how long a slow reader pins "
+     "cache pages (default 60)"},
+    {"chunk-size", "S3CACHED_CHUNK_SIZE", OPT_SIZE, OFF(chunk_size), 4 * KIB, 64 * MIB, "SIZE",
+     "bytes per stored chunk (default 256K)"},
+    {"no-verify-checksums", "S3CACHED_NO_VERIFY_CHECKSUMS", OPT_BOOL, OFF(verify_checksums), 0, 0,
+     NULL, "serve hits without checking each chunk's CRC32C"},
+    {"upstream-retries", "S3CACHED_UPSTREAM_RETRIES", OPT_UINT, OFF(upstream_retries), 0, 10, "N",
+     "retries of idempotent upstream requests (default 3)"},
+    {"insecure-upstream", "S3CACHED_INSECURE_UPSTREAM", OPT_BOOL, OFF(allow_insecure_tls), 0, 0,
+     NULL, "do not verify the upstream's TLS certificate (never in production)"},
+    {"log-level", "S3CACHED_LOG_LEVEL", OPT_LOGLEVEL, OFF(log_level), 0, 0, "LEVEL",
+     "error, warn, info or debug (default info)"},
+    {"help", NULL, OPT_ACTION, OFF(show_help), 0, 0, NULL, "show this help"},
+    {"version", NULL, OPT_ACTION, OFF(show_version), 0, 0, NULL, "show the version"},
+};
+
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+sc_code gw_parse_size(const char *s, uint64_t *out)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return SC_EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return SC_EINVAL;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    case 't': case 'T': shift = 40; end++; break;
+    default: break;
+    }
+    if (shift != 0 && *end == 'i')
+        end++;
+    if (*end == 'B' || *end == 'b')
+        end++;
+    if (*end != '\0' || (shift != 0 && v > (UINT64_MAX >> shift)))
+        return SC_EINVAL;
+    *out = (uint64_t)v << shift;
+    return SC_OK;
+}
+
+static sc_code parse_uint(const char *s, uint64_t *out)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return SC_EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return SC_EINVAL;
+    *out = v;
+    return SC_OK;
+}
+
+static sc_code set_string(char **field, const char *value)
+{
+    char *copy = strdup(value);
+    if (copy == NULL)
+        return SC_ENOMEM;
+    free(*field);
+    *field = copy;
+    return SC_OK;
+}
+
+static sc_code set_listen(struct gw_config *cfg, const char *value)
+{
+    const char *colon = strrchr(value, ':');
+    if (colon == NULL || colon == value)
+        return SC_EINVAL;
+    uint64_t port;
+    if (parse_uint(colon + 1, &port) != SC_OK || port == 0 || port > 65535)
+        return SC_EINVAL;
+    const char *host = value;
+    size_t host_len = (size_t)(colon - value);
+    if (host[0] == '[' && host_len >= 2 && host[host_len - 1] == ']') {
+        host++;
+        host_len -= 2;
+    }
+    char *copy = strndup(host, host_len);
+    if (copy == NULL)
+        return SC_ENOMEM;
+    free(cfg->listen_host);
+    cfg->listen_host = copy;
+    cfg->listen_port = (unsigned)port;
+    return SC_OK;
+}
+
+/* Applies one option's value; value is NULL for flags. */
+static sc_code apply(struct gw_config *cfg, const struct opt *o, const char *value)
+{
+    char *base = (char *)cfg;
+    uint64_t n;
+    int level;
+    switch (o->type) {
+    case OPT_STR:
+        if (*value == '\0')
+            return SC_EINVAL;
+        return set_string((char **)(base + o->offset), value);
+    case OPT_LISTEN:
+        return set_listen(cfg, value);
+    case OPT_SIZE:
+    case OPT_UINT:
+        if ((o->type == OPT_SIZE ? gw_parse_size(value, &n) : parse_uint(value, &n)) != SC_OK)
+            return SC_EINVAL;
+        if (n < o->min || n > o->max)
+            return SC_EINVAL;
+        if (o->offset == OFF(chunk_size))
+            cfg->chunk_size = (uint32_t)n;
+        else if (o->type == OPT_SIZE)
+            *(uint64_t *)(base + o->offset) = n;
+        else
+            *(unsigned *)(base + o->offset) = (unsigned)n;
+        return SC_OK;
+    case OPT_BOOL:
+        /* Every boolean option turns a default off or a risky behaviour on. */
+        if (o->offset == OFF(verify_checksums))
+            cfg->verify_checksums = false;
+        else
+            *(bool *)(base + o->offset) = true;
+        return SC_OK;
+    case OPT_LOGLEVEL:
+        level = sc_log_parse_level(value);
+        if (level < 0)
+            return SC_EINVAL;
+        cfg->log_level = (unsigned)level;
+        return SC_OK;
+    case OPT_ACTION:
+        *(bool *)(base + o->offset) = true;
+        return SC_OK;
+    }
+    return SC_EINVAL;
+}
+
+static bool env_flag_set(const char *v)
+{
+    return strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || strcmp(v, "yes") == 0;
+}
+
+static sc_code set_defaults(struct gw_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->listen_port = 8080;
+    cfg->cache_size = GIB;
+    cfg->max_object_size = 64 * MIB;
+    cfg->threads = 2;
+    cfg->max_connections = 1000;
+    cfg->conn_timeout = 60;
+    cfg->chunk_size = 256 * KIB;
+    cfg->verify_checksums = true;
+    cfg->upstream_retries = 3;
+    cfg->log_level = SC_LOG_INFO;
+    if (set_string(&cfg->listen_host, "127.0.0.1") || set_string(&cfg->cache_dir, "s3cached-cache") ||
+        set_string(&cfg->policy, "lru"))
+        return SC_ENOMEM;
+    const char *region = getenv("AWS_REGION");
+    if (region == NULL || *region == '\0')
+        region = getenv("AWS_DEFAULT_REGION");
+    if (region == NULL || *region == '\0')
+        region = "us-east-1";
+    return set_string(&cfg->region, region);
+}
+
+static sc_code apply_env(struct gw_config *cfg, char *err, size_t err_len)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const struct opt *o = &options[i];
+        const char *v = o->env ? getenv(o->env) : NULL;
+        if (v == NULL || *v == '\0')
+            continue;
+        if (o->type == OPT_BOOL && !env_flag_set(v))
+            continue;
+        sc_code rc = apply(cfg, o, o->type == OPT_BOOL ? NULL : v);
+        if (rc != SC_OK) {
+            snprintf(err, err_len, "invalid value for %s", o->env);
+            return rc;
+        }
+    }
+    return SC_OK;
+}
+
+static const struct opt *find_option(const char *name, size_t len)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (strlen(options[i].flag) == len && strncmp(options[i].flag, name, len) == 0)
+            return &options[i];
+    return NULL;
+}
+
+static sc_code apply_argv(struct gw_config *cfg, int argc, char **argv, char *err, size_t err_len)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, err_len, "unexpected argument '%s'", a);
+            return SC_EINVAL;
+        }
+        const char *name = a + 2;
+        const char *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const struct opt *o = find_option(name, len);
+        if (o == NULL) {
+            snprintf(err, err_len, "unknown option '%.*s'", (int)len + 2, a);
+            return SC_EINVAL;
+        }
+        const char *value = NULL;
+        bool takes_value = o->arg != NULL;
+        if (takes_value && eq)
+            value = eq + 1;
+        else if (takes_value && i + 1 < argc)
+            value = argv[++i];
+        if ((takes_value && value == NULL) || (!takes_value && eq)) {
+            snprintf(err, err_len, "option --%s %s", o->flag,
+                     takes_value ? "needs a value" : "takes no value");
+            return SC_EINVAL;
+        }
+        sc_code rc = apply(cfg, o, value);
+        if (rc != SC_OK) {
+            snprintf(err, err_len, "invalid value for --%s", o->flag);
+            return rc;
+        }
+    }
+    return SC_OK;
+}
+
+/* Strips trailing slashes and checks the scheme, so URLs can be joined safely. */
+static sc_code finish_upstream(struct gw_config *cfg, char *err, size_t err_len)
+{
+    if (cfg->upstream == NULL) {
+        char url[256];
+        snprintf(url, sizeof(url), "https://s3.%s.amazonaws.com", cfg->region);
+        if (set_string(&cfg->upstream, url))
+            return SC_ENOMEM;
+    }
+    size_t n = strlen(cfg->upstream);
+    while (n > 0 && cfg->upstream[n - 1] == '/')
+        cfg->upstream[--n] = '\0';
+    if (strncmp(cfg->upstream, "http://", 7) != 0 && strncmp(cfg->upstream, "https://", 8) != 0) {
+        snprintf(err, err_len, "--upstream must start with http:// or https://");
+        return SC_EINVAL;
+    }
+    if (strchr(cfg->upstream + 8, '?') || strchr(cfg->upstream + 8, '#')) {
+        snprintf(err, err_len, "--upstream must not have a query or fragment");
+        return SC_EINVAL;
+    }
+    return SC_OK;
+}
+
+sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err, size_t err_len)
+{
+    sc_code rc = set_defaults(cfg);
+    if (rc == SC_OK)
+        rc = apply_env(cfg, err, err_len);
+    if (rc == SC_OK)
+        rc = apply_argv(cfg, argc, argv, err, err_len);
+    if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
+        rc = finish_upstream(cfg, err, err_len);
+    if (rc == SC_OK && cfg->max_object_size > cfg->cache_size)
+        cfg->max_object_size = cfg->cache_size;
+    if (rc == SC_ENOMEM)
+        snprintf(err, err_len, "out of memory");
+    return rc;
+}
+
+void gw_config_free(struct gw_config *cfg)
+{
+    free(cfg->listen_host);
+    free(cfg->upstream);
+    free(cfg->region);
+    free(cfg->cache_dir);
+    free(cfg->policy);
+    free(cfg->vhost_domain);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+void gw_config_usage(const char *prog)
+{
+    printf("Usage: %s [OPTION]...\n"
+           "An S3 caching gateway: serves repeated object reads from a local LMDB cache and\n"
+           "passes every other request to the upstream bucket, re-signed with SigV4.\n\n",
+           prog);
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const struct opt *o = &options[i];
+        char left[64];
+        snprintf(left, sizeof(left), "--%s%s%s", o->flag, o->arg ? " " : "", o->arg ? o->arg : "");
+        printf("  %-30s %s\n", left, o->help);
+        if (o->env)
+            printf("  %-30s   env: %s%s\n", "", o->env, o->type == OPT_BOOL ? "=1" : "");
+    }
+    printf("\nUpstream credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
+           "or the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE). Without\n"
+           "any, upstream requests are sent unsigned (public buckets).\n"
+           "Admin API: GET /_s3cached/stats\n");
+}

@@ -1,0 +1,60 @@
+/*
+ * config.h - the gateway's settings: parsed once, range-checked, then read-only.
+ *
+ * Every option has a command-line form and an environment twin
+ * (--cache-size / S3CACHED_CACHE_SIZE); the command line wins. Parsing never
+ * exits the process: it reports a message the caller prints.
+ */
+#ifndef GW_CONFIG_H
+#define GW_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/sc_err.h"
+
+struct gw_config {
+    char *listen_host;        /* default 127.0.0.1 */
+    unsigned listen_port;     /* default 8080 */
+    char *upstream;           /* base URL, no trailing '/' */
+    char *region;
+    char *cache_dir;
+    uint64_t cache_size;
+    char *policy;
+    uint64_t max_object_size; /* larger objects stream through uncached */
+    char *vhost_domain;       /* NULL: path-style only */
+    unsigned threads;         /* MHD worker threads */
+    unsigned max_connections;
+    unsigned conn_timeout;    /* seconds a connection may stay idle or stalled */
+    uint32_t chunk_size;
+    bool verify_checksums;
+    bool allow_insecure_tls;  /* --insecure-upstream: skip TLS verification (off by default) */
+    unsigned upstream_retries;
+    unsigned log_level;
+    bool show_help;
+    bool show_version;
+};
+
+/*
+ * @brief Fills cfg from the environment, then from argv.
+ * @param[out] cfg the settings, owned by the caller; release with gw_config_free().
+ * @param[out] err on failure, a static or cfg-owned message naming the bad option.
+ * @return SC_OK, SC_EINVAL (unknown option, bad value, out of range), SC_ENOMEM.
+ */
+sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err, size_t err_len);
+
+/* @brief Frees every string cfg owns. Safe on a zeroed struct. */
+void gw_config_free(struct gw_config *cfg);
+
+/* @brief Prints --help text to stdout. */
+void gw_config_usage(const char *prog);
+
+/*
+ * @brief Parses a size such as 512, 64K, 512M, 20G, 1T (powers of 1024;
+ * an optional trailing 'B' or "iB" is accepted).
+ * @return SC_OK or SC_EINVAL (garbage, overflow).
+ */
+sc_code gw_parse_size(const char *s, uint64_t *out);
+
+#endif

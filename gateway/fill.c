@@ -1,0 +1,345 @@
+/*
+ * fill.c - single-flight cache fills (see fill.h).
+ *
+ * References: the upstream transfer holds one until the fill is stored or
+ * dropped, and each reader holds one. The table holds none: an entry stays
+ * listed while new readers may still join it, and is unlinked (under the
+ * table lock) when the object turns out uncacheable, fails, is invalidated,
+ * or has been committed to the store, whichever comes first.
+ */
+#include "fill.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "hdrblob.h"
+
+#define N_SLOTS 256
+
+struct fill {
+    fill_table *t;
+    atomic_int refs;
+    atomic_int readers;
+    char *bucket, *key;
+    relay *relay;
+    up_req *req;
+    bool listed;      /* in the table (table lock) */
+    bool invalidated; /* must not be stored (table lock) */
+    bool cacheable;   /* decided at the head (upstream thread) */
+    char *hdrs;       /* replayable headers, for the store */
+    size_t hdrs_len;
+    char etag_md5[33];  /* the ETag when it is a plain MD5, else "" */
+    EVP_MD_CTX *md5;
+    fill *next;
+};
+
+struct fill_table {
+    const struct fill_ctx *ctx;
+    pthread_mutex_t mu;
+    fill *slots[N_SLOTS];
+};
+
+sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
+{
+    fill_table *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return SC_ENOMEM;
+    t->ctx = ctx;
+    pthread_mutex_init(&t->mu, NULL);
+    *out = t;
+    return SC_OK;
+}
+
+void fill_table_free(fill_table *t)
+{
+    if (t == NULL)
+        return;
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static unsigned slot_of(const char *bucket, const char *key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over bucket, NUL, key */
+    for (const char *p = bucket; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    h *= 16777619u;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % N_SLOTS;
+}
+
+static void fill_unref(fill *f)
+{
+    if (atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    relay_unref(f->relay);
+    up_req_release(f->req);
+    EVP_MD_CTX_free(f->md5);
+    free(f->hdrs);
+    free(f->bucket);
+    free(f->key);
+    free(f);
+}
+
+/* Unlinks f from the table (table locked). */
+static void unlist(fill *f)
+{
+    if (!f->listed)
+        return;
+    f->listed = false;
+    for (fill **pp = &f->t->slots[slot_of(f->bucket, f->key)]; *pp; pp = &(*pp)->next)
+        if (*pp == f) {
+            *pp = f->next;
+            return;
+        }
+}
+
+static void unlist_locked(fill *f)
+{
+    pthread_mutex_lock(&f->t->mu);
+    unlist(f);
+    pthread_mutex_unlock(&f->t->mu);
+}
+
+/* ---- the upstream side (upstream thread) --------------------------------- */
+
+/* Remembers the ETag when it is a quoted 32-digit hex MD5 (single-part upload). */
+static void note_md5_etag(fill *f, const char *etag)
+{
+    f->etag_md5[0] = '\0';
+    if (etag == NULL || strlen(etag) != 34 || etag[0] != '"' || etag[33] != '"')
+        return;
+    for (int i = 1; i <= 32; i++) {
+        char c = etag[i];
+        bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        if (!hex)
+            return;
+        f->etag_md5[i - 1] = (char)(c >= 'A' && c <= 'F' ? c + 32 : c);
+    }
+    f->etag_md5[32] = '\0';
+    f->md5 = EVP_MD_CTX_new();
+    if (f->md5 == NULL || EVP_DigestInit_ex(f->md5, EVP_md5(), NULL) != 1) {
+        EVP_MD_CTX_free(f->md5);
+        f->md5 = NULL;
+        f->etag_md5[0] = '\0';
+    }
+}
+
+static void on_head(void *arg, const struct up_head *head)
+{
+    fill *f = arg;
+    const struct fill_ctx *ctx = f->t->ctx;
+    f->cacheable = head->status == 200 && head->content_length >= 0 &&
+                   (uint64_t)head->content_length <= ctx->max_object_size;
+    if (f->cacheable &&
+        hdrblob_encode(head->headers, head->n_headers, &f->hdrs, &f->hdrs_len) != SC_OK)
+        f->cacheable = false;
+    if (f->cacheable)
+        note_md5_etag(f, up_header_get(head->headers, head->n_headers, "etag"));
+    else
+        unlist_locked(f);
+    /* Keep-all for fills and for short error bodies; an uncacheable object is windowed. */
+    bool small_error = head->status != 200 && head->content_length >= 0 &&
+                       head->content_length <= 1024 * 1024;
+    if (relay_set_head(f->relay, head, f->cacheable || small_error) != SC_OK)
+        f->cacheable = false;
+}
+
+static bool on_body(void *arg, const char *p, size_t n)
+{
+    fill *f = arg;
+    if (!relay_push(f->relay, p, n))
+        return false;
+    gw_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
+    if (f->md5 && EVP_DigestUpdate(f->md5, p, n) != 1) {
+        EVP_MD_CTX_free(f->md5);
+        f->md5 = NULL;
+        f->cacheable = false;
+    }
+    return true;
+}
+
+static bool md5_matches(fill *f)
+{
+    if (f->etag_md5[0] == '\0')
+        return true; /* multipart or SSE-KMS ETag: not a digest of the body */
+    unsigned char md[16];
+    unsigned int len = 0;
+    if (f->md5 == NULL || EVP_DigestFinal_ex(f->md5, md, &len) != 1 || len != 16)
+        return false;
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    return memcmp(hex, f->etag_md5, 32) == 0;
+}
+
+static void on_stored(void *arg, sc_code rc)
+{
+    fill *f = arg;
+    struct gw_stats *stats = f->t->ctx->stats;
+    if (rc == SC_OK)
+        gw_stat_add(stats->fills_stored, 1);
+    else
+        sc_debug("not cached %s/%s: %s", f->bucket, f->key, sc_strerror(rc));
+    unlist_locked(f);
+    fill_unref(f);
+}
+
+static void on_done(void *arg, sc_code rc)
+{
+    fill *f = arg;
+    const struct fill_ctx *ctx = f->t->ctx;
+    relay_finish(f->relay, rc);
+    const char *body = NULL;
+    uint64_t len = 0;
+    bool complete = f->cacheable && relay_body(f->relay, &body, &len) == SC_OK;
+    if (complete && !md5_matches(f)) {
+        sc_warn("upstream body of %s/%s does not match its ETag: not cached", f->bucket, f->key);
+        complete = false;
+    }
+    pthread_mutex_lock(&f->t->mu);
+    bool store_it = complete && !f->invalidated;
+    if (!store_it)
+        unlist(f);
+    pthread_mutex_unlock(&f->t->mu);
+    if (!store_it) {
+        if (f->cacheable && !f->invalidated)
+            gw_stat_add(ctx->stats->fills_failed, 1);
+        fill_unref(f);
+        return;
+    }
+    if (store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len, on_stored, f) !=
+        SC_OK)
+        on_stored(f, SC_EFULL);
+}
+
+static const struct up_handler fill_handler = {
+    .on_head = on_head,
+    .on_body = on_body,
+    .read_body = NULL,
+    .on_done = on_done,
+};
+
+/* ---- the reader side ------------------------------------------------------- */
+
+static fill *find(fill_table *t, const char *bucket, const char *key)
+{
+    for (fill *f = t->slots[slot_of(bucket, key)]; f; f = f->next)
+        if (strcmp(f->key, key) == 0 && strcmp(f->bucket, bucket) == 0)
+            return f;
+    return NULL;
+}
+
+static fill *fill_new(fill_table *t, const char *bucket, const char *key)
+{
+    fill *f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return NULL;
+    f->t = t;
+    atomic_init(&f->refs, 1);
+    f->bucket = strdup(bucket);
+    f->key = strdup(key);
+    f->relay = relay_new(t->ctx->window);
+    if (!f->bucket || !f->key || !f->relay) {
+        fill_unref(f);
+        return NULL;
+    }
+    return f;
+}
+
+sc_code fill_join(fill_table *t, const char *bucket, const char *key, fill **out, bool *started)
+{
+    pthread_mutex_lock(&t->mu);
+    fill *f = find(t, bucket, key);
+    *started = f == NULL;
+    if (f == NULL) {
+        f = fill_new(t, bucket, key);
+        if (f == NULL) {
+            pthread_mutex_unlock(&t->mu);
+            return SC_ENOMEM;
+        }
+        /* One reference for the transfer, one for this reader. */
+        atomic_fetch_add(&f->refs, 1);
+        f->listed = true;
+        unsigned s = slot_of(bucket, key);
+        f->next = t->slots[s];
+        t->slots[s] = f;
+    } else {
+        atomic_fetch_add(&f->refs, 1);
+    }
+    atomic_fetch_add(&f->readers, 1);
+    pthread_mutex_unlock(&t->mu);
+
+    if (*started) {
+        gw_stat_add(t->ctx->stats->upstream_fetches, 1);
+        up_req *req = NULL;
+        sc_code rc = origin_fetch(t->ctx->origin, bucket, key, &fill_handler, f, &req);
+        if (rc != SC_OK) {
+            relay_finish(f->relay, rc);
+            unlist_locked(f);
+            fill_unref(f); /* the transfer's reference: it never started */
+        } else {
+            pthread_mutex_lock(&t->mu);
+            f->req = req;
+            pthread_mutex_unlock(&t->mu);
+            relay_set_upstream(f->relay, req);
+        }
+    }
+    *out = f;
+    return SC_OK;
+}
+
+relay *fill_relay(fill *f)
+{
+    return f->relay;
+}
+
+void fill_leave(fill *f)
+{
+    if (f == NULL)
+        return;
+    bool last = atomic_fetch_sub(&f->readers, 1) == 1;
+    /* Nobody reads an uncacheable object any more: stop fetching it. A cacheable one
+     * goes on, so the next reader finds it cached. */
+    pthread_mutex_lock(&f->t->mu);
+    bool cancel = last && !f->listed && f->req != NULL;
+    pthread_mutex_unlock(&f->t->mu);
+    if (cancel)
+        up_req_cancel(f->req);
+    fill_unref(f);
+}
+
+void fill_invalidate(fill_table *t, const char *bucket, const char *key)
+{
+    pthread_mutex_lock(&t->mu);
+    fill *f = find(t, bucket, key);
+    if (f) {
+        f->invalidated = true;
+        unlist(f);
+    }
+    pthread_mutex_unlock(&t->mu);
+}
+
+void fill_invalidate_bucket(fill_table *t, const char *bucket)
+{
+    pthread_mutex_lock(&t->mu);
+    for (unsigned s = 0; s < N_SLOTS; s++) {
+        fill **pp = &t->slots[s];
+        while (*pp) {
+            fill *f = *pp;
+            if (strcmp(f->bucket, bucket) == 0) {
+                f->invalidated = true;
+                f->listed = false;
+                *pp = f->next;
+            } else {
+                pp = &f->next;
+            }
+        }
+    }
+    pthread_mutex_unlock(&t->mu);
+}

@@ -1,0 +1,67 @@
+/*
+ * fill.h - single-flight cache fills.
+ *
+ * A fill fetches one whole object from the origin into a keep-all relay,
+ * which every client missing on that object reads from while it arrives, and
+ * stores it once it is complete and verified: its length matched what the
+ * upstream announced, the transfer ended cleanly, and, where the ETag is a
+ * plain MD5 (single-part uploads), the body's digest matched it. Anything
+ * else is never stored. Concurrent misses for one object join one fill.
+ *
+ * An object that turns out not to be cacheable (not 200, no length, larger
+ * than the maximum object size) is still relayed to the clients already
+ * waiting, through a bounded window, and the fill leaves the table so that
+ * nobody else joins it.
+ */
+#ifndef GW_FILL_H
+#define GW_FILL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../store/store.h"
+#include "origin.h"
+#include "relay.h"
+#include "stats.h"
+
+typedef struct fill_table fill_table;
+typedef struct fill fill;
+
+struct fill_ctx {
+    struct origin *origin;
+    store *st;
+    struct gw_stats *stats;
+    uint64_t max_object_size;
+    size_t window; /* bytes buffered ahead of the slowest reader of an uncacheable object */
+};
+
+/* @return SC_OK or SC_ENOMEM. ctx must outlive the table. */
+sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out);
+
+/* @brief Frees the table. Call after the upstream is stopped and the store flushed. */
+void fill_table_free(fill_table *t);
+
+/*
+ * @brief Joins the running fill of (bucket, key), or starts one.
+ * @param[out] out a reader's reference; release with fill_leave().
+ * @param[out] started true if this call started the fill (a miss that goes upstream).
+ * @return SC_OK, SC_ENOMEM, SC_ECANCELED (shutting down).
+ */
+sc_code fill_join(fill_table *t, const char *bucket, const char *key, fill **out, bool *started);
+
+/* @brief The relay to read the object from; valid while the reference is held. */
+relay *fill_relay(fill *f);
+
+/* @brief Drops a reader's reference. An uncacheable fill nobody reads is canceled. */
+void fill_leave(fill *f);
+
+/*
+ * @brief Makes sure no fill of (bucket, key) running now gets stored, and that
+ * the next miss starts a new one. Used before and after writes to the key.
+ */
+void fill_invalidate(fill_table *t, const char *bucket, const char *key);
+
+/* @brief Like fill_invalidate() for every fill of a bucket (multi-object delete). */
+void fill_invalidate_bucket(fill_table *t, const char *bucket);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * gw.h - the gateway's shared context and the state of one request.
+ *
+ * struct gw is built once in main.c and passed to every part of the request
+ * path; nothing in gateway/ keeps hidden globals. struct gw_req lives from
+ * the moment libmicrohttpd reads a request line to the moment the response
+ * is finished or the client is gone (server.c owns it).
+ */
+#ifndef GW_GW_H
+#define GW_GW_H
+
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../store/store.h"
+#include "config.h"
+#include "fill.h"
+#include "origin.h"
+#include "relay.h"
+#include "s3_target.h"
+#include "stats.h"
+#include "upstream.h"
+
+struct gw {
+    const struct gw_config *cfg;
+    store *st;
+    upstream *up;
+    struct origin origin;
+    fill_table *fills;
+    struct gw_stats stats;
+    struct MHD_Daemon *daemon;
+};
+
+/* Where a request is in its life; the access handler resumes from here. */
+enum gw_phase {
+    GW_PHASE_NEW,        /* nothing decided yet */
+    GW_PHASE_UPLOAD,     /* pass-through: streaming the request body upstream */
+    GW_PHASE_WAIT_HEAD,  /* waiting for the upstream's response head */
+    GW_PHASE_RESPONDED,  /* a response is queued */
+};
+
+struct upload; /* proxy.c */
+
+struct gw_req {
+    struct gw *g;
+    struct MHD_Connection *conn;
+    char *target;              /* the raw request target, as received */
+    char request_id[17];
+    const char *method;        /* owned by libmicrohttpd, valid during the request */
+    struct s3_target tgt;
+    bool have_target;
+    enum gw_phase phase;
+    const char *x_cache;       /* HIT, MISS or BYPASS for object reads, else NULL */
+    /* Reading a relay (a fill or a pass-through response). */
+    fill *fill;
+    relay *relay;              /* the relay read: a fill's, or the pass-through's */
+    struct relay_cursor cursor;
+    struct relay_waiter waiter;
+    uint64_t range_start, range_len; /* bytes of the body sent */
+    bool partial;
+    struct upload *upload;     /* pass-through request body */
+    bool suspended;
+};
+
+/* Sends an S3 XML error and marks the request responded. Returns what the access handler returns. */
+enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code, const char *message);
+
+/* Adds the headers every response carries (request id). */
+void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp);
+
+/* Queues resp with status, adds common headers, destroys the caller's reference. */
+enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp);
+
+/* The relay_waiter callbacks that suspend and resume q's connection. */
+void gw_waiter_init(struct gw_req *q);
+
+/* Request paths (one file each). Each returns what the access handler returns. */
+enum MHD_Result gw_serve_object(struct gw_req *q);    /* serve.c: GET/HEAD through the cache */
+enum MHD_Result gw_serve_relay(struct gw_req *q);     /* serve.c: answer from a relay's head */
+enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
+enum MHD_Result gw_admin(struct gw_req *q);           /* admin.c: /_s3cached/... */
+
+/* proxy.c: after the upstream's head, drop cached copies the request changed. */
+void gw_proxy_after_head(struct gw_req *q, long status);
+/* proxy.c: ends the pass-through transfer of a request that is going away. */
+void gw_proxy_cleanup(struct gw_req *q);
+/* proxy.c: false for hop-by-hop and per-hop upstream response headers. */
+bool proxy_passes_response_header(const char *name);
+
+#endif

@@ -1,0 +1,161 @@
+/*
+ * main.c - s3cached: start-up, signals and orderly shutdown.
+ *
+ * Start-up order: settings, credentials, store (which rebuilds the policy
+ * from what is on disk), upstream client, fills, HTTP listener. Shutdown
+ * runs it backwards, except that the upstream stops before the listener:
+ * that ends every transfer and so wakes every suspended connection, which
+ * libmicrohttpd needs before it can stop.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "../common/log.h"
+#include "../policy/policy.h"
+#include "config.h"
+#include "creds.h"
+#include "gw.h"
+#include "server.h"
+
+#define S3CACHED_VERSION "0.1.0"
+
+static int wait_for_signal(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    int sig = 0;
+    sigwait(&set, &sig);
+    return sig;
+}
+
+static void block_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits this */
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static sc_code open_store(struct gw *g)
+{
+    const struct gw_config *cfg = g->cfg;
+    const struct policy_ops *policy = policy_find(cfg->policy);
+    if (policy == NULL) {
+        sc_err("unknown policy '%s' (known: %s)", cfg->policy, policy_names());
+        return SC_EINVAL;
+    }
+    struct store_config sc = {
+        .dir = cfg->cache_dir,
+        .capacity_bytes = cfg->cache_size,
+        .chunk_size = cfg->chunk_size,
+        .verify_checksums = cfg->verify_checksums,
+        .max_readers = cfg->max_connections + 64,
+        .policy = policy,
+    };
+    sc_code rc = store_open(&sc, &g->st);
+    if (rc != SC_OK)
+        sc_err("cannot open the cache in %s: %s", cfg->cache_dir, sc_strerror(rc));
+    return rc;
+}
+
+static sc_code start_upstream(struct gw *g, const struct creds *creds)
+{
+    const struct gw_config *cfg = g->cfg;
+    struct up_config uc = {
+        .base_url = cfg->upstream,
+        .region = cfg->region,
+        .creds = creds,
+        .retries = cfg->upstream_retries,
+        .insecure_tls = cfg->allow_insecure_tls,
+        .connect_timeout_ms = 5000,
+        .stall_timeout_s = 30,
+    };
+    sc_code rc = upstream_start(&uc, &g->up);
+    if (rc != SC_OK)
+        sc_err("cannot start the upstream client for %s: %s", cfg->upstream, sc_strerror(rc));
+    g->origin.bucket = g->up;
+    return rc;
+}
+
+static sc_code load_credentials(struct creds *creds)
+{
+    sc_code rc = creds_load(creds);
+    if (rc == SC_ENOTFOUND) {
+        sc_warn("no AWS credentials found: upstream requests are sent unsigned");
+        return SC_OK;
+    }
+    if (rc != SC_OK)
+        sc_err("cannot load AWS credentials: %s", sc_strerror(rc));
+    return rc;
+}
+
+static int run(struct gw *g)
+{
+    struct creds creds = {0};
+    struct fill_ctx fctx = {0};
+    int status = 1;
+    if (load_credentials(&creds) != SC_OK || open_store(g) != SC_OK)
+        goto out;
+    sc_code rc = start_upstream(g, &creds);
+    creds_clear(&creds); /* the upstream keeps its own copy */
+    if (rc != SC_OK)
+        goto out;
+    fctx = (struct fill_ctx){&g->origin, g->st, &g->stats, g->cfg->max_object_size, 1024 * 1024};
+    if (fill_table_new(&fctx, &g->fills) != SC_OK || server_start(g) != SC_OK)
+        goto out;
+    sc_info("s3cached %s listening on %s:%u, upstream %s, cache %s (%llu bytes, policy %s)",
+            S3CACHED_VERSION, g->cfg->listen_host, g->cfg->listen_port, g->cfg->upstream,
+            g->cfg->cache_dir, (unsigned long long)g->cfg->cache_size, g->cfg->policy);
+    int sig = wait_for_signal();
+    sc_info("signal %d: shutting down", sig);
+    status = 0;
+out:
+    if (g->daemon)
+        MHD_quiesce_daemon(g->daemon);
+    upstream_stop(g->up);
+    server_stop(g);
+    store_close(g->st); /* flushes queued writes */
+    fill_table_free(g->fills);
+    upstream_free(g->up);
+    creds_clear(&creds);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    struct gw_config cfg;
+    char err[256] = "";
+    if (gw_config_parse(&cfg, argc, argv, err, sizeof(err)) != SC_OK) {
+        fprintf(stderr, "s3cached: %s (see --help)\n", err);
+        gw_config_free(&cfg);
+        return 2;
+    }
+    if (cfg.show_help || cfg.show_version) {
+        if (cfg.show_help)
+            gw_config_usage(argv[0]);
+        else
+            printf("s3cached %s\n", S3CACHED_VERSION);
+        gw_config_free(&cfg);
+        return 0;
+    }
+    sc_log_set_level((enum sc_log_level)cfg.log_level);
+    block_signals();
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        fprintf(stderr, "s3cached: cannot initialize libcurl\n");
+        return 1;
+    }
+    struct gw g = {.cfg = &cfg};
+    int status = run(&g);
+    curl_global_cleanup();
+    gw_config_free(&cfg);
+    return status;
+}

@@ -1,0 +1,27 @@
+/*
+ * origin.h - where the bytes of a cache miss come from.
+ *
+ * Today the origin is the upstream bucket. This is the one seam through
+ * which every fill fetches, so that a cluster of gateways can later ask a
+ * peer that holds the object before going to the bucket, without the fill
+ * logic knowing. Pass-through requests do not come here: they always go to
+ * the bucket.
+ */
+#ifndef GW_ORIGIN_H
+#define GW_ORIGIN_H
+
+#include "upstream.h"
+
+struct origin {
+    upstream *bucket; /* the configured upstream */
+};
+
+/*
+ * @brief Fetches a whole object (GET, no conditions) for a cache fill.
+ * Callbacks and ownership as for up_submit().
+ * @return SC_OK, SC_ENOMEM, SC_ECANCELED.
+ */
+sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
+                     const struct up_handler *h, void *arg, up_req **out);
+
+#endif

@@ -1,0 +1,397 @@
+/*
+ * proxy.c - requests that are not cacheable reads go to the upstream as they are.
+ *
+ * The client's headers are forwarded minus the ones that belong to the
+ * client's connection or to its signature; the upstream module re-signs with
+ * the gateway's credentials. Bodies stream both ways through bounded buffers:
+ * an upload moves through a 256 KiB pipe (the connection is suspended while
+ * the pipe is full, the transfer paused while it is empty), and the response
+ * through a windowed relay. aws-chunked uploads are decoded on the way, and
+ * sent upstream as a plain body of x-amz-decoded-content-length bytes.
+ * Writes that change a key drop its cached copy, before they are forwarded
+ * (so no fill running now is stored) and again once the upstream answered.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "../common/log.h"
+#include "awschunked.h"
+#include "gw.h"
+#include "s3_xml.h"
+
+#define PIPE_SIZE     (256 * 1024)
+#define RELAY_WINDOW  (1024 * 1024)
+#define MAX_FWD       100
+
+/* One pass-through transfer, shared by the request and the upstream thread. */
+struct upload {
+    atomic_int refs;
+    pthread_mutex_t mu;
+    relay *relay;           /* the response; the upload holds one reference */
+    up_req *req;
+    struct gw_req *q;       /* NULL once the request is gone */
+    char *buf;              /* the request body pipe */
+    size_t len;
+    bool eof;               /* the whole request body is in the pipe */
+    bool finished;          /* the transfer ended: further body bytes are dropped */
+    bool up_paused;         /* read_body found the pipe empty */
+    bool conn_parked;       /* the connection waits for room in the pipe */
+    bool chunked;           /* aws-chunked framing to remove */
+    struct awschunked dec;
+    sc_code error;          /* malformed body */
+};
+
+static const char *const dropped_request_headers[] = {
+    "host", "authorization", "connection", "keep-alive", "proxy-authorization",
+    "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "expect",
+    "content-length", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token",
+    "x-amz-decoded-content-length", "x-amz-trailer", "x-amz-sdk-checksum-algorithm",
+};
+
+static const char *const dropped_response_headers[] = {
+    "connection", "keep-alive", "transfer-encoding", "content-length", "upgrade",
+    "proxy-authenticate", "trailer", "te", "server", "x-amz-request-id", "x-amz-id-2",
+};
+
+static bool in_list(const char *name, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcasecmp(name, list[i]) == 0)
+            return true;
+    return false;
+}
+
+bool proxy_passes_response_header(const char *name)
+{
+    return !in_list(name, dropped_response_headers,
+                    sizeof(dropped_response_headers) / sizeof(dropped_response_headers[0]));
+}
+
+static void upload_unref(struct upload *u)
+{
+    if (u == NULL || atomic_fetch_sub(&u->refs, 1) != 1)
+        return;
+    relay_unref(u->relay);
+    up_req_release(u->req);
+    pthread_mutex_destroy(&u->mu);
+    free(u->buf);
+    free(u);
+}
+
+/* Wakes the connection waiting for pipe room (upload locked); returns it to resume unlocked. */
+static struct gw_req *take_parked(struct upload *u)
+{
+    if (!u->conn_parked || u->q == NULL)
+        return NULL;
+    u->conn_parked = false;
+    return u->q;
+}
+
+static void resume_conn(struct gw_req *q)
+{
+    if (q)
+        q->waiter.wake(q->waiter.arg);
+}
+
+/* ---- upstream side (upstream thread) ----------------------------------------------- */
+
+static void on_head(void *arg, const struct up_head *head)
+{
+    struct upload *u = arg;
+    bool small = head->content_length >= 0 && head->content_length <= 64 * 1024;
+    relay_set_head(u->relay, head, small);
+}
+
+static bool on_body(void *arg, const char *p, size_t n)
+{
+    struct upload *u = arg;
+    return relay_push(u->relay, p, n);
+}
+
+static size_t read_body(void *arg, char *out, size_t cap)
+{
+    struct upload *u = arg;
+    pthread_mutex_lock(&u->mu);
+    size_t n = u->len < cap ? u->len : cap;
+    if (n > 0) {
+        memcpy(out, u->buf, n);
+        memmove(u->buf, u->buf + n, u->len - n);
+        u->len -= n;
+    } else if (!u->eof) {
+        u->up_paused = true;
+        n = UP_READ_PAUSE;
+    }
+    struct gw_req *wake = u->len <= PIPE_SIZE / 2 ? take_parked(u) : NULL;
+    pthread_mutex_unlock(&u->mu);
+    resume_conn(wake);
+    return n;
+}
+
+static void on_done(void *arg, sc_code rc)
+{
+    struct upload *u = arg;
+    pthread_mutex_lock(&u->mu);
+    u->finished = true;
+    struct gw_req *wake = take_parked(u);
+    pthread_mutex_unlock(&u->mu);
+    relay_finish(u->relay, rc);
+    resume_conn(wake);
+    upload_unref(u); /* the transfer's reference */
+}
+
+static const struct up_handler proxy_handler = {on_head, on_body, read_body, on_done};
+
+/* ---- request side (HTTP workers) ----------------------------------------------------- */
+
+struct fwd_headers {
+    struct up_header h[MAX_FWD];
+    size_t n;
+    char content_encoding[256]; /* with aws-chunked removed */
+    bool too_many;
+};
+
+static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *name,
+                                      const char *value)
+{
+    struct fwd_headers *f = cls;
+    if (value == NULL ||
+        in_list(name, dropped_request_headers,
+                sizeof(dropped_request_headers) / sizeof(dropped_request_headers[0])))
+        return MHD_YES;
+    if (strcasecmp(name, "content-encoding") == 0) {
+        /* Keep every coding but aws-chunked, which is ours to remove. */
+        char copy[256];
+        snprintf(copy, sizeof(copy), "%s", value);
+        f->content_encoding[0] = '\0';
+        char *save = NULL;
+        for (char *tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+            if (strcasecmp(tok, "aws-chunked") == 0)
+                continue;
+            size_t used = strlen(f->content_encoding);
+            snprintf(f->content_encoding + used, sizeof(f->content_encoding) - used, "%s%s",
+                     used ? "," : "", tok);
+        }
+        if (f->content_encoding[0] == '\0')
+            return MHD_YES;
+        value = f->content_encoding;
+    }
+    if (f->n == MAX_FWD) {
+        f->too_many = true;
+        return MHD_NO;
+    }
+    f->h[f->n++] = (struct up_header){name, value};
+    return MHD_YES;
+}
+
+static bool parse_length(const char *s, int64_t *out)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return false;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end != '\0' || v > INT64_MAX)
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+static const char *req_header(struct gw_req *q, const char *name)
+{
+    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}
+
+/* Works out the body's length upstream; false (with an error sent) if it cannot be known. */
+static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum MHD_Result *ret)
+{
+    const char *sha = req_header(q, "x-amz-content-sha256");
+    const char *enc = req_header(q, "Content-Encoding");
+    u->chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) ||
+                 (enc && strcasestr(enc, "aws-chunked") != NULL);
+    const char *cl = req_header(q, u->chunked ? "x-amz-decoded-content-length" : "Content-Length");
+    if (parse_length(cl, len)) {
+        if (u->chunked)
+            awschunked_init(&u->dec, (uint64_t)*len);
+        return true;
+    }
+    const char *te = req_header(q, "Transfer-Encoding");
+    if (cl == NULL && te == NULL && !u->chunked) {
+        *len = -1; /* no body */
+        return true;
+    }
+    *ret = gw_respond_error(q, 411, "MissingContentLength",
+                            "You must provide the Content-Length HTTP header.");
+    return false;
+}
+
+/* Drops cached copies of what this request changes. */
+static void invalidate(struct gw_req *q, bool commit)
+{
+    struct gw *g = q->g;
+    const char *bucket = q->tgt.bucket, *key = q->tgt.key;
+    switch (s3_target_invalidation(&q->tgt)) {
+    case S3_INVALIDATE_NONE:
+        return;
+    case S3_INVALIDATE_KEY:
+        fill_invalidate(g->fills, bucket, key);
+        if (commit && store_remove(g->st, bucket, key) != SC_OK)
+            sc_err("could not drop cached %s/%s", bucket, key);
+        break;
+    case S3_INVALIDATE_BUCKET:
+        /* DeleteObjects names its keys in the body: stop fills now; cached copies of the
+         * deleted keys stay until evicted (documented limitation). */
+        fill_invalidate_bucket(g->fills, bucket);
+        break;
+    }
+    if (commit)
+        gw_stat_add(g->stats.invalidations, 1);
+}
+
+static enum MHD_Result start(struct gw_req *q)
+{
+    struct gw *g = q->g;
+    enum MHD_Result ret = MHD_NO;
+    struct fwd_headers fwd = {.n = 0};
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect_header, &fwd);
+    if (fwd.too_many)
+        return gw_respond_error(q, 400, "RequestHeaderSectionTooLarge",
+                                "Your request header section exceeds the maximum allowed size.");
+    struct upload *u = calloc(1, sizeof(*u));
+    if (u == NULL)
+        return MHD_NO;
+    pthread_mutex_init(&u->mu, NULL);
+    atomic_init(&u->refs, 1);
+    u->q = q;
+    int64_t len = -1;
+    if (!body_length(q, u, &len, &ret)) {
+        upload_unref(u);
+        return ret;
+    }
+    u->relay = relay_new(RELAY_WINDOW);
+    u->buf = len >= 0 ? malloc(PIPE_SIZE) : NULL;
+    if (u->relay == NULL || (len >= 0 && u->buf == NULL)) {
+        upload_unref(u);
+        return MHD_NO;
+    }
+    u->eof = len <= 0;
+    invalidate(q, false);
+    struct up_request req = {q->method, q->tgt.bucket, q->tgt.key, q->tgt.raw_query,
+                             fwd.h,     fwd.n,         len,        true};
+    req.idempotent = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
+    atomic_fetch_add(&u->refs, 1); /* the transfer's reference */
+    sc_code rc = up_submit(g->up, &req, &proxy_handler, u, &u->req);
+    if (rc != SC_OK) {
+        atomic_fetch_sub(&u->refs, 1);
+        upload_unref(u);
+        return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
+    }
+    gw_stat_add(g->stats.passthrough, 1);
+    bool object_read = (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0) &&
+                       q->tgt.key != NULL && *q->tgt.key != '\0';
+    if (q->x_cache == NULL && object_read) {
+        q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */
+        gw_stat_add(g->stats.bypasses, 1);
+    }
+    relay_set_upstream(u->relay, u->req);
+    q->upload = u;
+    q->relay = u->relay;
+    q->phase = len >= 0 ? GW_PHASE_UPLOAD : GW_PHASE_WAIT_HEAD;
+    return len >= 0 ? MHD_YES : gw_serve_relay(q);
+}
+
+/* Moves client body bytes into the pipe (upload locked); returns input bytes used. */
+static size_t fill_pipe(struct upload *u, const char *data, size_t n)
+{
+    if (u->finished || u->error != SC_OK)
+        return n; /* the upstream stopped listening: drain the client */
+    size_t room = PIPE_SIZE - u->len;
+    if (!u->chunked) {
+        size_t take = n < room ? n : room;
+        memcpy(u->buf + u->len, data, take);
+        u->len += take;
+        return take;
+    }
+    size_t used = 0, made = 0;
+    sc_code rc = awschunked_feed(&u->dec, data, n, &used, u->buf + u->len, room, &made);
+    u->len += made;
+    if (rc != SC_OK) {
+        u->error = rc;
+        return n;
+    }
+    return used;
+}
+
+static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *size)
+{
+    struct upload *u = q->upload;
+    pthread_mutex_lock(&u->mu);
+    size_t used = fill_pipe(u, data, *size);
+    *size -= used;
+    bool resume_up = u->up_paused && u->len > 0;
+    if (resume_up)
+        u->up_paused = false;
+    if (*size > 0) {
+        /* Pipe full: wait (suspended) until the upstream has taken some. */
+        u->conn_parked = true;
+        q->waiter.park(q->waiter.arg);
+    }
+    pthread_mutex_unlock(&u->mu);
+    if (resume_up)
+        up_req_resume(u->req);
+    return MHD_YES;
+}
+
+static enum MHD_Result end_body(struct gw_req *q)
+{
+    struct upload *u = q->upload;
+    pthread_mutex_lock(&u->mu);
+    bool bad = u->error != SC_OK || (u->chunked && !awschunked_done(&u->dec));
+    u->eof = true;
+    bool resume_up = u->up_paused;
+    u->up_paused = false;
+    pthread_mutex_unlock(&u->mu);
+    if (bad) {
+        up_req_cancel(u->req);
+        return gw_respond_error(q, 400, "IncompleteBody",
+                                "The aws-chunked request body is malformed or incomplete");
+    }
+    if (resume_up)
+        up_req_resume(u->req);
+    q->phase = GW_PHASE_WAIT_HEAD;
+    return gw_serve_relay(q);
+}
+
+enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size)
+{
+    if (q->phase != GW_PHASE_UPLOAD)
+        return start(q);
+    if (*upload_size > 0)
+        return take_body(q, upload_data, upload_size);
+    return end_body(q);
+}
+
+void gw_proxy_after_head(struct gw_req *q, long status)
+{
+    if (q->upload != NULL && status >= 200 && status < 300)
+        invalidate(q, true);
+}
+
+void gw_proxy_cleanup(struct gw_req *q)
+{
+    struct upload *u = q->upload;
+    if (u == NULL)
+        return;
+    pthread_mutex_lock(&u->mu);
+    u->q = NULL;
+    u->conn_parked = false;
+    bool running = !u->finished;
+    pthread_mutex_unlock(&u->mu);
+    if (running)
+        up_req_cancel(u->req);
+    q->upload = NULL;
+    q->relay = NULL; /* the upload owns it */
+    upload_unref(u);
+}

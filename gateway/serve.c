@@ -1,0 +1,309 @@
+/*
+ * serve.c - GET and HEAD Object through the cache.
+ *
+ * A hit is answered from the store without copying the body: the response
+ * points straight into LMDB's map (an iovec response holding the read view
+ * until libmicrohttpd has sent it). A miss joins or starts the object's fill
+ * and streams it to the client as it arrives. A range request that finds no
+ * fill running is forwarded as a ranged GET, so the client never waits for the
+ * whole object, while a fill of the whole object starts in the background.
+ * Conditional headers are evaluated before Range, with S3's precedence.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "cond.h"
+#include "gw.h"
+#include "hdrblob.h"
+#include "httpdate.h"
+#include "range.h"
+#include "s3_xml.h"
+
+#define UNBOUNDED UINT64_MAX
+
+/* What to answer for an object of a given size, ETag and date. */
+struct answer {
+    int status;      /* 200, 206, 304, 412 or 416 */
+    uint64_t start;  /* body bytes to send, for 200 and 206 */
+    uint64_t len;
+};
+
+static const char *header(struct gw_req *q, const char *name)
+{
+    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}
+
+static struct answer decide(struct gw_req *q, const char *etag, const char *last_modified,
+                            uint64_t size)
+{
+    struct cond_headers ch = {header(q, "If-Match"), header(q, "If-None-Match"),
+                              header(q, "If-Modified-Since"), header(q, "If-Unmodified-Since")};
+    time_t lm = 0;
+    if (last_modified == NULL || httpdate_parse(last_modified, &lm) != SC_OK)
+        lm = 0;
+    enum cond_result cr = cond_evaluate(&ch, etag, lm, true);
+    if (cond_overrides_range(cr))
+        return (struct answer){cond_http_status(cr), 0, 0};
+    struct answer a = {200, 0, size};
+    switch (range_resolve(header(q, "Range"), size, &a.start, &a.len)) {
+    case RANGE_WHOLE:
+        a.start = 0;
+        a.len = size;
+        break;
+    case RANGE_PARTIAL:
+        a.status = 206;
+        break;
+    case RANGE_UNSATISFIABLE:
+        a.status = 416;
+        break;
+    }
+    return a;
+}
+
+/* Sends 304, 412 or 416 for an answer that carries no body. */
+static enum MHD_Result respond_bodiless(struct gw_req *q, const struct answer *a, uint64_t size,
+                                        const char *etag, const char *last_modified)
+{
+    if (a->status == 412)
+        return gw_respond_error(q, 412, "PreconditionFailed",
+                                "At least one of the pre-conditions you specified did not hold");
+    if (a->status == 416) {
+        q->x_cache = q->x_cache ? q->x_cache : "MISS";
+        return gw_respond_error(q, 416, "InvalidRange", "The requested range is not satisfiable");
+    }
+    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL)
+        return MHD_NO;
+    if (etag)
+        MHD_add_response_header(resp, "ETag", etag);
+    if (last_modified)
+        MHD_add_response_header(resp, "Last-Modified", last_modified);
+    (void)size;
+    return gw_queue(q, 304, resp);
+}
+
+static void add_range_headers(struct MHD_Response *resp, const struct answer *a, uint64_t size)
+{
+    MHD_add_response_header(resp, "Accept-Ranges", "bytes");
+    if (a->status != 206)
+        return;
+    char cr[RANGE_CONTENT_RANGE_LEN];
+    if (range_content_range(a->start, a->len, size, cr) == SC_OK)
+        MHD_add_response_header(resp, "Content-Range", cr);
+}
+
+/* ---- hits ------------------------------------------------------------------------ */
+
+static void close_view(void *cls)
+{
+    store_obj_close(cls);
+}
+
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+/* The response body as iovecs into the map; takes over obj (closed when the response is freed). */
+static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const struct answer *a,
+                                     sc_code *rc)
+{
+    uint32_t chunk = q->g->cfg->chunk_size;
+    size_t max_iov = (size_t)(a->len / chunk) + 2;
+    struct iovec *iov = calloc(max_iov, sizeof(*iov));
+    struct MHD_IoVec *miov = calloc(max_iov, sizeof(*miov));
+    size_t n = 0;
+    struct MHD_Response *resp = NULL;
+    *rc = iov && miov ? store_obj_iov(obj, a->start, a->len, iov, max_iov, &n) : SC_ENOMEM;
+    if (*rc == SC_OK) {
+        for (size_t i = 0; i < n; i++)
+            miov[i] = (struct MHD_IoVec){iov[i].iov_base, iov[i].iov_len};
+        resp = MHD_create_response_from_iovec(miov, (unsigned)n, close_view, obj);
+        if (resp == NULL)
+            *rc = SC_ENOMEM;
+    }
+    free(iov);
+    free(miov); /* libmicrohttpd copied the vector, not the bytes */
+    return resp;
+}
+
+/* Answers from a cached object; SC_ECORRUPT (or another failure) means: treat as a miss. */
+static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
+{
+    size_t hlen = 0;
+    const char *hdrs = store_obj_headers(obj, &hlen);
+    const char *etag = hdrblob_get(hdrs, hlen, "ETag");
+    const char *lm = hdrblob_get(hdrs, hlen, "Last-Modified");
+    uint64_t size = store_obj_size(obj);
+    struct answer a = decide(q, etag, lm, size);
+    q->x_cache = "HIT";
+    gw_stat_add(q->g->stats.hits, 1);
+    if (a.status != 200 && a.status != 206) {
+        *ret = respond_bodiless(q, &a, size, etag, lm);
+        store_obj_close(obj);
+        return SC_OK;
+    }
+    bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
+    sc_code rc = SC_OK;
+    struct MHD_Response *resp =
+        head ? MHD_create_response_from_callback(a.len, 4096, no_body, NULL, NULL)
+             : hit_body(q, obj, &a, &rc);
+    if (resp == NULL) {
+        gw_stat_add(q->g->stats.hits, (uint_fast64_t)-1);
+        store_obj_close(obj);
+        return rc == SC_OK ? SC_ENOMEM : rc;
+    }
+    size_t pos = 0;
+    const char *name, *value;
+    while (hdrblob_next(hdrs, hlen, &pos, &name, &value))
+        MHD_add_response_header(resp, name, value);
+    add_range_headers(resp, &a, size);
+    if (head)
+        store_obj_close(obj); /* nothing to send from the map */
+    if (!head)
+        gw_stat_add(q->g->stats.bytes_from_cache, a.len);
+    *ret = gw_queue(q, a.status, resp);
+    return SC_OK;
+}
+
+/* ---- misses ------------------------------------------------------------------------ */
+
+static ssize_t read_relay(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct gw_req *q = cls;
+    if (q->range_len != UNBOUNDED) {
+        uint64_t left = q->range_start + q->range_len - q->cursor.pos;
+        if (left == 0)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (max > left)
+            max = (size_t)left;
+    }
+    ssize_t n = relay_read(q->relay, &q->cursor, buf, max, &q->waiter);
+    if (n == RELAY_AGAIN)
+        return 0; /* the connection is suspended until data arrives */
+    if (n == RELAY_ERROR)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    return n;
+}
+
+/* A response that streams [start, start + len) of the relay's body. */
+static struct MHD_Response *relay_response(struct gw_req *q, uint64_t start, uint64_t len)
+{
+    q->range_start = start;
+    q->range_len = len;
+    relay_attach(q->relay, &q->cursor, start);
+    return MHD_create_response_from_callback(len == UNBOUNDED ? MHD_SIZE_UNKNOWN : len,
+                                             64 * 1024, read_relay, q, NULL);
+}
+
+static void add_relayed_headers(struct MHD_Response *resp, const struct relay_head *h,
+                                bool object_only)
+{
+    for (size_t i = 0; i < h->n_headers; i++) {
+        const char *name = h->headers[i].name;
+        if (object_only ? !hdrblob_keeps(name) : !proxy_passes_response_header(name))
+            continue;
+        MHD_add_response_header(resp, name, h->headers[i].value);
+    }
+}
+
+/* Relays the upstream's answer as it is: pass-through requests and upstream errors. */
+static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_head *h)
+{
+    bool bodiless = h->status == 204 || h->status == 304 || h->status < 200;
+    bool head = strcmp(q->method, "HEAD") == 0;
+    uint64_t len = h->content_length >= 0 ? (uint64_t)h->content_length : UNBOUNDED;
+    if (bodiless && !head)
+        len = 0;
+    if (q->fill == NULL)
+        gw_proxy_after_head(q, h->status);
+    struct MHD_Response *resp =
+        head ? MHD_create_response_from_callback(len == UNBOUNDED ? MHD_SIZE_UNKNOWN : len, 4096,
+                                                 no_body, NULL, NULL)
+             : relay_response(q, 0, len);
+    if (resp == NULL)
+        return MHD_NO;
+    add_relayed_headers(resp, h, false);
+    return gw_queue(q, (int)h->status, resp);
+}
+
+/* A fill's head is in: answer the client's GET from it. */
+static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_head *h)
+{
+    if (h->status != 200 || h->content_length < 0)
+        return respond_as_upstream(q, h);
+    uint64_t size = (uint64_t)h->content_length;
+    if (size > q->g->cfg->max_object_size) {
+        q->x_cache = "BYPASS";
+        gw_stat_add(q->g->stats.bypasses, 1);
+        gw_stat_add(q->g->stats.misses, (uint_fast64_t)-1);
+    }
+    const char *etag = up_header_get(h->headers, h->n_headers, "ETag");
+    const char *lm = up_header_get(h->headers, h->n_headers, "Last-Modified");
+    struct answer a = decide(q, etag, lm, size);
+    if (a.status != 200 && a.status != 206)
+        return respond_bodiless(q, &a, size, etag, lm);
+    struct MHD_Response *resp = relay_response(q, a.start, a.len);
+    if (resp == NULL)
+        return MHD_NO;
+    add_relayed_headers(resp, h, true);
+    add_range_headers(resp, &a, size);
+    return gw_queue(q, a.status, resp);
+}
+
+enum MHD_Result gw_serve_relay(struct gw_req *q)
+{
+    bool failed = false;
+    const struct relay_head *h = relay_head(q->relay, &q->waiter, &failed);
+    if (h == NULL && !failed)
+        return MHD_YES; /* suspended: resumed when the head arrives */
+    if (h == NULL)
+        return gw_respond_error(q, 502, "ServiceUnavailable",
+                                "The upstream S3 endpoint could not be reached");
+    return q->fill ? respond_from_fill(q, h) : respond_as_upstream(q, h);
+}
+
+static enum MHD_Result serve_miss(struct gw_req *q)
+{
+    struct gw *g = q->g;
+    bool started = false;
+    q->x_cache = "MISS";
+    gw_stat_add(g->stats.misses, 1);
+    if (q->tgt.kind == S3_REQ_HEAD_OBJECT) {
+        size_t zero = 0;
+        return gw_proxy(q, NULL, &zero);
+    }
+    fill *f = NULL;
+    if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &f, &started) != SC_OK)
+        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+    if (started && header(q, "Range") != NULL) {
+        /* Forward the range now; the fill started above runs on in the background. */
+        fill_leave(f);
+        size_t zero = 0;
+        return gw_proxy(q, NULL, &zero);
+    }
+    q->fill = f;
+    q->relay = fill_relay(f);
+    q->phase = GW_PHASE_WAIT_HEAD;
+    return gw_serve_relay(q);
+}
+
+enum MHD_Result gw_serve_object(struct gw_req *q)
+{
+    store_obj *obj = NULL;
+    sc_code rc = store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj);
+    if (rc == SC_OK) {
+        enum MHD_Result ret = MHD_NO;
+        rc = serve_hit(q, obj, &ret);
+        if (rc == SC_OK)
+            return ret;
+        sc_warn("cached %s/%s unusable (%s): fetching again", q->tgt.bucket, q->tgt.key,
+                sc_strerror(rc));
+    } else if (rc != SC_ENOTFOUND) {
+        sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+    }
+    return serve_miss(q);
+}

@@ -1,0 +1,258 @@
+/*
+ * server.c - the HTTP front end (see server.h) and the request path.
+ *
+ * Every request walks the same steps, in gw_access():
+ *   1. parse      the raw target into bucket, key and kind (s3_target.c)
+ *   2. route      admin API, cacheable object read, or pass-through
+ *   3. serve      hit from the store or miss through a fill (serve.c),
+ *                 or forward upstream re-signed (proxy.c)
+ *   4. respond    S3 headers, X-Cache, request id; errors as S3 XML
+ * Waiting for the upstream never blocks a worker: the connection is
+ * suspended and resumed by the upstream thread (see relay.h).
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "s3_xml.h"
+
+#define MAX_TARGET_LEN     (8 * 1024)
+#define CONN_MEMORY_LIMIT  (128 * 1024) /* bounds the request line and headers */
+
+static atomic_uint_fast64_t request_counter;
+
+/* ---- responding -------------------------------------------------------------- */
+
+void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp)
+{
+    MHD_add_response_header(resp, "x-amz-request-id", q->request_id);
+    MHD_add_response_header(resp, "x-amz-id-2", q->request_id);
+    MHD_add_response_header(resp, "Server", "s3cached");
+    if (q->x_cache)
+        MHD_add_response_header(resp, "X-Cache", q->x_cache);
+}
+
+enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp)
+{
+    gw_add_common_headers(q, resp);
+    enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    q->phase = GW_PHASE_RESPONDED;
+    return ret;
+}
+
+enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code, const char *message)
+{
+    char *body = NULL;
+    size_t len = 0;
+    const char *resource = q->have_target ? q->tgt.raw_path : "/";
+    if (s3_xml_error_body(code, message, resource, q->request_id, &body, &len) != SC_OK)
+        return MHD_NO;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/xml");
+    sc_debug("%s %s -> %d %s", q->method, q->target, status, code);
+    return gw_queue(q, status, resp);
+}
+
+static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e)
+{
+    const struct s3_xml_error_info *info = s3_xml_error_info(e);
+    return gw_respond_error(q, info->status, info->code, info->message);
+}
+
+/* ---- suspending and resuming a connection --------------------------------- */
+
+static void park_connection(void *arg)
+{
+    struct gw_req *q = arg;
+    q->suspended = true;
+    MHD_suspend_connection(q->conn);
+}
+
+static void wake_connection(void *arg)
+{
+    struct gw_req *q = arg;
+    q->suspended = false;
+    MHD_resume_connection(q->conn);
+}
+
+void gw_waiter_init(struct gw_req *q)
+{
+    q->waiter = (struct relay_waiter){park_connection, wake_connection, q, NULL, false};
+}
+
+/* ---- the request path ------------------------------------------------------ */
+
+/* Step 1: the raw target into bucket, key and kind. */
+static enum MHD_Result step_parse(struct gw_req *q)
+{
+    static const enum s3_xml_error fault_errors[] = {
+        [S3_TARGET_FAULT_NONE] = S3_XML_INVALID_URI,
+        [S3_TARGET_FAULT_URI] = S3_XML_INVALID_URI,
+        [S3_TARGET_FAULT_BUCKET] = S3_XML_INVALID_BUCKET_NAME,
+        [S3_TARGET_FAULT_KEY_TOO_LONG] = S3_XML_KEY_TOO_LONG,
+        [S3_TARGET_FAULT_TOO_LONG] = S3_XML_INVALID_URI,
+    };
+    const char *host = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Host");
+    enum s3_target_fault fault = S3_TARGET_FAULT_NONE;
+    if (q->target == NULL)
+        return respond_known_error(q, S3_XML_INVALID_URI);
+    sc_code rc =
+        s3_target_parse(q->method, q->target, host, q->g->cfg->vhost_domain, &q->tgt, &fault);
+    if (rc == SC_ENOMEM)
+        return MHD_NO;
+    if (rc != SC_OK)
+        return respond_known_error(q, fault_errors[fault]);
+    q->have_target = true;
+    return MHD_YES;
+}
+
+/* Step 2: admin API, object read through the cache, or pass-through. */
+static enum MHD_Result step_route(struct gw_req *q, const char *upload_data, size_t *upload_size)
+{
+    switch (q->tgt.kind) {
+    case S3_REQ_ADMIN:
+        return gw_admin(q);
+    case S3_REQ_GET_OBJECT:
+    case S3_REQ_HEAD_OBJECT:
+        return gw_serve_object(q);
+    case S3_REQ_PASS:
+        return gw_proxy(q, upload_data, upload_size);
+    }
+    return respond_known_error(q, S3_XML_INTERNAL_ERROR);
+}
+
+static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    struct gw_req *q = *con_cls;
+    if (q == NULL)
+        return MHD_NO;
+    switch (q->phase) {
+    case GW_PHASE_NEW:
+        q->conn = conn;
+        q->method = method;
+        gw_stat_add(q->g->stats.requests, 1);
+        if (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED)
+            return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
+        return step_route(q, upload_data, upload_size);
+    case GW_PHASE_UPLOAD:
+        return gw_proxy(q, upload_data, upload_size);
+    case GW_PHASE_WAIT_HEAD:
+        if (*upload_size != 0)
+            *upload_size = 0; /* a body nobody asked for (e.g. on GET): discard */
+        return gw_serve_relay(q);
+    case GW_PHASE_RESPONDED:
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return MHD_NO;
+}
+
+/* Called by libmicrohttpd with the raw request target, before anything else. */
+static void *on_request_start(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct gw *g = cls;
+    struct gw_req *q = calloc(1, sizeof(*q));
+    if (q == NULL)
+        return NULL;
+    q->g = g;
+    q->conn = conn;
+    q->target = strndup(uri, MAX_TARGET_LEN + 1);
+    uint64_t n = atomic_fetch_add(&request_counter, 1);
+    snprintf(q->request_id, sizeof(q->request_id), "%08X%08X", (unsigned)(uintptr_t)g ^ 0x5ca1ab1e,
+             (unsigned)n);
+    gw_waiter_init(q);
+    return q;
+}
+
+static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+                            enum MHD_RequestTerminationCode toe)
+{
+    struct gw_req *q = *con_cls;
+    if (q == NULL)
+        return;
+    if (q->relay) {
+        relay_unpark(q->relay, &q->waiter);
+        relay_detach(q->relay, &q->cursor);
+    }
+    gw_proxy_cleanup(q);
+    if (q->fill)
+        fill_leave(q->fill);
+    if (q->have_target)
+        s3_target_free(&q->tgt);
+    free(q->target);
+    free(q);
+    *con_cls = NULL;
+}
+
+/* ---- daemon ----------------------------------------------------------------- */
+
+static sc_code resolve_listen(const struct gw_config *cfg, struct sockaddr_storage *ss,
+                              bool *ipv6)
+{
+    struct addrinfo hints = {.ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    char port[8];
+    snprintf(port, sizeof(port), "%u", cfg->listen_port);
+    if (getaddrinfo(cfg->listen_host, port, &hints, &res) != 0 || res == NULL)
+        return SC_EINVAL;
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    *ipv6 = res->ai_family == AF_INET6;
+    freeaddrinfo(res);
+    return SC_OK;
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    char line[512];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    size_t n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n')
+        line[--n] = '\0';
+    sc_debug("http: %s", line);
+}
+
+sc_code server_start(struct gw *g)
+{
+    const struct gw_config *cfg = g->cfg;
+    struct sockaddr_storage ss;
+    bool ipv6 = false;
+    if (resolve_listen(cfg, &ss, &ipv6) != SC_OK) {
+        sc_err("cannot resolve listen address %s", cfg->listen_host);
+        return SC_EINVAL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+    g->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, gw_access, g, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
+        cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, on_request_start, g, MHD_OPTION_NOTIFY_COMPLETED,
+        on_request_done, g, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, g, MHD_OPTION_END);
+    if (g->daemon == NULL) {
+        sc_err("cannot listen on %s:%u", cfg->listen_host, cfg->listen_port);
+        return SC_EIO;
+    }
+    return SC_OK;
+}
+
+void server_stop(struct gw *g)
+{
+    if (g->daemon) {
+        MHD_stop_daemon(g->daemon);
+        g->daemon = NULL;
+    }
+}

@@ -1,0 +1,116 @@
+/*
+ * upstream.h - the HTTP client to the upstream S3 endpoint.
+ *
+ * One thread runs a libcurl multi handle: connections are reused across
+ * requests, TLS is verified, connects and stalled transfers time out, and
+ * idempotent requests are retried with exponential backoff and full jitter
+ * on connection errors and on 500/502/503/504 (SlowDown), as long as no byte
+ * of the response has been handed to the caller yet. Every request is signed
+ * with SigV4 using the gateway's credentials, or sent unsigned when it has
+ * none; the client's own Authorization never reaches this module.
+ *
+ * Callbacks run on the upstream thread and must not block. Flow control
+ * works both ways: on_body may refuse data (the transfer pauses) and
+ * read_body may report that no data is ready yet; either side restarts the
+ * transfer with up_req_resume() from any thread.
+ */
+#ifndef GW_UPSTREAM_H
+#define GW_UPSTREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/sc_err.h"
+#include "creds.h"
+
+typedef struct upstream upstream;
+typedef struct up_req up_req;
+
+struct up_header {
+    const char *name;
+    const char *value;
+};
+
+struct up_config {
+    const char *base_url;    /* http(s)://host[:port], no trailing '/' */
+    const char *region;
+    const struct creds *creds; /* NULL or empty: anonymous requests */
+    unsigned retries;        /* extra attempts for idempotent requests */
+    bool insecure_tls;       /* skip certificate verification */
+    long connect_timeout_ms;
+    long stall_timeout_s;    /* abort when no byte moves for this long */
+};
+
+/* What a request is: filled by the caller, copied by up_submit(). */
+struct up_request {
+    const char *method;               /* GET, HEAD, PUT, POST, DELETE */
+    const char *bucket;               /* "" for service-level requests */
+    const char *key;                  /* decoded key, or NULL / "" */
+    const char *query;                /* raw query without '?', or NULL */
+    const struct up_header *headers;  /* forwarded as given, already filtered */
+    size_t n_headers;
+    int64_t body_length;              /* -1: no body; else bytes read_body will supply */
+    bool idempotent;                  /* may be retried */
+};
+
+/* The final response's status line and headers, valid only during on_head. */
+struct up_head {
+    long status;
+    const struct up_header *headers;
+    size_t n_headers;
+    int64_t content_length;           /* -1 when not announced */
+};
+
+#define UP_READ_PAUSE ((size_t)-1)
+
+struct up_handler {
+    /* The final response head (after any retries). */
+    void (*on_head)(void *arg, const struct up_head *head);
+    /* Body bytes: take all n and return true, or none and return false to pause. */
+    bool (*on_body)(void *arg, const char *p, size_t n);
+    /* Request body: write up to cap bytes; return the count, 0 at the end, or UP_READ_PAUSE. */
+    size_t (*read_body)(void *arg, char *buf, size_t cap);
+    /* Last call for this request: SC_OK when the whole response arrived. */
+    void (*on_done)(void *arg, sc_code result);
+};
+
+/*
+ * @brief Starts the upstream thread.
+ * @param[out] out the client, owned by the caller; release with upstream_free().
+ * @return SC_OK, SC_EINVAL (bad base URL), SC_ENOMEM, SC_EUPSTREAM (curl init failed).
+ */
+sc_code upstream_start(const struct up_config *cfg, upstream **out);
+
+/*
+ * @brief Cancels every request (each gets on_done(SC_ECANCELED)) and joins the
+ * thread. Afterwards up_submit() answers SC_ECANCELED and resume/cancel do
+ * nothing, so HTTP workers still running may keep calling them safely.
+ */
+void upstream_stop(upstream *up);
+
+/* @brief Stops (if needed) and frees the client. NULL is a no-op. */
+void upstream_free(upstream *up);
+
+/*
+ * @brief Queues a request. The handler's callbacks start after this returns.
+ * @param[out] out a reference to the request, owned by the caller and released
+ *             with up_req_release() (also after on_done). May be NULL.
+ * @return SC_OK, SC_ENOMEM, SC_ECANCELED (shutting down).
+ */
+sc_code up_submit(upstream *up, const struct up_request *req, const struct up_handler *h,
+                  void *arg, up_req **out);
+
+/* @brief Restarts a paused transfer (either direction). Any thread; no-op once done. */
+void up_req_resume(up_req *r);
+
+/* @brief Aborts the request; on_done(SC_ECANCELED) follows unless it already ran. Any thread. */
+void up_req_cancel(up_req *r);
+
+/* @brief Drops the caller's reference. NULL is a no-op. */
+void up_req_release(up_req *r);
+
+/* @brief Finds a header by case-insensitive name; NULL if absent. */
+const char *up_header_get(const struct up_header *h, size_t n, const char *name);
+
+#endif

@@ -1,0 +1,255 @@
+/*
+ * store.c - opening and closing the store, its counters, and the translation
+ * of LMDB codes into sc_code.
+ *
+ * The LMDB environment lives in cfg->dir with flags MDB_NOTLS (a read view
+ * owns its reader slot, so it can be closed on any thread) and MDB_NORDAHEAD
+ * (chunks are read at random; read-ahead would evict useful pages). Writes
+ * keep LMDB's default durability: every commit is synced, and the writer
+ * commits queued jobs in batches to spread that cost.
+ *
+ * The map is capacity + capacity/4 + 64 MiB. The slack is needed because
+ * LMDB cannot reuse pages freed after the oldest open read view, and chunks
+ * take whole overflow pages; the writer still handles a full map (see
+ * store_writer.c).
+ */
+#include "store_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+
+#define MAP_SLACK           (64ull * 1024 * 1024)
+#define CAPACITY_MAX        (1ull << 60)
+#define DEFAULT_MAX_READERS 512u
+#define N_DBIS              4
+
+sc_code st_lmdb_err(int mdb_rc, const char *what)
+{
+    switch (mdb_rc) {
+    case MDB_SUCCESS:
+        return SC_OK;
+    case MDB_NOTFOUND:
+        return SC_ENOTFOUND;
+    case MDB_MAP_FULL:
+        return SC_EFULL;
+    case MDB_READERS_FULL:
+        return SC_EBUSY;
+    case ENOMEM:
+        sc_err("store: %s: %s", what, mdb_strerror(mdb_rc));
+        return SC_ENOMEM;
+    default:
+        sc_err("store: %s: %s", what, mdb_strerror(mdb_rc));
+        return SC_EIO;
+    }
+}
+
+/* Creates dir and its missing parents (mode 0700), like mkdir -p. */
+static sc_code make_dirs(const char *dir)
+{
+    char path[PATH_MAX];
+    size_t len = strnlen(dir, sizeof(path));
+    if (len == 0 || len >= sizeof(path))
+        return SC_EINVAL;
+    memcpy(path, dir, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (path[i] != '/' && path[i] != '\0')
+            continue;
+        char saved = path[i];
+        path[i] = '\0';
+        if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+            sc_err("store: mkdir %s: %s", path, strerror(errno));
+            return SC_EIO;
+        }
+        path[i] = saved;
+    }
+    return SC_OK;
+}
+
+static bool policy_complete(const struct policy_ops *p)
+{
+    return p != NULL && p->init != NULL && p->on_insert != NULL && p->on_hit != NULL &&
+           p->on_remove != NULL && p->pick_victim != NULL && p->free != NULL;
+}
+
+static sc_code check_config(const struct store_config *cfg)
+{
+    if (cfg == NULL || cfg->dir == NULL || !policy_complete(cfg->policy))
+        return SC_EINVAL;
+    if (cfg->capacity_bytes == 0 || cfg->capacity_bytes > CAPACITY_MAX)
+        return SC_EINVAL;
+    if (cfg->chunk_size != 0 && (cfg->chunk_size < ST_CHUNK_MIN || cfg->chunk_size > ST_CHUNK_MAX))
+        return SC_EINVAL;
+    return SC_OK;
+}
+
+static size_t map_size(uint64_t capacity)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t want = capacity + capacity / 4 + MAP_SLACK;
+    return (size_t)((want + page - 1) / page * page);
+}
+
+static sc_code open_env(store *st, const struct store_config *cfg)
+{
+    unsigned readers = cfg->max_readers != 0 ? cfg->max_readers : DEFAULT_MAX_READERS;
+    int dead = 0;
+    int mrc = mdb_env_create(&st->env);
+    if (mrc != 0)
+        return st_lmdb_err(mrc, "mdb_env_create");
+    mrc = mdb_env_set_maxdbs(st->env, N_DBIS);
+    if (mrc == 0)
+        mrc = mdb_env_set_maxreaders(st->env, readers);
+    /* Set before opening, this also replaces the size an existing environment was created with. */
+    if (mrc == 0)
+        mrc = mdb_env_set_mapsize(st->env, map_size(cfg->capacity_bytes));
+    if (mrc == 0)
+        mrc = mdb_env_open(st->env, cfg->dir, MDB_NOTLS | MDB_NORDAHEAD, 0600);
+    if (mrc == 0)
+        mrc = mdb_reader_check(st->env, &dead);
+    if (mrc != 0)
+        return st_lmdb_err(mrc, "opening the environment");
+    if (dead > 0)
+        sc_warn("store: cleared %d stale reader slots", dead);
+    return SC_OK;
+}
+
+/*
+ * Removes objects oldest-first until the used bytes fit the capacity (after
+ * a restart with a smaller capacity).
+ */
+static sc_code fit_capacity(store *st)
+{
+    struct st_wtxn w;
+    sc_code rc;
+    if (st->used <= st->capacity)
+        return SC_OK;
+    rc = st_wtxn_begin(st, &w);
+    if (rc != SC_OK)
+        return rc;
+    rc = st_wtxn_evict(&w, st->capacity);
+    if (rc != SC_OK) {
+        st_wtxn_abort(&w);
+        return rc;
+    }
+    return st_wtxn_commit(&w);
+}
+
+static void destroy_locks(store *st, int made)
+{
+    if (made > 4)
+        pthread_cond_destroy(&st->q_done);
+    if (made > 3)
+        pthread_cond_destroy(&st->q_work);
+    if (made > 2)
+        pthread_mutex_destroy(&st->q_lock);
+    if (made > 1)
+        pthread_mutex_destroy(&st->stats_lock);
+    if (made > 0)
+        pthread_mutex_destroy(&st->pol_lock);
+}
+
+/* Initializes the five locks; *made counts those initialized, for destroy_locks(). */
+static sc_code init_locks(store *st, int *made)
+{
+    sc_code rc = SC_ENOMEM;
+    *made = 0;
+    if (pthread_mutex_init(&st->pol_lock, NULL) != 0)
+        goto out;
+    (*made)++;
+    if (pthread_mutex_init(&st->stats_lock, NULL) != 0)
+        goto out;
+    (*made)++;
+    if (pthread_mutex_init(&st->q_lock, NULL) != 0)
+        goto out;
+    (*made)++;
+    if (pthread_cond_init(&st->q_work, NULL) != 0)
+        goto out;
+    (*made)++;
+    if (pthread_cond_init(&st->q_done, NULL) != 0)
+        goto out;
+    (*made)++;
+    rc = SC_OK;
+out:
+    return rc;
+}
+
+/* Frees what store_open() built, in reverse; the writer must not be running. */
+static void release(store *st, int locks)
+{
+    if (st->env != NULL)
+        mdb_env_close(st->env);
+    if (st->pol_state != NULL)
+        st->pol->free(st->pol_state);
+    destroy_locks(st, locks);
+    free(st);
+}
+
+sc_code store_open(const struct store_config *cfg, store **out)
+{
+    store *st = NULL;
+    int locks = 0;
+    sc_code rc = check_config(cfg);
+    *out = NULL;
+    if (rc != SC_OK)
+        goto out;
+    rc = SC_ENOMEM;
+    st = calloc(1, sizeof(*st));
+    if (st == NULL)
+        goto out;
+    st->capacity = cfg->capacity_bytes;
+    st->chunk_size = cfg->chunk_size != 0 ? cfg->chunk_size : STORE_DEFAULT_CHUNK_SIZE;
+    st->verify = cfg->verify_checksums;
+    st->pol = cfg->policy;
+    st->stats.capacity_bytes = cfg->capacity_bytes;
+    rc = init_locks(st, &locks);
+    if (rc != SC_OK)
+        goto out;
+    rc = make_dirs(cfg->dir);
+    if (rc != SC_OK)
+        goto out;
+    rc = open_env(st, cfg);
+    if (rc != SC_OK)
+        goto out;
+    rc = st->pol->init(cfg->capacity_bytes, &st->pol_state);
+    if (rc != SC_OK)
+        goto out;
+    rc = st_scan(st);
+    if (rc != SC_OK)
+        goto out;
+    rc = fit_capacity(st);
+    if (rc != SC_OK)
+        goto out;
+    rc = st_writer_start(st);
+    if (rc != SC_OK)
+        goto out;
+    sc_info("store: %s: %llu objects, %llu of %llu bytes used", cfg->dir,
+            (unsigned long long)st->objects, (unsigned long long)st->used,
+            (unsigned long long)st->capacity);
+    *out = st;
+    st = NULL;
+out:
+    if (st != NULL)
+        release(st, locks);
+    return rc;
+}
+
+void store_close(store *st)
+{
+    if (st == NULL)
+        return;
+    st_writer_stop(st);
+    release(st, 5);
+}
+
+void store_get_stats(store *st, struct store_stats *out)
+{
+    pthread_mutex_lock(&st->stats_lock);
+    *out = st->stats;
+    pthread_mutex_unlock(&st->stats_lock);
+}

@@ -1,0 +1,163 @@
+/*
+ * store_int.h - the store's private state and the functions the files of
+ * store/ share. Nothing outside store/ includes it.
+ *
+ *   store.c        open, close, statistics, LMDB error translation
+ *   store_scan.c   the start-up scan: rebuild counters and policy, drop leftovers
+ *   store_read.c   read views (store_obj_*)
+ *   store_writer.c the job queue, the writer thread, batching, map-full retries
+ *   store_txn.c    changes inside one write transaction, mirrored in the policy
+ *   store_record.c key and record encodings
+ *
+ * Locks (never two held at once):
+ *   pol_lock   every call into the policy (readers' on_hit, the writer's others)
+ *   stats_lock the counters in stats
+ *   q_lock     the job queue, seq_* and each waited job's finished flag
+ */
+#ifndef STORE_INT_H
+#define STORE_INT_H
+
+#include <lmdb.h>
+#include <pthread.h>
+
+#include "store.h"
+#include "store_record.h"
+
+/* The key in "info" holding the next object id (u64 big-endian). */
+#define ST_INFO_NEXT_ID "next_id"
+
+enum st_job_kind { ST_JOB_PUT, ST_JOB_REMOVE };
+
+/* One queued write. */
+struct st_job {
+    struct st_job *next;
+    /* The key in "info" holding the next object id (u64 big-endian). */
+#define ST_INFO_NEXT_ID "next_id"
+
+enum st_job_kind kind;
+    uint64_t seq; /* queue order, from 1 */
+    unsigned char mkey[ST_MKEY_LEN];
+    sc_code result; /* the outcome, set by the writer */
+
+    /* ST_JOB_PUT: bucket and key are copies stored after the struct, the rest is the caller's. */
+    const char *bucket;
+    const char *key;
+    const void *hdrs;
+    size_t hdrs_len;
+    const void *body;
+    uint64_t size;
+    int64_t stored_at;
+    store_done_fn done;
+    void *arg;
+
+    /* ST_JOB_REMOVE */
+    uint64_t expect_id; /* remove only this object id; 0: whatever is cached */
+    bool waited;        /* a caller sleeps on it (its stack owns the job) */
+    bool finished;      /* set under q_lock once committed; the writer then forgets the job */
+};
+
+struct store {
+    MDB_env *env;
+    MDB_dbi dbi_meta;
+    MDB_dbi dbi_chunks;
+    MDB_dbi dbi_ids;
+    MDB_dbi dbi_info;
+    uint64_t capacity;
+    uint32_t chunk_size;
+    bool verify;
+
+    const struct policy_ops *pol;
+    void *pol_state;
+    pthread_mutex_t pol_lock;
+
+    pthread_mutex_t stats_lock;
+    struct store_stats stats;
+
+    /* Committed state, touched only by the writer once the store is open. */
+    uint64_t used;
+    uint64_t objects;
+    uint64_t next_id;
+
+    pthread_mutex_t q_lock;
+    pthread_cond_t q_work; /* the writer waits here for jobs */
+    pthread_cond_t q_done; /* store_flush() and store_remove() wait here */
+    struct st_job *q_head;
+    struct st_job *q_tail;
+    uint64_t seq_queued; /* seq of the last job queued */
+    uint64_t seq_done;   /* every job up to this seq is committed and reported */
+    bool stopping;
+    bool writer_running;
+    pthread_t writer;
+};
+
+/* A write transaction in progress, with the policy calls it made (undone on abort). */
+struct st_undo;
+struct st_wtxn {
+    store *st;
+    MDB_txn *txn;
+    uint64_t used;      /* as if the transaction were committed */
+    uint64_t objects;   /* same */
+    uint64_t evictions; /* victims removed in this transaction */
+    uint64_t next_id;
+    struct st_undo *undo;
+    size_t n_undo;
+    size_t cap_undo;
+};
+
+/* store.c */
+
+/* Translates an LMDB or errno code; logs what failed unless it is an expected outcome. */
+sc_code st_lmdb_err(int mdb_rc, const char *what);
+
+/* store_txn.c */
+
+/* Starts a write transaction from the committed state. */
+sc_code st_wtxn_begin(store *st, struct st_wtxn *w);
+
+/*
+ * Commits. On success publishes counters and forgets the undo log; on failure
+ * (SC_EFULL for a full map, SC_EIO...) undoes the policy calls. The
+ * transaction is gone either way.
+ */
+sc_code st_wtxn_commit(struct st_wtxn *w);
+
+/* Aborts and undoes the policy calls. */
+void st_wtxn_abort(struct st_wtxn *w);
+
+/*
+ * Applies a put job. The job's own outcome goes to job->result (SC_OK,
+ * SC_EFULL, SC_ENOMEM); the return value is the transaction's: anything but
+ * SC_OK means it must be aborted (SC_EFULL then means the map is full).
+ */
+sc_code st_wtxn_put(struct st_wtxn *w, struct st_job *job);
+
+/* Deletes the object under mkey if cached (and, if expect_id != 0, if its id matches). */
+sc_code st_wtxn_remove(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN],
+                       uint64_t expect_id);
+
+/* Evicts policy victims until w->used <= target or the policy has none left. */
+sc_code st_wtxn_evict(struct st_wtxn *w, uint64_t target);
+
+/* Deletes every chunk of object id (no matter how many) in txn. */
+sc_code st_delete_chunks(MDB_txn *txn, MDB_dbi dbi, uint64_t id);
+
+/* store_scan.c */
+
+/*
+ * Opens the databases, drops leftovers and malformed entries, repairs the ids
+ * index, loads next_id, counts used bytes and objects, and registers every
+ * object with the policy, oldest first. Runs before the writer starts.
+ */
+sc_code st_scan(store *st);
+
+/* store_writer.c */
+
+sc_code st_writer_start(store *st);
+
+/* Drains the queue and joins the writer. */
+void st_writer_stop(store *st);
+
+/* Queues a removal of object id under mkey that nobody waits for (after a checksum failure). */
+void st_queue_removal(store *st, const unsigned char mkey[ST_MKEY_LEN], uint64_t id);
+
+#endif

@@ -1,0 +1,182 @@
+/*
+ * store_read.c - read views on cached objects (store_obj_*).
+ *
+ * A view is one LMDB read transaction plus the decoded metadata record.
+ * Everything it hands out (header blob, iovecs) points into the memory map
+ * and stays valid because the transaction stays open until
+ * store_obj_close(). Chunks are checked against their CRC32C the first time
+ * a view touches them; a failure is counted, the object is queued for
+ * removal, and the caller gets SC_ECORRUPT.
+ *
+ * A view is used by one thread at a time, but may move between threads
+ * (the environment has MDB_NOTLS).
+ */
+#include "store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "crc32c.h"
+
+struct store_obj {
+    store *st;
+    MDB_txn *txn;
+    struct st_record rec;
+    unsigned char *verified; /* one bit per chunk; NULL if the store does not verify */
+    bool reported;           /* a corruption was already counted and queued */
+    unsigned char mkey[ST_MKEY_LEN];
+};
+
+static bool same_names(const struct st_record *r, const char *bucket, const char *key)
+{
+    return strlen(bucket) == r->bucket_len && memcmp(bucket, r->bucket, r->bucket_len) == 0 &&
+           strlen(key) == r->key_len && memcmp(key, r->key, r->key_len) == 0;
+}
+
+/* Counts a corrupt chunk and queues the object's removal, once per view. */
+static void report_corrupt(store_obj *o, uint32_t idx, const char *why)
+{
+    store *st = o->st;
+    if (o->reported)
+        return;
+    o->reported = true;
+    sc_warn("store: object %llu chunk %u %s; removing it", (unsigned long long)o->rec.id, idx,
+            why);
+    pthread_mutex_lock(&st->stats_lock);
+    st->stats.corrupt++;
+    pthread_mutex_unlock(&st->stats_lock);
+    st_queue_removal(st, o->mkey, o->rec.id);
+}
+
+sc_code store_obj_open(store *st, const char *bucket, const char *key, store_obj **out)
+{
+    MDB_val k = {.mv_size = ST_MKEY_LEN};
+    MDB_val v;
+    store_obj *o = NULL;
+    sc_code rc = st_check_names(bucket, key);
+    *out = NULL;
+    if (rc != SC_OK)
+        goto out;
+    rc = SC_ENOMEM;
+    o = calloc(1, sizeof(*o));
+    if (o == NULL)
+        goto out;
+    o->st = st;
+    rc = st_meta_key(bucket, key, o->mkey);
+    if (rc != SC_OK)
+        goto out;
+    rc = st_lmdb_err(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &o->txn), "beginning a read");
+    if (rc != SC_OK)
+        goto out;
+    k.mv_data = o->mkey;
+    rc = st_lmdb_err(mdb_get(o->txn, st->dbi_meta, &k, &v), "reading a record");
+    if (rc != SC_OK)
+        goto out;
+    rc = st_record_decode(v.mv_data, v.mv_size, &o->rec);
+    if (rc == SC_ECORRUPT) {
+        sc_warn("store: malformed record; removing it");
+        st_queue_removal(st, o->mkey, 0);
+        rc = SC_ENOTFOUND;
+    }
+    if (rc == SC_OK && !same_names(&o->rec, bucket, key))
+        rc = SC_ENOTFOUND; /* a SHA-256 collision: not this object */
+    if (rc != SC_OK)
+        goto out;
+    if (st->verify && o->rec.n_chunks > 0) {
+        rc = SC_ENOMEM;
+        o->verified = calloc(((size_t)o->rec.n_chunks + 7) / 8, 1);
+        if (o->verified == NULL)
+            goto out;
+    }
+    pthread_mutex_lock(&st->pol_lock);
+    st->pol->on_hit(st->pol_state, o->rec.id);
+    pthread_mutex_unlock(&st->pol_lock);
+    *out = o;
+    o = NULL;
+    rc = SC_OK;
+out:
+    store_obj_close(o);
+    return rc;
+}
+
+uint64_t store_obj_size(const store_obj *obj)
+{
+    return obj->rec.size;
+}
+
+const void *store_obj_headers(const store_obj *obj, size_t *len)
+{
+    *len = obj->rec.hdrs_len;
+    return obj->rec.hdrs;
+}
+
+int64_t store_obj_stored_at(const store_obj *obj)
+{
+    return obj->rec.stored_at;
+}
+
+/* Finds chunk idx, checks its length and (once per view) its CRC32C. */
+static sc_code get_chunk(store_obj *o, uint32_t idx, const unsigned char **data)
+{
+    unsigned char ckey[ST_CKEY_LEN];
+    MDB_val k = {.mv_size = sizeof(ckey), .mv_data = ckey};
+    MDB_val v;
+    const struct st_record *r = &o->rec;
+    st_chunk_key(r->id, idx, ckey);
+    int mrc = mdb_get(o->txn, o->st->dbi_chunks, &k, &v);
+    if (mrc == MDB_NOTFOUND || (mrc == 0 && v.mv_size != st_chunk_len(r->size, r->chunk_size, idx))) {
+        report_corrupt(o, idx, mrc == 0 ? "has the wrong length" : "is missing");
+        return SC_ECORRUPT;
+    }
+    if (mrc != 0)
+        return st_lmdb_err(mrc, "reading a chunk");
+    unsigned char bit = (unsigned char)(1u << (idx % 8));
+    if (o->verified != NULL && (o->verified[idx / 8] & bit) == 0) {
+        if (crc32c(0, v.mv_data, v.mv_size) != st_record_crc(r, idx)) {
+            report_corrupt(o, idx, "fails its checksum");
+            return SC_ECORRUPT;
+        }
+        o->verified[idx / 8] |= bit;
+    }
+    *data = v.mv_data;
+    return SC_OK;
+}
+
+sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *iov,
+                      size_t max_iov, size_t *n_iov)
+{
+    const struct st_record *r = &obj->rec;
+    uint64_t cs = r->chunk_size;
+    *n_iov = 0;
+    if (off > r->size || len > r->size - off)
+        return SC_EINVAL;
+    if (len == 0)
+        return SC_OK;
+    uint64_t first = off / cs;
+    uint64_t last = (off + len - 1) / cs;
+    if (last - first >= max_iov)
+        return SC_EINVAL;
+    for (uint64_t idx = first; idx <= last; idx++) {
+        const unsigned char *data = NULL;
+        sc_code rc = get_chunk(obj, (uint32_t)idx, &data);
+        if (rc != SC_OK)
+            return rc;
+        uint64_t start = idx == first ? off - idx * cs : 0;
+        uint64_t end = idx == last ? off + len - idx * cs : st_chunk_len(r->size, r->chunk_size, (uint32_t)idx);
+        iov[idx - first] = (struct iovec){.iov_base = (void *)(data + start),
+                                          .iov_len = (size_t)(end - start)};
+    }
+    *n_iov = (size_t)(last - first + 1);
+    return SC_OK;
+}
+
+void store_obj_close(store_obj *obj)
+{
+    if (obj == NULL)
+        return;
+    if (obj->txn != NULL)
+        mdb_txn_abort(obj->txn);
+    free(obj->verified);
+    free(obj);
+}

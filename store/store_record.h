@@ -1,0 +1,106 @@
+/*
+ * store_record.h - the store's on-disk encodings (private to store/).
+ *
+ * Three kinds of keys and one value format live in LMDB:
+ *   "meta"   key: SHA-256(bucket '\0' key), 32 bytes (LMDB keys stop at 511
+ *            bytes, S3 keys at 1024) -> the metadata record below.
+ *   "chunks" key: object id (u64 big-endian) + chunk index (u32 big-endian)
+ *            -> the raw chunk bytes, nothing else, so they can be sent as is.
+ *   "ids"    key: object id (u64 big-endian) -> the 32-byte meta key.
+ * Big-endian ids make LMDB's byte order the numeric order.
+ *
+ * The metadata record, all integers little-endian:
+ *   u32 version (1), u64 id, u64 size, i64 stored_at, u32 chunk_size,
+ *   u32 n_chunks, u32 bucket_len, u32 key_len, u32 hdrs_len,
+ *   u32 crc32c[n_chunks], bucket bytes, key bytes, header blob.
+ * A record decodes only if every length agrees with the total and with
+ * size / chunk_size, so a decoded record can be trusted for bounds.
+ */
+#ifndef STORE_RECORD_H
+#define STORE_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/sc_err.h"
+
+#define ST_MKEY_LEN    32u
+#define ST_IDKEY_LEN   8u
+#define ST_CKEY_LEN    12u
+#define ST_BUCKET_MAX  255u
+#define ST_KEY_MAX     1024u
+#define ST_HDRS_MAX    (1024u * 1024u)
+#define ST_CHUNK_MIN   1024u
+#define ST_CHUNK_MAX   (64u * 1024u * 1024u)
+
+/* A decoded record. Pointers refer into the buffer given to st_record_decode(). */
+struct st_record {
+    uint64_t id;
+    uint64_t size;
+    int64_t stored_at;
+    uint32_t chunk_size;
+    uint32_t n_chunks;
+    const unsigned char *crcs; /* n_chunks little-endian u32, possibly unaligned */
+    const char *bucket;        /* not NUL-terminated */
+    size_t bucket_len;
+    const char *key; /* not NUL-terminated */
+    size_t key_len;
+    const void *hdrs;
+    size_t hdrs_len;
+};
+
+/*
+ * @brief Checks that bucket and key are present and within ST_BUCKET_MAX and
+ * ST_KEY_MAX bytes.
+ * @return SC_OK or SC_EINVAL.
+ */
+sc_code st_check_names(const char *bucket, const char *key);
+
+/*
+ * @brief Computes the meta key SHA-256(bucket '\0' key).
+ * @param[out] out the 32-byte key.
+ * @return SC_OK, or SC_ECRYPTO if OpenSSL fails.
+ */
+sc_code st_meta_key(const char *bucket, const char *key, unsigned char out[ST_MKEY_LEN]);
+
+/* @brief Number of chunks for size bytes: ceil(size / chunk_size), 0 for an empty body. */
+uint64_t st_chunk_count(uint64_t size, uint32_t chunk_size);
+
+/* @brief Length in bytes of chunk idx of an object. */
+uint32_t st_chunk_len(uint64_t size, uint32_t chunk_size, uint32_t idx);
+
+/* @brief Encoded length of r (its crcs pointer is ignored). */
+size_t st_record_len(const struct st_record *r);
+
+/*
+ * @brief Writes r into out (st_record_len(r) bytes) with every CRC set to 0;
+ * fill them in with st_record_set_crc(). r->crcs is ignored.
+ */
+void st_record_encode(const struct st_record *r, unsigned char *out);
+
+/* @brief Stores the CRC of chunk idx into an encoded record. */
+void st_record_set_crc(unsigned char *encoded, uint32_t idx, uint32_t crc);
+
+/* @brief The CRC of chunk idx (idx < r->n_chunks). */
+uint32_t st_record_crc(const struct st_record *r, uint32_t idx);
+
+/*
+ * @brief Decodes and validates a record.
+ * @param[out] out fields; pointers refer into buf.
+ * @return SC_OK, or SC_ECORRUPT if buf is not a well-formed record.
+ */
+sc_code st_record_decode(const void *buf, size_t len, struct st_record *out);
+
+/* @brief Writes the 12-byte chunks key for (id, idx). */
+void st_chunk_key(uint64_t id, uint32_t idx, unsigned char out[ST_CKEY_LEN]);
+
+/* @brief Writes the 8-byte big-endian id key. */
+void st_id_key(uint64_t id, unsigned char out[ST_IDKEY_LEN]);
+
+/* @brief Reads a big-endian u64 (the id part of an ids or chunks key). */
+uint64_t st_get_be64(const unsigned char *p);
+
+/* @brief Reads a big-endian u32 (the index part of a chunks key). */
+uint32_t st_get_be32(const unsigned char *p);
+
+#endif

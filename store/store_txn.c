@@ -1,0 +1,437 @@
+/*
+ * store_txn.c - the changes the writer makes inside one write transaction:
+ * put an object, remove one, evict policy victims.
+ *
+ * The policy is told at once about every object a transaction adds or
+ * removes, so that pick_victim() moves on to the next victim while the
+ * transaction is still open. Each such call is logged; if the transaction
+ * aborts (a full map, an I/O error), the log is replayed backwards so the
+ * policy again matches what is committed. Counters live in the st_wtxn and
+ * reach the store only when the commit succeeds.
+ *
+ * Every function here expects the st_wtxn's open write transaction; values
+ * read from it are copied before the next write in the same transaction.
+ */
+#include "store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "crc32c.h"
+
+#define UNDO_MIN 16u
+
+/* One policy call to take back: an insert (names NULL) or a removal. */
+struct st_undo {
+    uint64_t id;
+    uint64_t size;
+    char *names; /* removal: bucket '\0' key '\0', for on_insert() */
+    size_t bucket_len;
+};
+
+static void pol_remove(store *st, uint64_t id)
+{
+    pthread_mutex_lock(&st->pol_lock);
+    st->pol->on_remove(st->pol_state, id);
+    pthread_mutex_unlock(&st->pol_lock);
+}
+
+static sc_code pol_insert(store *st, const struct policy_obj *obj)
+{
+    pthread_mutex_lock(&st->pol_lock);
+    sc_code rc = st->pol->on_insert(st->pol_state, obj);
+    pthread_mutex_unlock(&st->pol_lock);
+    return rc;
+}
+
+static bool pol_admit(store *st, const struct policy_obj *obj)
+{
+    if (st->pol->admit == NULL)
+        return true;
+    pthread_mutex_lock(&st->pol_lock);
+    bool yes = st->pol->admit(st->pol_state, obj);
+    pthread_mutex_unlock(&st->pol_lock);
+    return yes;
+}
+
+static bool pol_victim(store *st, uint64_t *id)
+{
+    pthread_mutex_lock(&st->pol_lock);
+    bool found = st->pol->pick_victim(st->pol_state, id);
+    pthread_mutex_unlock(&st->pol_lock);
+    return found;
+}
+
+/* Makes room for one more undo entry, so that logging a call cannot fail after it is made. */
+static sc_code undo_reserve(struct st_wtxn *w)
+{
+    if (w->n_undo < w->cap_undo)
+        return SC_OK;
+    size_t cap = w->cap_undo != 0 ? w->cap_undo * 2 : UNDO_MIN;
+    struct st_undo *undo = realloc(w->undo, cap * sizeof(*undo));
+    if (undo == NULL)
+        return SC_ENOMEM;
+    w->undo = undo;
+    w->cap_undo = cap;
+    return SC_OK;
+}
+
+static void undo_free(struct st_wtxn *w)
+{
+    for (size_t i = 0; i < w->n_undo; i++)
+        free(w->undo[i].names);
+    free(w->undo);
+    w->undo = NULL;
+    w->n_undo = 0;
+    w->cap_undo = 0;
+}
+
+/* Takes back the logged policy calls, newest first. */
+static void undo_rollback(struct st_wtxn *w)
+{
+    for (size_t i = w->n_undo; i-- > 0;) {
+        const struct st_undo *u = &w->undo[i];
+        if (u->names == NULL) {
+            pol_remove(w->st, u->id);
+            continue;
+        }
+        struct policy_obj obj = {.id = u->id,
+                                 .size = u->size,
+                                 .bucket = u->names,
+                                 .key = u->names + u->bucket_len + 1};
+        if (pol_insert(w->st, &obj) != SC_OK)
+            sc_warn("store: policy lost object %llu while undoing a transaction",
+                    (unsigned long long)u->id);
+    }
+    undo_free(w);
+}
+
+sc_code st_wtxn_begin(store *st, struct st_wtxn *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->st = st;
+    w->used = st->used;
+    w->objects = st->objects;
+    w->next_id = st->next_id;
+    return st_lmdb_err(mdb_txn_begin(st->env, NULL, 0, &w->txn), "beginning a write");
+}
+
+void st_wtxn_abort(struct st_wtxn *w)
+{
+    if (w->txn != NULL)
+        mdb_txn_abort(w->txn);
+    w->txn = NULL;
+    undo_rollback(w);
+}
+
+static sc_code put_next_id(struct st_wtxn *w)
+{
+    unsigned char idbuf[ST_IDKEY_LEN];
+    MDB_val k = {.mv_size = sizeof(ST_INFO_NEXT_ID) - 1, .mv_data = ST_INFO_NEXT_ID};
+    MDB_val v = {.mv_size = sizeof(idbuf), .mv_data = idbuf};
+    st_id_key(w->next_id, idbuf);
+    return st_lmdb_err(mdb_put(w->txn, w->st->dbi_info, &k, &v, 0), "saving next_id");
+}
+
+static void publish(struct st_wtxn *w)
+{
+    store *st = w->st;
+    st->used = w->used;
+    st->objects = w->objects;
+    st->next_id = w->next_id;
+    pthread_mutex_lock(&st->stats_lock);
+    st->stats.used_bytes = w->used;
+    st->stats.objects = w->objects;
+    st->stats.evictions += w->evictions;
+    pthread_mutex_unlock(&st->stats_lock);
+}
+
+sc_code st_wtxn_commit(struct st_wtxn *w)
+{
+    sc_code rc = SC_OK;
+    if (w->next_id != w->st->next_id)
+        rc = put_next_id(w);
+    if (rc != SC_OK) {
+        st_wtxn_abort(w);
+        return rc;
+    }
+    rc = st_lmdb_err(mdb_txn_commit(w->txn), "committing");
+    w->txn = NULL; /* freed by LMDB whether or not the commit worked */
+    if (rc != SC_OK) {
+        undo_rollback(w);
+        return rc;
+    }
+    publish(w);
+    undo_free(w);
+    return SC_OK;
+}
+
+sc_code st_delete_chunks(MDB_txn *txn, MDB_dbi dbi, uint64_t id)
+{
+    unsigned char first[ST_CKEY_LEN];
+    MDB_cursor *cur = NULL;
+    MDB_val k = {.mv_size = sizeof(first), .mv_data = first};
+    MDB_val v;
+    st_chunk_key(id, 0, first);
+    int mrc = mdb_cursor_open(txn, dbi, &cur);
+    if (mrc != 0)
+        goto out;
+    mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+    /* After a delete the cursor already sits on the next entry, and MDB_NEXT returns it. */
+    while (mrc == 0 && k.mv_size >= ST_IDKEY_LEN && memcmp(k.mv_data, first, ST_IDKEY_LEN) == 0) {
+        mrc = mdb_cursor_del(cur, 0);
+        if (mrc == 0)
+            mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+    }
+    if (mrc == MDB_NOTFOUND)
+        mrc = 0;
+out:
+    if (cur != NULL)
+        mdb_cursor_close(cur);
+    return st_lmdb_err(mrc, "deleting chunks");
+}
+
+/* Deletes key from dbi; a missing key is not an error. */
+static sc_code del_key(struct st_wtxn *w, MDB_dbi dbi, const void *key, size_t len)
+{
+    MDB_val k = {.mv_size = len, .mv_data = (void *)key};
+    int mrc = mdb_del(w->txn, dbi, &k, NULL);
+    return mrc == MDB_NOTFOUND ? SC_OK : st_lmdb_err(mrc, "deleting");
+}
+
+/* Reads the record under mkey: SC_OK, SC_ENOTFOUND, SC_ECORRUPT (malformed), or an LMDB error. */
+static sc_code get_record(struct st_wtxn *w, const unsigned char *mkey, struct st_record *r)
+{
+    MDB_val k = {.mv_size = ST_MKEY_LEN, .mv_data = (void *)mkey};
+    MDB_val v;
+    sc_code rc = st_lmdb_err(mdb_get(w->txn, w->st->dbi_meta, &k, &v), "reading a record");
+    if (rc != SC_OK)
+        return rc;
+    return st_record_decode(v.mv_data, v.mv_size, r);
+}
+
+/* Copies "bucket\0key\0" out of r, which is about to be deleted. */
+static char *copy_names(const struct st_record *r)
+{
+    char *names = malloc(r->bucket_len + r->key_len + 2);
+    if (names == NULL)
+        return NULL;
+    memcpy(names, r->bucket, r->bucket_len);
+    names[r->bucket_len] = '\0';
+    memcpy(names + r->bucket_len + 1, r->key, r->key_len);
+    names[r->bucket_len + 1 + r->key_len] = '\0';
+    return names;
+}
+
+/* Deletes a cached object (chunks, ids entry, record), then tells the policy. */
+static sc_code drop_object(struct st_wtxn *w, const unsigned char *mkey, const struct st_record *r,
+                           bool eviction)
+{
+    unsigned char idkey[ST_IDKEY_LEN];
+    store *st = w->st;
+    uint64_t id = r->id;
+    uint64_t size = r->size;
+    size_t bucket_len = r->bucket_len;
+    char *names = NULL;
+    sc_code rc = undo_reserve(w);
+    if (rc != SC_OK)
+        goto out;
+    rc = SC_ENOMEM;
+    names = copy_names(r); /* r points into pages the deletes below may change */
+    if (names == NULL)
+        goto out;
+    st_id_key(id, idkey);
+    rc = st_delete_chunks(w->txn, st->dbi_chunks, id);
+    if (rc == SC_OK)
+        rc = del_key(w, st->dbi_ids, idkey, sizeof(idkey));
+    if (rc == SC_OK)
+        rc = del_key(w, st->dbi_meta, mkey, ST_MKEY_LEN);
+    if (rc != SC_OK)
+        goto out;
+    w->used = w->used >= size ? w->used - size : 0;
+    w->objects = w->objects > 0 ? w->objects - 1 : 0;
+    w->evictions += eviction;
+    pol_remove(st, id);
+    w->undo[w->n_undo++] = (struct st_undo){
+        .id = id, .size = size, .names = names, .bucket_len = bucket_len};
+    names = NULL;
+out:
+    free(names);
+    return rc;
+}
+
+sc_code st_wtxn_remove(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN],
+                       uint64_t expect_id)
+{
+    struct st_record r;
+    sc_code rc = get_record(w, mkey, &r);
+    if (rc == SC_ENOTFOUND)
+        return SC_OK;
+    if (rc == SC_ECORRUPT) {
+        sc_warn("store: deleting a malformed record");
+        return del_key(w, w->st->dbi_meta, mkey, ST_MKEY_LEN);
+    }
+    if (rc != SC_OK)
+        return rc;
+    if (expect_id != 0 && r.id != expect_id)
+        return SC_OK; /* replaced since: the new copy stays */
+    return drop_object(w, mkey, &r, false);
+}
+
+/*
+ * The policy named an id that has no consistent record: forget it, and delete
+ * whatever is left under that id (a stale ids entry, a malformed record's
+ * chunks).
+ */
+static sc_code drop_ghost(struct st_wtxn *w, uint64_t id, const unsigned char *mkey)
+{
+    unsigned char idkey[ST_IDKEY_LEN];
+    sc_code rc = SC_OK;
+    struct st_record r;
+    sc_warn("store: policy victim %llu has no consistent record", (unsigned long long)id);
+    if (mkey != NULL && get_record(w, mkey, &r) == SC_ECORRUPT)
+        rc = del_key(w, w->st->dbi_meta, mkey, ST_MKEY_LEN);
+    if (rc == SC_OK)
+        rc = st_delete_chunks(w->txn, w->st->dbi_chunks, id);
+    st_id_key(id, idkey);
+    if (rc == SC_OK)
+        rc = del_key(w, w->st->dbi_ids, idkey, sizeof(idkey));
+    if (rc == SC_OK)
+        pol_remove(w->st, id);
+    return rc;
+}
+
+static sc_code evict_one(struct st_wtxn *w, uint64_t id)
+{
+    unsigned char idkey[ST_IDKEY_LEN];
+    unsigned char mkey[ST_MKEY_LEN];
+    struct st_record r;
+    MDB_val k = {.mv_size = sizeof(idkey), .mv_data = idkey};
+    MDB_val v;
+    st_id_key(id, idkey);
+    sc_code rc = st_lmdb_err(mdb_get(w->txn, w->st->dbi_ids, &k, &v), "reading an id");
+    if (rc == SC_ENOTFOUND || (rc == SC_OK && v.mv_size != ST_MKEY_LEN))
+        return drop_ghost(w, id, NULL);
+    if (rc != SC_OK)
+        return rc;
+    memcpy(mkey, v.mv_data, ST_MKEY_LEN);
+    rc = get_record(w, mkey, &r);
+    if (rc == SC_ENOTFOUND || rc == SC_ECORRUPT || (rc == SC_OK && r.id != id))
+        return drop_ghost(w, id, mkey);
+    if (rc != SC_OK)
+        return rc;
+    return drop_object(w, mkey, &r, true);
+}
+
+sc_code st_wtxn_evict(struct st_wtxn *w, uint64_t target)
+{
+    uint64_t id;
+    uint64_t last = 0;
+    while (w->used > target && pol_victim(w->st, &id)) {
+        if (id == last) {
+            sc_err("store: policy %s named victim %llu again", w->st->pol->name,
+                   (unsigned long long)id);
+            break;
+        }
+        sc_code rc = evict_one(w, id);
+        if (rc != SC_OK)
+            return rc;
+        last = id;
+    }
+    return SC_OK;
+}
+
+/* Writes the chunks (computing their CRCs into the encoded record), the ids entry, the record. */
+static sc_code write_object(struct st_wtxn *w, const struct st_job *job, const struct st_record *r,
+                            unsigned char *encoded)
+{
+    store *st = w->st;
+    unsigned char ckey[ST_CKEY_LEN];
+    unsigned char idkey[ST_IDKEY_LEN];
+    const unsigned char *body = job->body;
+    MDB_val k, v;
+    int mrc = 0;
+    st_record_encode(r, encoded);
+    for (uint32_t i = 0; i < r->n_chunks && mrc == 0; i++) {
+        const unsigned char *chunk = body + (uint64_t)i * r->chunk_size;
+        uint32_t len = st_chunk_len(r->size, r->chunk_size, i);
+        st_record_set_crc(encoded, i, crc32c(0, chunk, len));
+        st_chunk_key(r->id, i, ckey);
+        k = (MDB_val){.mv_size = sizeof(ckey), .mv_data = ckey};
+        v = (MDB_val){.mv_size = len, .mv_data = (void *)chunk};
+        mrc = mdb_put(w->txn, st->dbi_chunks, &k, &v, 0);
+    }
+    if (mrc != 0)
+        return st_lmdb_err(mrc, "writing a chunk");
+    st_id_key(r->id, idkey);
+    k = (MDB_val){.mv_size = sizeof(idkey), .mv_data = idkey};
+    v = (MDB_val){.mv_size = ST_MKEY_LEN, .mv_data = (void *)job->mkey};
+    mrc = mdb_put(w->txn, st->dbi_ids, &k, &v, 0);
+    if (mrc != 0)
+        return st_lmdb_err(mrc, "writing an id");
+    k = (MDB_val){.mv_size = ST_MKEY_LEN, .mv_data = (void *)job->mkey};
+    v = (MDB_val){.mv_size = st_record_len(r), .mv_data = encoded};
+    return st_lmdb_err(mdb_put(w->txn, st->dbi_meta, &k, &v, 0), "writing a record");
+}
+
+/* Evicts until size more bytes fit; job->result becomes SC_EFULL if they cannot. */
+static sc_code make_room(struct st_wtxn *w, struct st_job *job)
+{
+    uint64_t cap = w->st->capacity;
+    if (w->used + job->size <= cap)
+        return SC_OK;
+    sc_code rc = st_wtxn_evict(w, cap - job->size);
+    if (rc == SC_OK && w->used + job->size > cap)
+        job->result = SC_EFULL;
+    return rc;
+}
+
+sc_code st_wtxn_put(struct st_wtxn *w, struct st_job *job)
+{
+    store *st = w->st;
+    unsigned char *encoded = NULL;
+    struct policy_obj obj = {
+        .id = w->next_id, .size = job->size, .bucket = job->bucket, .key = job->key};
+    struct st_record r = {.id = w->next_id,
+                          .size = job->size,
+                          .stored_at = job->stored_at,
+                          .chunk_size = st->chunk_size,
+                          .n_chunks = (uint32_t)st_chunk_count(job->size, st->chunk_size),
+                          .bucket = job->bucket,
+                          .bucket_len = strlen(job->bucket),
+                          .key = job->key,
+                          .key_len = strlen(job->key),
+                          .hdrs = job->hdrs,
+                          .hdrs_len = job->hdrs_len};
+    job->result = SC_OK;
+    /* Whether or not the new copy gets in, the old one is stale. */
+    sc_code rc = st_wtxn_remove(w, job->mkey, 0);
+    if (rc != SC_OK)
+        goto out;
+    if (!pol_admit(st, &obj)) {
+        job->result = SC_EFULL;
+        goto out;
+    }
+    rc = make_room(w, job);
+    if (rc != SC_OK || job->result != SC_OK)
+        goto out;
+    encoded = malloc(st_record_len(&r));
+    if (encoded == NULL || undo_reserve(w) != SC_OK) {
+        job->result = SC_ENOMEM;
+        goto out;
+    }
+    job->result = pol_insert(st, &obj);
+    if (job->result != SC_OK)
+        goto out;
+    w->undo[w->n_undo++] = (struct st_undo){.id = r.id};
+    w->next_id++;
+    rc = write_object(w, job, &r, encoded);
+    if (rc != SC_OK)
+        goto out;
+    w->used += job->size;
+    w->objects++;
+out:
+    free(encoded);
+    return rc;
+}
