@@ -242,11 +242,13 @@ sc_code awschunked_feed(struct awschunked *d, const char *in, size_t in_len, siz
         }
         case ST_SIZE_LINE:
         case ST_TRAILER:
-            rc = framing_line_byte(d, in[i++]);
+            rc = framing_line_byte(d, in[i]);
+            i += rc == SC_OK;
             break;
         case ST_DATA_CR:
         case ST_DATA_LF:
-            rc = data_crlf_byte(d, in[i++]);
+            rc = data_crlf_byte(d, in[i]);
+            i += rc == SC_OK;
             break;
         default:
             rc = SC_EINVAL; /* bytes after the end, or already failed */

@@ -91,7 +91,8 @@ void awschunked_init(struct awschunked *d, uint64_t decoded_length);
  *         that overflows 64 bits, more payload than decoded_length (detected
  *         at the chunk header), a final chunk before decoded_length bytes,
  *         too many or malformed trailers, bytes after the end, or an earlier
- *         failure. On error *consumed and *produced say what happened before.
+ *         failure. On error *consumed counts the bytes accepted before the
+ *         offending one, and *produced the payload written before it.
  */
 sc_code awschunked_feed(struct awschunked *d, const char *in, size_t in_len, size_t *consumed,
                         char *out, size_t out_cap, size_t *produced);

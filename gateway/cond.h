@@ -22,7 +22,8 @@
  * If-None-Match compares weakly (W/ is ignored). "*" matches any existing
  * object. The object's own etag may be given with or without quotes. A list
  * that stops making sense (an unclosed quote, junk after a tag) matches
- * nothing from the fault on. An empty header counts as absent.
+ * nothing from the faulty element on, so a garbled If-Match fails (412)
+ * rather than succeeding by accident. An empty header counts as absent.
  *
  * Dates: compared at one-second resolution; an unparseable date is ignored,
  * as RFC 9110 requires. If-Range is not handled here.

@@ -34,7 +34,8 @@ struct gw {
 
 /* Where a request is in its life; the access handler resumes from here. */
 enum gw_phase {
-    GW_PHASE_NEW,        /* nothing decided yet */
+    GW_PHASE_NEW,        /* the request line and headers are in */
+    GW_PHASE_ROUTE,      /* second call: decide and act (see server.c for why not the first) */
     GW_PHASE_UPLOAD,     /* pass-through: streaming the request body upstream */
     GW_PHASE_WAIT_HEAD,  /* waiting for the upstream's response head */
     GW_PHASE_RESPONDED,  /* a response is queued */

@@ -366,8 +366,11 @@ static enum MHD_Result end_body(struct gw_req *q)
 
 enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size)
 {
-    if (q->phase != GW_PHASE_UPLOAD)
-        return start(q);
+    if (q->phase != GW_PHASE_UPLOAD) {
+        enum MHD_Result ret = start(q);
+        if (ret != MHD_YES || q->phase != GW_PHASE_UPLOAD)
+            return ret;
+    }
     if (*upload_size > 0)
         return take_body(q, upload_data, upload_size);
     return end_body(q);

@@ -82,8 +82,9 @@ static void put_str(struct out *o, const char *s)
 }
 
 /*
- * Length of the well-formed UTF-8 sequence at s (at most avail bytes) that
- * encodes an XML character, or 0 if there is none. *cp gets the code point.
+ * Length of the well-formed UTF-8 sequence at s (at most avail bytes), or 0
+ * if there is none (overlong forms, surrogates, beyond U+10FFFF, truncated).
+ * *cp gets the code point.
  */
 static size_t utf8_char(const unsigned char *s, size_t avail, uint32_t *cp)
 {
@@ -116,7 +117,7 @@ static size_t utf8_char(const unsigned char *s, size_t avail, uint32_t *cp)
             return 0;
         v = (v << 6) | (s[i] & 0x3Fu);
     }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) || v == 0xFFFE || v == 0xFFFF)
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
         return 0;
     *cp = v;
     return n;
@@ -156,9 +157,10 @@ static void put_escaped(struct out *o, const char *s)
     while (avail > 0) {
         uint32_t cp;
         size_t n = utf8_char(p, avail, &cp);
-        if (n == 0) {
+        if (n == 0 || cp == 0xFFFE || cp == 0xFFFF) {
+            /* one U+FFFD per stray byte, or per non-XML character */
             put(o, replacement, sizeof(replacement) - 1);
-            n = 1;
+            n = n == 0 ? 1 : n;
         } else if (n == 1) {
             const char *esc = ascii_escape(p[0]);
             if (esc != NULL)

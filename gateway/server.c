@@ -141,8 +141,13 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_NO;
     switch (q->phase) {
     case GW_PHASE_NEW:
+        /* libmicrohttpd 0.9.75 closes the connection after any response queued in the
+         * first call; answering from the second keeps client connections alive. */
         q->conn = conn;
         q->method = method;
+        q->phase = GW_PHASE_ROUTE;
+        return MHD_YES;
+    case GW_PHASE_ROUTE:
         gw_stat_add(q->g->stats.requests, 1);
         if (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED)
             return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
@@ -236,12 +241,13 @@ sc_code server_start(struct gw *g)
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
     g->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, gw_access, g, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        flags, 0, NULL, NULL, gw_access, g, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, g,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
         cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
         MHD_OPTION_URI_LOG_CALLBACK, on_request_start, g, MHD_OPTION_NOTIFY_COMPLETED,
-        on_request_done, g, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, g, MHD_OPTION_END);
+        on_request_done, g, MHD_OPTION_END);
     if (g->daemon == NULL) {
         sc_err("cannot listen on %s:%u", cfg->listen_host, cfg->listen_port);
         return SC_EIO;
