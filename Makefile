@@ -63,7 +63,7 @@ test: deps
 	$(MAKE) unit
 	tests/integration/run.sh
 
-run: all
+run: deps all
 	tools/run-local.sh
 
 format:

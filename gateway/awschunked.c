@@ -11,13 +11,13 @@
 #include <strings.h>
 
 enum state {
-    ST_SIZE_LINE,  /* reading "hex[;ext]" up to CRLF */
-    ST_DATA,       /* copying d->remaining payload bytes */
-    ST_DATA_CR,    /* expecting the CR after a chunk's data */
-    ST_DATA_LF,    /* expecting the LF after a chunk's data */
-    ST_TRAILER,    /* reading trailer lines; an empty one ends the body */
-    ST_DONE,       /* the body is complete */
-    ST_FAILED,     /* an error was returned; stays failed */
+    ST_SIZE_LINE, /* reading "hex[;ext]" up to CRLF */
+    ST_DATA,      /* copying d->remaining payload bytes */
+    ST_DATA_CR,   /* expecting the CR after a chunk's data */
+    ST_DATA_LF,   /* expecting the LF after a chunk's data */
+    ST_TRAILER,   /* reading trailer lines; an empty one ends the body */
+    ST_DONE,      /* the body is complete */
+    ST_FAILED,    /* an error was returned; stays failed */
 };
 
 void awschunked_init(struct awschunked *d, uint64_t decoded_length)

@@ -135,8 +135,8 @@ static bool modified_since(const char *value, time_t last_modified)
     return last_modified > when;
 }
 
-enum cond_result cond_evaluate(const struct cond_headers *h, const char *etag,
-                               time_t last_modified, bool is_get_or_head)
+enum cond_result cond_evaluate(const struct cond_headers *h, const char *etag, time_t last_modified,
+                               bool is_get_or_head)
 {
     struct tag ours = own_tag(etag);
     if (present(h->if_match)) {

@@ -58,8 +58,8 @@ enum cond_result {
  *            If-Modified-Since is ignored).
  * @return the outcome; never fails.
  */
-enum cond_result cond_evaluate(const struct cond_headers *h, const char *etag,
-                               time_t last_modified, bool is_get_or_head);
+enum cond_result cond_evaluate(const struct cond_headers *h, const char *etag, time_t last_modified,
+                               bool is_get_or_head);
 
 /*
  * @brief The HTTP status for an outcome.

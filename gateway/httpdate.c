@@ -205,8 +205,9 @@ sc_code httpdate_format(time_t t, char buf[HTTPDATE_LEN])
     int year = tm.tm_year + 1900;
     if (year < 1900 || year > 9999)
         return SC_EINVAL;
-    int n = snprintf(buf, HTTPDATE_LEN, "%s, %02d %s %04d %02d:%02d:%02d GMT", day_short[tm.tm_wday],
-                     tm.tm_mday, month_short[tm.tm_mon], year, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    int n =
+        snprintf(buf, HTTPDATE_LEN, "%s, %02d %s %04d %02d:%02d:%02d GMT", day_short[tm.tm_wday],
+                 tm.tm_mday, month_short[tm.tm_mon], year, tm.tm_hour, tm.tm_min, tm.tm_sec);
     if (n != HTTPDATE_LEN - 1) {
         buf[0] = '\0';
         return SC_EINVAL;

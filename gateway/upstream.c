@@ -522,8 +522,6 @@ static void *upstream_thread(void *arg)
     for (;;) {
         if (!run_commands(up))
             break;
-        long timeout = 1000;
-        run_due_retries(up, &timeout);
         int running = 0;
         curl_multi_perform(up->multi, &running);
         CURLMsg *msg;
@@ -535,6 +533,8 @@ static void *upstream_thread(void *arg)
             curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
             on_transfer_done(r, msg->data.result);
         }
+        long timeout = 1000;
+        run_due_retries(up, &timeout); /* after the transfers above may have scheduled some */
         long curl_timeout = -1;
         curl_multi_timeout(up->multi, &curl_timeout);
         if (curl_timeout >= 0 && curl_timeout < timeout)
