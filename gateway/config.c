@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/log.h"
 
@@ -203,7 +204,8 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->listen_port = 8080;
     cfg->cache_size = GIB;
     cfg->max_object_size = 64 * MIB;
-    cfg->threads = 2;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->threads = cpus > 0 && cpus <= 256 ? (unsigned)cpus : 2;
     cfg->max_connections = 1000;
     cfg->conn_timeout = 60;
     cfg->chunk_size = 256 * KIB;

@@ -40,8 +40,11 @@ static struct answer decide(struct gw_req *q, const char *etag, const char *last
     struct cond_headers ch = {header(q, "If-Match"), header(q, "If-None-Match"),
                               header(q, "If-Modified-Since"), header(q, "If-Unmodified-Since")};
     time_t lm = 0;
-    if (last_modified == NULL || httpdate_parse(last_modified, &lm) != SC_OK)
-        lm = 0;
+    if (last_modified == NULL || httpdate_parse(last_modified, &lm) != SC_OK) {
+        /* No usable date to compare: the date conditions cannot apply. */
+        ch.if_modified_since = NULL;
+        ch.if_unmodified_since = NULL;
+    }
     enum cond_result cr = cond_evaluate(&ch, etag, lm, true);
     if (cond_overrides_range(cr))
         return (struct answer){cond_http_status(cr), 0, 0};
@@ -138,8 +141,8 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
     uint64_t size = store_obj_size(obj);
     struct answer a = decide(q, etag, lm, size);
     q->x_cache = "HIT";
-    gw_stat_add(q->g->stats.hits, 1);
     if (a.status != 200 && a.status != 206) {
+        gw_stat_add(q->g->stats.hits, 1);
         *ret = respond_bodiless(q, &a, size, etag, lm);
         store_obj_close(obj);
         return SC_OK;
@@ -150,7 +153,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
         head ? MHD_create_response_from_callback(a.len, 4096, no_body, NULL, NULL)
              : hit_body(q, obj, &a, &rc);
     if (resp == NULL) {
-        gw_stat_add(q->g->stats.hits, (uint_fast64_t)-1);
+        q->x_cache = NULL;
         store_obj_close(obj);
         return rc == SC_OK ? SC_ENOMEM : rc;
     }
@@ -161,8 +164,9 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
     add_range_headers(resp, &a, size);
     if (head)
         store_obj_close(obj); /* nothing to send from the map */
-    if (!head)
+    else
         gw_stat_add(q->g->stats.bytes_from_cache, a.len);
+    gw_stat_add(q->g->stats.hits, 1);
     *ret = gw_queue(q, a.status, resp);
     return SC_OK;
 }
@@ -239,7 +243,8 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     if (size > q->g->cfg->max_object_size) {
         q->x_cache = "BYPASS";
         gw_stat_add(q->g->stats.bypasses, 1);
-        gw_stat_add(q->g->stats.misses, (uint_fast64_t)-1);
+    } else {
+        gw_stat_add(q->g->stats.misses, 1);
     }
     const char *etag = up_header_get(h->headers, h->n_headers, "ETag");
     const char *lm = up_header_get(h->headers, h->n_headers, "Last-Modified");
@@ -260,6 +265,8 @@ enum MHD_Result gw_serve_relay(struct gw_req *q)
     const struct relay_head *h = relay_head(q->relay, &q->waiter, &failed);
     if (h == NULL && !failed)
         return MHD_YES; /* suspended: resumed when the head arrives */
+    if (h == NULL && q->fill)
+        gw_stat_add(q->g->stats.misses, 1); /* a fill's reader is counted once its fate is known */
     if (h == NULL)
         return gw_respond_error(q, 502, "ServiceUnavailable",
                                 "The upstream S3 endpoint could not be reached");
@@ -271,8 +278,8 @@ static enum MHD_Result serve_miss(struct gw_req *q)
     struct gw *g = q->g;
     bool started = false;
     q->x_cache = "MISS";
-    gw_stat_add(g->stats.misses, 1);
     if (q->tgt.kind == S3_REQ_HEAD_OBJECT) {
+        gw_stat_add(g->stats.misses, 1);
         size_t zero = 0;
         return gw_proxy(q, NULL, &zero);
     }
@@ -282,6 +289,7 @@ static enum MHD_Result serve_miss(struct gw_req *q)
     if (started && header(q, "Range") != NULL) {
         /* Forward the range now; the fill started above runs on in the background. */
         fill_leave(f);
+        gw_stat_add(g->stats.misses, 1);
         size_t zero = 0;
         return gw_proxy(q, NULL, &zero);
     }

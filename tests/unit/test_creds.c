@@ -1,0 +1,315 @@
+/*
+ * test_creds.c - credential loading from a fake environment and real
+ * temporary credentials files (gateway/creds.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../gateway/creds.h"
+
+/* A fake environment: up to 8 NAME=value pairs. */
+struct env {
+    const char *vars[8][2];
+};
+
+static const char *fake_getenv(void *ctx, const char *name)
+{
+    const struct env *e = ctx;
+    for (size_t i = 0; i < 8 && e->vars[i][0]; i++) {
+        if (strcmp(e->vars[i][0], name) == 0)
+            return e->vars[i][1];
+    }
+    return NULL;
+}
+
+/* The per-test temporary directory, and a credentials file path in it. */
+struct fixture {
+    char dir[64];
+    char file[96];
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return -1;
+    snprintf(f->dir, sizeof(f->dir), "/tmp/test_creds.XXXXXX");
+    if (mkdtemp(f->dir) == NULL) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->file, sizeof(f->file), "%s/credentials", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    char path[128];
+    unlink(f->file);
+    snprintf(path, sizeof(path), "%s/.aws/credentials", f->dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/.aws", f->dir);
+    rmdir(path);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    assert_int_equal(fputs(text, fp) >= 0, 1);
+    assert_int_equal(fclose(fp), 0);
+}
+
+static const char two_profiles[] = "[default]\n"
+                                   "aws_access_key_id = AKIDDEFAULT\n"
+                                   "aws_secret_access_key = secretdefault\n"
+                                   "\n"
+                                   "[ci]\n"
+                                   "aws_access_key_id = AKIDCI\n"
+                                   "aws_secret_access_key = secretci\n"
+                                   "aws_session_token = tokenci\n";
+
+static void environment_wins_over_file(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, two_profiles);
+    struct env e = {{{"AWS_ACCESS_KEY_ID", "AKIDENV"},
+                     {"AWS_SECRET_ACCESS_KEY", "secretenv"},
+                     {"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
+    assert_string_equal(c.access_key, "AKIDENV");
+    assert_string_equal(c.secret_key, "secretenv");
+    assert_null(c.session_token);
+    creds_clear(&c);
+}
+
+static void environment_session_token_is_loaded(void **state)
+{
+    struct env e = {{{"AWS_ACCESS_KEY_ID", "AKIDENV"},
+                     {"AWS_SECRET_ACCESS_KEY", "secretenv"},
+                     {"AWS_SESSION_TOKEN", "tokenenv"}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
+    assert_string_equal(c.session_token, "tokenenv");
+    creds_clear(&c);
+}
+
+static void environment_key_without_secret_is_invalid(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, two_profiles);
+    struct env e = {{{"AWS_ACCESS_KEY_ID", "AKIDENV"}, {"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EINVAL);
+    assert_null(c.access_key);
+    assert_null(c.secret_key);
+}
+
+static void empty_environment_keys_fall_back_to_file(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, two_profiles);
+    struct env e = {{{"AWS_ACCESS_KEY_ID", ""},
+                     {"AWS_SECRET_ACCESS_KEY", ""},
+                     {"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
+    assert_string_equal(c.access_key, "AKIDDEFAULT");
+    creds_clear(&c);
+}
+
+static void file_default_profile_is_used_without_aws_profile(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, two_profiles);
+    struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
+    assert_string_equal(c.access_key, "AKIDDEFAULT");
+    assert_string_equal(c.secret_key, "secretdefault");
+    assert_null(c.session_token);
+    creds_clear(&c);
+}
+
+static void file_named_profile_is_used_with_its_session_token(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, two_profiles);
+    struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}, {"AWS_PROFILE", "ci"}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
+    assert_string_equal(c.access_key, "AKIDCI");
+    assert_string_equal(c.secret_key, "secretci");
+    assert_string_equal(c.session_token, "tokenci");
+    creds_clear(&c);
+}
+
+static void file_missing_profile_is_invalid(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, two_profiles);
+    struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}, {"AWS_PROFILE", "prod"}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EINVAL);
+    assert_null(c.access_key);
+}
+
+static void file_profile_without_secret_is_invalid(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file,
+               "[default]\naws_access_key_id = AKID\n[other]\naws_secret_access_key = s\n");
+    struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EINVAL);
+}
+
+static void file_profile_line_without_equals_is_invalid(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, "[default]\naws_access_key_id = AKID\naws_secret_access_key s\n");
+    struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EINVAL);
+}
+
+static void comments_spaces_and_crlf_are_tolerated(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, "# shared credentials\r\n"
+                        "; written by hand\r\n"
+                        "[other]\r\n"
+                        "aws_access_key_id=AKIDOTHER\r\n"
+                        "   [ default ]   # the main one\r\n"
+                        "\t# a comment inside the profile\r\n"
+                        "  AWS_ACCESS_KEY_ID\t=\tAKIDSPACED   \r\n"
+                        "aws_secret_access_key=sec/ret+key ; inline comment\r\n"
+                        "\r\n"
+                        "region = us-east-1\r\n");
+    struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
+    assert_string_equal(c.access_key, "AKIDSPACED");
+    assert_string_equal(c.secret_key, "sec/ret+key");
+    assert_null(c.session_token);
+    creds_clear(&c);
+}
+
+static void later_line_in_profile_overrides_earlier(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, "[default]\naws_access_key_id = OLD\naws_secret_access_key = s\n"
+                        "[x]\n[default]\naws_access_key_id = NEW\n");
+    struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
+    assert_string_equal(c.access_key, "NEW");
+    creds_clear(&c);
+}
+
+static void home_default_file_is_read(void **state)
+{
+    struct fixture *f = *state;
+    char aws[96], file[128];
+    snprintf(aws, sizeof(aws), "%s/.aws", f->dir);
+    snprintf(file, sizeof(file), "%s/credentials", aws);
+    assert_int_equal(mkdir(aws, 0700), 0);
+    write_file(file, two_profiles);
+    struct env e = {{{"HOME", f->dir}, {"AWS_PROFILE", "ci"}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
+    assert_string_equal(c.access_key, "AKIDCI");
+    creds_clear(&c);
+}
+
+static void no_environment_and_no_file_is_not_found(void **state)
+{
+    struct fixture *f = *state;
+    struct env with_home = {{{"HOME", f->dir}}};
+    struct env with_file = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct env empty = {{{NULL, NULL}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &with_home, &c), SC_ENOTFOUND);
+    assert_int_equal(creds_load_from(fake_getenv, &with_file, &c), SC_ENOTFOUND);
+    assert_int_equal(creds_load_from(fake_getenv, &empty, &c), SC_ENOTFOUND);
+    assert_null(c.access_key);
+}
+
+static void directory_as_credentials_file_is_an_io_error(void **state)
+{
+    struct fixture *f = *state;
+    struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->dir}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EIO);
+}
+
+static void creds_load_reads_the_process_environment(void **state)
+{
+    struct creds c;
+    assert_int_equal(setenv("AWS_ACCESS_KEY_ID", "AKIDPROC", 1), 0);
+    assert_int_equal(setenv("AWS_SECRET_ACCESS_KEY", "secretproc", 1), 0);
+    assert_int_equal(unsetenv("AWS_SESSION_TOKEN"), 0);
+    sc_code rc = creds_load(&c);
+    unsetenv("AWS_ACCESS_KEY_ID");
+    unsetenv("AWS_SECRET_ACCESS_KEY");
+    assert_int_equal(rc, SC_OK);
+    assert_string_equal(c.access_key, "AKIDPROC");
+    assert_string_equal(c.secret_key, "secretproc");
+    assert_null(c.session_token);
+    creds_clear(&c);
+}
+
+static void clear_frees_and_nulls_and_accepts_zeroed_struct(void **state)
+{
+    struct creds c = {0};
+    creds_clear(&c);
+    creds_clear(NULL);
+    c.access_key = strdup("AKID");
+    c.secret_key = strdup("secret");
+    assert_non_null(c.access_key);
+    assert_non_null(c.secret_key);
+    creds_clear(&c);
+    assert_null(c.access_key);
+    assert_null(c.secret_key);
+    assert_null(c.session_token);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(environment_wins_over_file),
+        T(environment_session_token_is_loaded),
+        T(environment_key_without_secret_is_invalid),
+        T(empty_environment_keys_fall_back_to_file),
+        T(file_default_profile_is_used_without_aws_profile),
+        T(file_named_profile_is_used_with_its_session_token),
+        T(file_missing_profile_is_invalid),
+        T(file_profile_without_secret_is_invalid),
+        T(file_profile_line_without_equals_is_invalid),
+        T(comments_spaces_and_crlf_are_tolerated),
+        T(later_line_in_profile_overrides_earlier),
+        T(home_default_file_is_read),
+        T(no_environment_and_no_file_is_not_found),
+        T(directory_as_credentials_file_is_an_io_error),
+        T(creds_load_reads_the_process_environment),
+        T(clear_frees_and_nulls_and_accepts_zeroed_struct),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
