@@ -650,6 +650,25 @@ static void unverified_store_serves_without_checking(void **state)
     free(want);
 }
 
+static void reopen_with_larger_capacity_grows_the_map(void **state)
+{
+    struct fixture *f = *state;
+    const uint64_t big = 512ull * MiB;
+    f->cfg.capacity_bytes = big;
+    reopen_store(f);
+    put_ok(f->st, "k", 10, 56); /* a commit persists the new size */
+    store_close(f->st);
+    f->st = NULL;
+    struct raw r;
+    MDB_envinfo info;
+    raw_open(&r, f->dir, "meta");
+    assert_int_equal(mdb_env_info(r.env, &info), 0);
+    assert_true(info.me_mapsize >= big + big / 4 + 64 * MiB);
+    raw_close(&r);
+    open_store(f);
+    assert_put_cached(f->st, "k", 10, 56);
+}
+
 /* Chunks of no object, stray ids and incomplete objects are dropped at start-up. */
 static void leftovers_are_dropped_at_open(void **state)
 {
@@ -761,7 +780,8 @@ static void full_map_fails_puts_cleanly_and_recovers(void **state)
     assert_true(ok > 0);
     assert_true(full > 0);
     assert_true(stats_of(f->st).used_bytes <= 1 * MiB);
-    /* Whatever is cached is whole. */
+    /* Whatever is cached is whole, and the counters agree with what is there. */
+    uint64_t cached = 0;
     for (int i = 0; i < PUTS; i++) {
         store_obj *obj = NULL;
         snprintf(key, sizeof(key), "k%d", i);
@@ -770,10 +790,13 @@ static void full_map_fails_puts_cleanly_and_recovers(void **state)
         if (rc == SC_OK) {
             body[0] = (unsigned char)i;
             assert_cached(f->st, "bkt", key, body, 1 * MiB);
+            cached++;
         } else {
             assert_int_equal(rc, SC_ENOTFOUND);
         }
     }
+    assert_int_equal(stats_of(f->st).objects, cached);
+    assert_int_equal(stats_of(f->st).used_bytes, cached * MiB);
     /* The pinned view still reads its snapshot, long since evicted. */
     unsigned char *first = make_body(1 * MiB, 60);
     unsigned char *got = malloc(1 * MiB);
@@ -935,6 +958,7 @@ int main(void)
         T(bad_config_is_refused),
         T(corrupt_chunk_is_ecorrupt_then_removed),
         T(unverified_store_serves_without_checking),
+        T(reopen_with_larger_capacity_grows_the_map),
         T(leftovers_are_dropped_at_open),
         T(readers_beyond_max_get_ebusy),
         T(full_map_fails_puts_cleanly_and_recovers),

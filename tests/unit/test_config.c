@@ -1,0 +1,153 @@
+/* test_config.c - option and environment parsing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../gateway/config.h"
+
+static int clear_env(void **state)
+{
+    const char *vars[] = {"S3CACHED_LISTEN", "S3CACHED_UPSTREAM", "S3CACHED_CACHE_SIZE",
+                          "S3CACHED_REGION", "AWS_REGION", "AWS_DEFAULT_REGION",
+                          "S3CACHED_NO_VERIFY_CHECKSUMS", "S3CACHED_THREADS"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+    return 0;
+}
+
+static sc_code parse(struct gw_config *cfg, int argc, char **argv)
+{
+    char err[256];
+    return gw_config_parse(cfg, argc, argv, err, sizeof(err));
+}
+
+static void sizes_accept_binary_suffixes(void **state)
+{
+    uint64_t v;
+    assert_int_equal(gw_parse_size("512M", &v), SC_OK);
+    assert_int_equal(v, 512ull << 20);
+    assert_int_equal(gw_parse_size("20G", &v), SC_OK);
+    assert_int_equal(v, 20ull << 30);
+    assert_int_equal(gw_parse_size("64KiB", &v), SC_OK);
+    assert_int_equal(v, 64ull << 10);
+    assert_int_equal(gw_parse_size("1234", &v), SC_OK);
+    assert_int_equal(v, 1234);
+}
+
+static void sizes_refuse_garbage_and_overflow(void **state)
+{
+    uint64_t v;
+    assert_int_equal(gw_parse_size("", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_size("-1G", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_size("12X", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_size("99999999999T", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_size("99999999999999999999999", &v), SC_EINVAL);
+}
+
+static void defaults_are_loopback_and_aws(void **state)
+{
+    struct gw_config cfg;
+    char *argv[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, argv), SC_OK);
+    assert_string_equal(cfg.listen_host, "127.0.0.1");
+    assert_int_equal(cfg.listen_port, 8080);
+    assert_string_equal(cfg.region, "us-east-1");
+    assert_string_equal(cfg.upstream, "https://s3.us-east-1.amazonaws.com");
+    assert_string_equal(cfg.policy, "lru");
+    assert_true(cfg.verify_checksums);
+    gw_config_free(&cfg);
+}
+
+static void command_line_overrides_environment(void **state)
+{
+    setenv("S3CACHED_CACHE_SIZE", "2G", 1);
+    setenv("S3CACHED_LISTEN", "127.0.0.2:9000", 1);
+    struct gw_config cfg;
+    char *argv[] = {"s3cached", "--cache-size", "512M", "--upstream=http://127.0.0.1:9/"};
+    assert_int_equal(parse(&cfg, 4, argv), SC_OK);
+    assert_int_equal(cfg.cache_size, 512ull << 20);
+    assert_string_equal(cfg.listen_host, "127.0.0.2");
+    assert_int_equal(cfg.listen_port, 9000);
+    assert_string_equal(cfg.upstream, "http://127.0.0.1:9"); /* trailing slash dropped */
+    gw_config_free(&cfg);
+}
+
+static void region_comes_from_aws_region(void **state)
+{
+    setenv("AWS_DEFAULT_REGION", "eu-west-1", 1);
+    struct gw_config cfg;
+    char *argv[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, argv), SC_OK);
+    assert_string_equal(cfg.upstream, "https://s3.eu-west-1.amazonaws.com");
+    gw_config_free(&cfg);
+}
+
+static void bad_options_are_refused(void **state)
+{
+    struct gw_config cfg;
+    char *unknown[] = {"s3cached", "--frobnicate"};
+    assert_int_equal(parse(&cfg, 2, unknown), SC_EINVAL);
+    gw_config_free(&cfg);
+    char *port[] = {"s3cached", "--listen", "127.0.0.1:70000"};
+    assert_int_equal(parse(&cfg, 3, port), SC_EINVAL);
+    gw_config_free(&cfg);
+    char *scheme[] = {"s3cached", "--upstream", "ftp://x"};
+    assert_int_equal(parse(&cfg, 3, scheme), SC_EINVAL);
+    gw_config_free(&cfg);
+    char *missing[] = {"s3cached", "--cache-dir"};
+    assert_int_equal(parse(&cfg, 2, missing), SC_EINVAL);
+    gw_config_free(&cfg);
+    char *tiny[] = {"s3cached", "--cache-size", "1K"};
+    assert_int_equal(parse(&cfg, 3, tiny), SC_EINVAL);
+    gw_config_free(&cfg);
+}
+
+static void ipv6_listen_address_is_unbracketed(void **state)
+{
+    struct gw_config cfg;
+    char *argv[] = {"s3cached", "--listen", "[::1]:8081"};
+    assert_int_equal(parse(&cfg, 3, argv), SC_OK);
+    assert_string_equal(cfg.listen_host, "::1");
+    assert_int_equal(cfg.listen_port, 8081);
+    gw_config_free(&cfg);
+}
+
+static void max_object_size_never_exceeds_cache_size(void **state)
+{
+    struct gw_config cfg;
+    char *argv[] = {"s3cached", "--cache-size", "16M", "--max-object-size", "1G"};
+    assert_int_equal(parse(&cfg, 5, argv), SC_OK);
+    assert_int_equal(cfg.max_object_size, 16ull << 20);
+    gw_config_free(&cfg);
+}
+
+static void checksum_flag_turns_verification_off(void **state)
+{
+    setenv("S3CACHED_NO_VERIFY_CHECKSUMS", "1", 1);
+    struct gw_config cfg;
+    char *argv[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, argv), SC_OK);
+    assert_false(cfg.verify_checksums);
+    gw_config_free(&cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(sizes_accept_binary_suffixes),
+        cmocka_unit_test(sizes_refuse_garbage_and_overflow),
+        cmocka_unit_test_setup(defaults_are_loopback_and_aws, clear_env),
+        cmocka_unit_test_setup(command_line_overrides_environment, clear_env),
+        cmocka_unit_test_setup(region_comes_from_aws_region, clear_env),
+        cmocka_unit_test_setup(bad_options_are_refused, clear_env),
+        cmocka_unit_test_setup(ipv6_listen_address_is_unbracketed, clear_env),
+        cmocka_unit_test_setup(max_object_size_never_exceeds_cache_size, clear_env),
+        cmocka_unit_test_setup(checksum_flag_turns_verification_off, clear_env),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,191 @@
+/* test_relay.c - the relay between one upstream response and its readers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../gateway/relay.h"
+
+struct fake_conn {
+    int parked;
+    int woken;
+};
+
+static void park(void *arg)
+{
+    ((struct fake_conn *)arg)->parked++;
+}
+
+static void wake(void *arg)
+{
+    ((struct fake_conn *)arg)->woken++;
+}
+
+static struct up_head head_of(long status, int64_t length)
+{
+    static struct up_header h[] = {{"ETag", "\"abc\""}, {"Content-Type", "text/plain"}};
+    return (struct up_head){status, h, 2, length};
+}
+
+static void reader_parks_until_head_arrives_then_is_woken(void **state)
+{
+    relay *r = relay_new(0);
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    bool failed = true;
+    assert_null(relay_head(r, &w, &failed));
+    assert_false(failed);
+    assert_int_equal(c.parked, 1);
+    struct up_head h = head_of(200, 5);
+    assert_int_equal(relay_set_head(r, &h, true), SC_OK);
+    assert_int_equal(c.woken, 1);
+    const struct relay_head *got = relay_head(r, &w, &failed);
+    assert_non_null(got);
+    assert_int_equal(got->status, 200);
+    assert_string_equal(got->headers[0].value, "\"abc\"");
+    relay_unref(r);
+}
+
+static void keep_all_relay_serves_late_reader_from_offset_zero(void **state)
+{
+    relay *r = relay_new(0);
+    struct up_head h = head_of(200, 10);
+    relay_set_head(r, &h, true);
+    assert_true(relay_push(r, "hello", 5));
+    assert_true(relay_push(r, "world", 5));
+    relay_finish(r, SC_OK);
+    struct relay_cursor cur;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 0);
+    char buf[16];
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 10);
+    assert_memory_equal(buf, "helloworld", 10);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 0);
+    const char *body;
+    uint64_t len;
+    assert_int_equal(relay_body(r, &body, &len), SC_OK);
+    assert_int_equal(len, 10);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
+static void short_body_is_an_error_not_an_end(void **state)
+{
+    relay *r = relay_new(0);
+    struct up_head h = head_of(200, 10);
+    relay_set_head(r, &h, true);
+    relay_push(r, "hello", 5);
+    relay_finish(r, SC_OK); /* the transfer claims success with 5 of 10 bytes */
+    struct relay_cursor cur;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 0);
+    char buf[16];
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 5);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), RELAY_ERROR);
+    const char *body;
+    uint64_t len;
+    assert_int_equal(relay_body(r, &body, &len), SC_EBUSY);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
+static void more_bytes_than_announced_fail_the_relay(void **state)
+{
+    relay *r = relay_new(0);
+    struct up_head h = head_of(200, 4);
+    relay_set_head(r, &h, true);
+    relay_push(r, "hello", 5);
+    relay_finish(r, SC_OK);
+    const char *body;
+    uint64_t len;
+    assert_int_equal(relay_body(r, &body, &len), SC_EBUSY);
+    relay_unref(r);
+}
+
+static void reader_at_the_end_parks_and_push_wakes_it(void **state)
+{
+    relay *r = relay_new(0);
+    struct up_head h = head_of(200, 6);
+    relay_set_head(r, &h, true);
+    struct relay_cursor cur;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 0);
+    char buf[8];
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), RELAY_AGAIN);
+    assert_int_equal(c.parked, 1);
+    relay_push(r, "abc", 3);
+    assert_int_equal(c.woken, 1);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 3);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
+static void windowed_relay_refuses_data_until_the_reader_makes_room(void **state)
+{
+    relay *r = relay_new(8);
+    struct up_head h = head_of(200, -1);
+    relay_set_head(r, &h, false);
+    struct relay_cursor cur;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 0);
+    assert_true(relay_push(r, "12345678", 8));
+    assert_false(relay_push(r, "9", 1)); /* window full: the producer pauses */
+    char buf[8];
+    assert_int_equal(relay_read(r, &cur, buf, 6, &w), 6);
+    assert_true(relay_push(r, "9", 1)); /* room again: what was read is dropped */
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 3);
+    assert_memory_equal(buf, "789", 3);
+    relay_finish(r, SC_OK);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 0);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
+static void failure_before_head_is_reported_to_waiters(void **state)
+{
+    relay *r = relay_new(0);
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    bool failed = false;
+    assert_null(relay_head(r, &w, &failed));
+    relay_finish(r, SC_EUPSTREAM);
+    assert_int_equal(c.woken, 1);
+    assert_null(relay_head(r, &w, &failed));
+    assert_true(failed);
+    relay_unref(r);
+}
+
+static void unparked_reader_is_not_woken(void **state)
+{
+    relay *r = relay_new(0);
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    bool failed;
+    relay_head(r, &w, &failed);
+    relay_unpark(r, &w);
+    relay_finish(r, SC_EUPSTREAM);
+    assert_int_equal(c.woken, 0);
+    relay_unref(r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reader_parks_until_head_arrives_then_is_woken),
+        cmocka_unit_test(keep_all_relay_serves_late_reader_from_offset_zero),
+        cmocka_unit_test(short_body_is_an_error_not_an_end),
+        cmocka_unit_test(more_bytes_than_announced_fail_the_relay),
+        cmocka_unit_test(reader_at_the_end_parks_and_push_wakes_it),
+        cmocka_unit_test(windowed_relay_refuses_data_until_the_reader_makes_room),
+        cmocka_unit_test(failure_before_head_is_reported_to_waiters),
+        cmocka_unit_test(unparked_reader_is_not_woken),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
