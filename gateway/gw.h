@@ -61,7 +61,6 @@ struct gw_req {
     uint64_t range_start, range_len; /* bytes of the body sent */
     bool partial;
     struct upload *upload;     /* pass-through request body */
-    bool suspended;
 };
 
 /* Sends an S3 XML error and marks the request responded. Returns what the access handler returns. */

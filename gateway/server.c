@@ -75,14 +75,12 @@ static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e
 static void park_connection(void *arg)
 {
     struct gw_req *q = arg;
-    q->suspended = true;
     MHD_suspend_connection(q->conn);
 }
 
 static void wake_connection(void *arg)
 {
     struct gw_req *q = arg;
-    q->suspended = false;
     MHD_resume_connection(q->conn);
 }
 
@@ -239,6 +237,7 @@ sc_code server_start(struct gw *g)
         return SC_EINVAL;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ITC |
                      MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
     g->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, gw_access, g, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, g,
