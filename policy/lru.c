@@ -17,11 +17,11 @@
 
 #include <stdlib.h>
 
-#define NIL          UINT32_MAX /* "no node" in links and in the free list */
-#define EMPTY        0u         /* an unused table slot; slots hold node index + 1 */
-#define MIN_SLOTS    64u
-#define MIN_NODES    32u
-#define MAX_NODES    (UINT32_MAX - 1u)
+#define NIL       UINT32_MAX /* "no node" in links and in the free list */
+#define EMPTY     0u         /* an unused table slot; slots hold node index + 1 */
+#define MIN_SLOTS 64u
+#define MIN_NODES 32u
+#define MAX_NODES (UINT32_MAX - 1u)
 
 struct lru_node {
     uint64_t id;

@@ -28,6 +28,7 @@
 #define CAPACITY_MAX        (1ull << 60)
 #define DEFAULT_MAX_READERS 512u
 #define N_DBIS              4
+#define N_LOCKS             5 /* see init_locks() */
 
 sc_code st_lmdb_err(int mdb_rc, const char *what)
 {
@@ -244,7 +245,7 @@ void store_close(store *st)
     if (st == NULL)
         return;
     st_writer_stop(st);
-    release(st, 5);
+    release(st, N_LOCKS);
 }
 
 void store_get_stats(store *st, struct store_stats *out)

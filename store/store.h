@@ -33,11 +33,14 @@ typedef struct store store;
 typedef struct store_obj store_obj;
 
 #define STORE_DEFAULT_CHUNK_SIZE (256u * 1024u)
+#define STORE_BUCKET_MAX         255u            /* bytes in a bucket name */
+#define STORE_KEY_MAX            1024u           /* bytes in an object key */
+#define STORE_HDRS_MAX           (1024u * 1024u) /* bytes in a header blob */
 
 struct store_config {
     const char *dir;                 /* created if missing */
     uint64_t capacity_bytes;         /* bound on the sum of cached body sizes */
-    uint32_t chunk_size;             /* 0 means STORE_DEFAULT_CHUNK_SIZE */
+    uint32_t chunk_size;             /* 0 means STORE_DEFAULT_CHUNK_SIZE; else 1 KiB..64 MiB */
     bool verify_checksums;           /* check each chunk's CRC32C when served */
     unsigned max_readers;            /* concurrent read views; 0 means 512 */
     const struct policy_ops *policy; /* eviction policy; required */
@@ -45,10 +48,10 @@ struct store_config {
 
 struct store_stats {
     uint64_t objects;
-    uint64_t used_bytes;     /* sum of cached body sizes */
+    uint64_t used_bytes; /* sum of cached body sizes */
     uint64_t capacity_bytes;
-    uint64_t evictions;      /* objects removed to make room */
-    uint64_t corrupt;        /* chunks that failed their checksum */
+    uint64_t evictions; /* objects removed to make room */
+    uint64_t corrupt;   /* chunks that failed their checksum */
 };
 
 /*
@@ -58,7 +61,10 @@ struct store_stats {
  */
 sc_code store_open(const struct store_config *cfg, store **out);
 
-/* @brief Drains queued writes, stops the writer and closes LMDB. NULL is a no-op. */
+/*
+ * @brief Drains queued writes, stops the writer and closes LMDB. NULL is a no-op.
+ * @note Every read view must be closed before, and no other call may run during it.
+ */
 void store_close(store *st);
 
 /*
@@ -67,7 +73,8 @@ void store_close(store *st);
  * gateway's connection timeout), on any thread.
  * @param[out] out the view, owned by the caller; release with store_obj_close().
  * @return SC_OK, SC_ENOTFOUND (not cached), SC_EBUSY (no free reader slot),
- *         SC_EIO.
+ *         SC_EINVAL (bucket or key NULL or longer than STORE_BUCKET_MAX /
+ *         STORE_KEY_MAX), SC_ENOMEM, SC_EIO.
  */
 sc_code store_obj_open(store *st, const char *bucket, const char *key, store_obj **out);
 
@@ -93,13 +100,17 @@ int64_t store_obj_stored_at(const store_obj *obj);
  *         SC_EIO.
  * @note The number of entries needed is at most len / chunk_size + 2.
  */
-sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *iov,
-                      size_t max_iov, size_t *n_iov);
+sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *iov, size_t max_iov,
+                      size_t *n_iov);
 
 /* @brief Ends the read view. NULL is a no-op. */
 void store_obj_close(store_obj *obj);
 
-/* Called on the writer thread once a queued job is done (SC_OK or the reason it failed). */
+/*
+ * Called on the writer thread once a queued job is done (SC_OK or the reason it
+ * failed). It must not call store_remove(), store_flush() or store_close(),
+ * which wait for that same thread.
+ */
 typedef void (*store_done_fn)(void *arg, sc_code result);
 
 /*
@@ -107,17 +118,21 @@ typedef void (*store_done_fn)(void *arg, sc_code result);
  * body and hdrs must stay valid and unchanged until done is called; the store
  * does not copy them before its writer uses them. done may be NULL.
  * @return SC_OK (queued: done reports the outcome), SC_ETOOBIG (larger than
- *         the capacity), SC_ENOMEM.
+ *         the capacity, or hdrs_len over STORE_HDRS_MAX), SC_EINVAL (bad
+ *         names, or NULL with a non-zero length), SC_ECANCELED (the store is
+ *         closing), SC_ENOMEM. On any error done is not called.
  * @note Outcomes through done: SC_OK, SC_EFULL (no room: not admitted by the
- *       policy or nothing left to evict), SC_EIO.
+ *       policy, nothing left to evict, or the map stayed full), SC_ENOMEM,
+ *       SC_EIO. A refused put still removes the older cached copy.
  */
-sc_code store_put(store *st, const char *bucket, const char *key, const void *hdrs,
-                  size_t hdrs_len, const void *body, uint64_t size, store_done_fn done, void *arg);
+sc_code store_put(store *st, const char *bucket, const char *key, const void *hdrs, size_t hdrs_len,
+                  const void *body, uint64_t size, store_done_fn done, void *arg);
 
 /*
  * @brief Removes the cached copy of (bucket, key) if any, and waits until the
  * removal is committed, so that no later store_obj_open() sees the old copy.
- * @return SC_OK (removed or was not cached), SC_EIO.
+ * @return SC_OK (removed or was not cached), SC_EINVAL (bad names),
+ *         SC_ECANCELED (the store is closing), SC_EIO.
  */
 sc_code store_remove(store *st, const char *bucket, const char *key);
 

@@ -31,10 +31,7 @@ enum st_job_kind { ST_JOB_PUT, ST_JOB_REMOVE };
 /* One queued write. */
 struct st_job {
     struct st_job *next;
-    /* The key in "info" holding the next object id (u64 big-endian). */
-#define ST_INFO_NEXT_ID "next_id"
-
-enum st_job_kind kind;
+    enum st_job_kind kind;
     uint64_t seq; /* queue order, from 1 */
     unsigned char mkey[ST_MKEY_LEN];
     sc_code result; /* the outcome, set by the writer */

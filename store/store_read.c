@@ -41,8 +41,7 @@ static void report_corrupt(store_obj *o, uint32_t idx, const char *why)
     if (o->reported)
         return;
     o->reported = true;
-    sc_warn("store: object %llu chunk %u %s; removing it", (unsigned long long)o->rec.id, idx,
-            why);
+    sc_warn("store: object %llu chunk %u %s; removing it", (unsigned long long)o->rec.id, idx, why);
     pthread_mutex_lock(&st->stats_lock);
     st->stats.corrupt++;
     pthread_mutex_unlock(&st->stats_lock);
@@ -125,7 +124,8 @@ static sc_code get_chunk(store_obj *o, uint32_t idx, const unsigned char **data)
     const struct st_record *r = &o->rec;
     st_chunk_key(r->id, idx, ckey);
     int mrc = mdb_get(o->txn, o->st->dbi_chunks, &k, &v);
-    if (mrc == MDB_NOTFOUND || (mrc == 0 && v.mv_size != st_chunk_len(r->size, r->chunk_size, idx))) {
+    if (mrc == MDB_NOTFOUND ||
+        (mrc == 0 && v.mv_size != st_chunk_len(r->size, r->chunk_size, idx))) {
         report_corrupt(o, idx, mrc == 0 ? "has the wrong length" : "is missing");
         return SC_ECORRUPT;
     }
@@ -143,8 +143,8 @@ static sc_code get_chunk(store_obj *o, uint32_t idx, const unsigned char **data)
     return SC_OK;
 }
 
-sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *iov,
-                      size_t max_iov, size_t *n_iov)
+sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *iov, size_t max_iov,
+                      size_t *n_iov)
 {
     const struct st_record *r = &obj->rec;
     uint64_t cs = r->chunk_size;
@@ -163,9 +163,10 @@ sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *
         if (rc != SC_OK)
             return rc;
         uint64_t start = idx == first ? off - idx * cs : 0;
-        uint64_t end = idx == last ? off + len - idx * cs : st_chunk_len(r->size, r->chunk_size, (uint32_t)idx);
-        iov[idx - first] = (struct iovec){.iov_base = (void *)(data + start),
-                                          .iov_len = (size_t)(end - start)};
+        uint64_t end = idx == last ? off + len - idx * cs
+                                   : st_chunk_len(r->size, r->chunk_size, (uint32_t)idx);
+        iov[idx - first] =
+            (struct iovec){.iov_base = (void *)(data + start), .iov_len = (size_t)(end - start)};
     }
     *n_iov = (size_t)(last - first + 1);
     return SC_OK;

@@ -23,15 +23,16 @@
 #include <stdint.h>
 
 #include "../common/sc_err.h"
+#include "store.h"
 
-#define ST_MKEY_LEN    32u
-#define ST_IDKEY_LEN   8u
-#define ST_CKEY_LEN    12u
-#define ST_BUCKET_MAX  255u
-#define ST_KEY_MAX     1024u
-#define ST_HDRS_MAX    (1024u * 1024u)
-#define ST_CHUNK_MIN   1024u
-#define ST_CHUNK_MAX   (64u * 1024u * 1024u)
+#define ST_MKEY_LEN   32u
+#define ST_IDKEY_LEN  8u
+#define ST_CKEY_LEN   12u
+#define ST_BUCKET_MAX STORE_BUCKET_MAX
+#define ST_KEY_MAX    STORE_KEY_MAX
+#define ST_HDRS_MAX   STORE_HDRS_MAX
+#define ST_CHUNK_MIN  1024u
+#define ST_CHUNK_MAX  (64u * 1024u * 1024u)
 
 /* A decoded record. Pointers refer into the buffer given to st_record_decode(). */
 struct st_record {

@@ -60,6 +60,8 @@ static int by_age(const void *a, const void *b)
 static struct live *find_live(struct scan *s, uint64_t id)
 {
     struct live probe = {.id = id};
+    if (s->n == 0)
+        return NULL;
     return bsearch(&probe, s->objs, s->n, sizeof(probe), by_id);
 }
 
@@ -287,7 +289,8 @@ static sc_code register_all(struct scan *s)
         if (!s->objs[i].bad)
             s->objs[kept++] = s->objs[i];
     s->n = kept;
-    qsort(s->objs, s->n, sizeof(*s->objs), by_age);
+    if (s->n > 1)
+        qsort(s->objs, s->n, sizeof(*s->objs), by_age);
     for (size_t i = 0; i < s->n; i++) {
         sc_code rc = register_one(s, &s->objs[i]);
         if (rc != SC_OK)
@@ -319,7 +322,8 @@ sc_code st_scan(store *st)
         rc = walk(&s, st->dbi_meta, judge_meta);
     if (rc != SC_OK)
         goto out;
-    qsort(s.objs, s.n, sizeof(*s.objs), by_id);
+    if (s.n > 1)
+        qsort(s.objs, s.n, sizeof(*s.objs), by_id);
     mark_duplicates(&s);
     rc = walk(&s, st->dbi_chunks, judge_chunk);
     if (rc == SC_OK)
@@ -338,8 +342,7 @@ sc_code st_scan(store *st)
         goto out;
     publish(st);
     if (s.dropped > 0)
-        sc_warn("store: dropped %llu leftover or malformed entries",
-                (unsigned long long)s.dropped);
+        sc_warn("store: dropped %llu leftover or malformed entries", (unsigned long long)s.dropped);
 out:
     if (s.txn != NULL)
         mdb_txn_abort(s.txn);

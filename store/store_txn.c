@@ -96,10 +96,8 @@ static void undo_rollback(struct st_wtxn *w)
             pol_remove(w->st, u->id);
             continue;
         }
-        struct policy_obj obj = {.id = u->id,
-                                 .size = u->size,
-                                 .bucket = u->names,
-                                 .key = u->names + u->bucket_len + 1};
+        struct policy_obj obj = {
+            .id = u->id, .size = u->size, .bucket = u->names, .key = u->names + u->bucket_len + 1};
         if (pol_insert(w->st, &obj) != SC_OK)
             sc_warn("store: policy lost object %llu while undoing a transaction",
                     (unsigned long long)u->id);
@@ -253,16 +251,15 @@ static sc_code drop_object(struct st_wtxn *w, const unsigned char *mkey, const s
     w->objects = w->objects > 0 ? w->objects - 1 : 0;
     w->evictions += eviction;
     pol_remove(st, id);
-    w->undo[w->n_undo++] = (struct st_undo){
-        .id = id, .size = size, .names = names, .bucket_len = bucket_len};
+    w->undo[w->n_undo++] =
+        (struct st_undo){.id = id, .size = size, .names = names, .bucket_len = bucket_len};
     names = NULL;
 out:
     free(names);
     return rc;
 }
 
-sc_code st_wtxn_remove(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN],
-                       uint64_t expect_id)
+sc_code st_wtxn_remove(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN], uint64_t expect_id)
 {
     struct st_record r;
     sc_code rc = get_record(w, mkey, &r);

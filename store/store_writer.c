@@ -161,8 +161,7 @@ static void run_batch(store *st, struct st_job *first, size_t n)
         fail_job(first, rc);
         return;
     }
-    sc_warn("store: a batch of %zu jobs failed (%s); retrying them one by one", n,
-            sc_strerror(rc));
+    sc_warn("store: a batch of %zu jobs failed (%s); retrying them one by one", n, sc_strerror(rc));
     for (struct st_job *j = first; j != NULL; j = j->next) {
         rc = batch_with_room(st, j, 1);
         if (rc != SC_OK)
@@ -264,8 +263,8 @@ static sc_code check_put(store *st, const char *bucket, const char *key, const v
     return SC_OK;
 }
 
-sc_code store_put(store *st, const char *bucket, const char *key, const void *hdrs,
-                  size_t hdrs_len, const void *body, uint64_t size, store_done_fn done, void *arg)
+sc_code store_put(store *st, const char *bucket, const char *key, const void *hdrs, size_t hdrs_len,
+                  const void *body, uint64_t size, store_done_fn done, void *arg)
 {
     struct st_job *job = NULL;
     sc_code rc = check_put(st, bucket, key, hdrs, hdrs_len, body, size);
