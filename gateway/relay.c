@@ -153,10 +153,11 @@ sc_code relay_set_head(relay *r, const struct up_head *head, bool keep_all)
     return rc;
 }
 
-/* The lowest position any reader still needs (relay locked). */
+/* The lowest position any reader still needs (relay locked). Until a reader attaches,
+ * everything is kept: the first reader starts from the beginning. */
 static uint64_t slowest_cursor(const relay *r)
 {
-    uint64_t lo = r->end;
+    uint64_t lo = r->cursors ? r->end : r->base;
     for (const struct relay_cursor *c = r->cursors; c; c = c->next)
         if (c->pos < lo)
             lo = c->pos;

@@ -243,6 +243,8 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     if (size > q->g->cfg->max_object_size) {
         q->x_cache = "BYPASS";
         gw_stat_add(q->g->stats.bypasses, 1);
+    } else if (strcmp(q->x_cache, "HIT") == 0) {
+        gw_stat_add(q->g->stats.hits, 1);
     } else {
         gw_stat_add(q->g->stats.misses, 1);
     }
@@ -295,6 +297,10 @@ static enum MHD_Result serve_miss(struct gw_req *q)
     }
     q->fill = f;
     q->relay = fill_relay(f);
+    const char *body;
+    uint64_t len;
+    if (!started && relay_body(q->relay, &body, &len) == SC_OK)
+        q->x_cache = "HIT"; /* complete in memory, being stored: no upstream work for this one */
     q->phase = GW_PHASE_WAIT_HEAD;
     return gw_serve_relay(q);
 }

@@ -148,6 +148,25 @@ static void windowed_relay_refuses_data_until_the_reader_makes_room(void **state
     relay_unref(r);
 }
 
+static void windowed_relay_keeps_bytes_until_the_first_reader_attaches(void **state)
+{
+    relay *r = relay_new(8);
+    struct up_head h = head_of(200, 12);
+    relay_set_head(r, &h, false);
+    assert_true(relay_push(r, "abcd", 4)); /* nobody reads yet: kept, not dropped */
+    assert_true(relay_push(r, "efgh", 4));
+    assert_false(relay_push(r, "ijkl", 4)); /* window full: paused until a reader comes */
+    struct relay_cursor cur;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 0);
+    char buf[16];
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 8);
+    assert_memory_equal(buf, "abcdefgh", 8);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
 static void failure_before_head_is_reported_to_waiters(void **state)
 {
     relay *r = relay_new(0);
@@ -184,6 +203,7 @@ int main(void)
         cmocka_unit_test(more_bytes_than_announced_fail_the_relay),
         cmocka_unit_test(reader_at_the_end_parks_and_push_wakes_it),
         cmocka_unit_test(windowed_relay_refuses_data_until_the_reader_makes_room),
+        cmocka_unit_test(windowed_relay_keeps_bytes_until_the_first_reader_attaches),
         cmocka_unit_test(failure_before_head_is_reported_to_waiters),
         cmocka_unit_test(unparked_reader_is_not_woken),
     };
