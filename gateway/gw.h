@@ -58,8 +58,9 @@ struct gw_req {
     relay *relay;              /* the relay read: a fill's, or the pass-through's */
     struct relay_cursor cursor;
     struct relay_waiter waiter;
-    uint64_t range_start, range_len; /* bytes of the body sent */
-    bool partial;
+    uint64_t range_start, range_len; /* the cursor's first position and bytes to send */
+    bool ranged;               /* a range of a miss fetched on its own, beside the fill */
+    uint64_t want_start, want_len; /* that range, in object offsets */
     struct upload *upload;     /* pass-through request body */
 };
 
@@ -81,6 +82,11 @@ enum MHD_Result gw_serve_relay(struct gw_req *q);     /* serve.c: answer from a 
 enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
 enum MHD_Result gw_admin(struct gw_req *q);           /* admin.c: /_s3cached/... */
 
+/*
+ * proxy.c: fetches bytes [start, start + len) of the request's object with an explicit
+ * ranged GET, into a fresh windowed relay that becomes q->relay (q->fill is kept).
+ */
+sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len);
 /* proxy.c: after the upstream's head, drop cached copies the request changed. */
 void gw_proxy_after_head(struct gw_req *q, long status);
 /* proxy.c: ends the pass-through transfer of a request that is going away. */

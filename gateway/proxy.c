@@ -250,6 +250,38 @@ static void invalidate(struct gw_req *q, bool commit)
         gw_stat_add(g->stats.invalidations, 1);
 }
 
+static struct upload *upload_new(struct gw_req *q)
+{
+    struct upload *u = calloc(1, sizeof(*u));
+    if (u == NULL)
+        return NULL;
+    pthread_mutex_init(&u->mu, NULL);
+    atomic_init(&u->refs, 1);
+    u->q = q;
+    u->relay = relay_new(RELAY_WINDOW);
+    if (u->relay == NULL) {
+        upload_unref(u);
+        return NULL;
+    }
+    return u;
+}
+
+/* Submits req with u as its handler state and attaches both to q. Takes over u on failure. */
+static sc_code submit(struct gw_req *q, struct upload *u, const struct up_request *req)
+{
+    atomic_fetch_add(&u->refs, 1); /* the transfer's reference */
+    sc_code rc = up_submit(q->g->up, req, &proxy_handler, u, &u->req);
+    if (rc != SC_OK) {
+        atomic_fetch_sub(&u->refs, 1);
+        upload_unref(u);
+        return rc;
+    }
+    relay_set_upstream(u->relay, u->req);
+    q->upload = u;
+    q->relay = u->relay;
+    return SC_OK;
+}
+
 static enum MHD_Result start(struct gw_req *q)
 {
     struct gw *g = q->g;
@@ -259,47 +291,46 @@ static enum MHD_Result start(struct gw_req *q)
     if (fwd.too_many)
         return gw_respond_error(q, 400, "RequestHeaderSectionTooLarge",
                                 "Your request header section exceeds the maximum allowed size.");
-    struct upload *u = calloc(1, sizeof(*u));
+    struct upload *u = upload_new(q);
     if (u == NULL)
         return MHD_NO;
-    pthread_mutex_init(&u->mu, NULL);
-    atomic_init(&u->refs, 1);
-    u->q = q;
     int64_t len = -1;
     if (!body_length(q, u, &len, &ret)) {
         upload_unref(u);
         return ret;
     }
-    u->relay = relay_new(RELAY_WINDOW);
-    u->buf = len >= 0 ? malloc(PIPE_SIZE) : NULL;
-    if (u->relay == NULL || (len >= 0 && u->buf == NULL)) {
+    if (len >= 0 && (u->buf = malloc(PIPE_SIZE)) == NULL) {
         upload_unref(u);
         return MHD_NO;
     }
     u->eof = len <= 0;
     invalidate(q, false);
+    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     struct up_request req = {q->method, q->tgt.bucket, q->tgt.key, q->tgt.raw_query,
-                             fwd.h,     fwd.n,         len,        true};
-    req.idempotent = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
-    atomic_fetch_add(&u->refs, 1); /* the transfer's reference */
-    sc_code rc = up_submit(g->up, &req, &proxy_handler, u, &u->req);
-    if (rc != SC_OK) {
-        atomic_fetch_sub(&u->refs, 1);
-        upload_unref(u);
+                             fwd.h,     fwd.n,         len,        read};
+    if (submit(q, u, &req) != SC_OK)
         return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
-    }
     gw_stat_add(g->stats.passthrough, 1);
-    bool object_read = (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0) &&
-                       q->tgt.key != NULL && *q->tgt.key != '\0';
-    if (q->x_cache == NULL && object_read) {
+    if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
         q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */
         gw_stat_add(g->stats.bypasses, 1);
     }
-    relay_set_upstream(u->relay, u->req);
-    q->upload = u;
-    q->relay = u->relay;
     q->phase = len >= 0 ? GW_PHASE_UPLOAD : GW_PHASE_WAIT_HEAD;
     return len >= 0 ? MHD_YES : gw_serve_relay(q);
+}
+
+sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
+{
+    char range[64];
+    snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)start,
+             (unsigned long long)(start + len - 1));
+    struct up_header h = {"Range", range};
+    struct up_request req = {"GET", q->tgt.bucket, q->tgt.key, NULL, &h, 1, -1, true};
+    struct upload *u = upload_new(q);
+    if (u == NULL)
+        return SC_ENOMEM;
+    u->eof = true;
+    return submit(q, u, &req);
 }
 
 /* Moves client body bytes into the pipe (upload locked); returns input bytes used. */

@@ -303,3 +303,11 @@ sc_code relay_body(relay *r, const char **body, uint64_t *len)
     pthread_mutex_unlock(&r->mu);
     return rc;
 }
+
+bool relay_reached(relay *r, uint64_t pos)
+{
+    pthread_mutex_lock(&r->mu);
+    bool reached = pos < r->end || r->finished;
+    pthread_mutex_unlock(&r->mu);
+    return reached;
+}

@@ -4,11 +4,13 @@
  * A hit is answered from the store without copying the body: the response
  * points straight into LMDB's map (an iovec response holding the read view
  * until libmicrohttpd has sent it). A miss joins or starts the object's fill
- * and streams it to the client as it arrives. A range request that finds no
- * fill running is forwarded as a ranged GET, so the client never waits for the
- * whole object, while a fill of the whole object starts in the background.
- * Conditional headers are evaluated before Range, with S3's precedence.
+ * and streams it to the client as it arrives. A range on a miss is resolved
+ * against the size the fill announces: near the front it is read from the fill;
+ * further in, it is fetched on its own with an explicit range, so the client
+ * never waits for the whole object. Conditional headers are evaluated before
+ * Range, with S3's precedence.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,8 @@
 #include "s3_xml.h"
 
 #define UNBOUNDED UINT64_MAX
+/* A range of a miss starting within this many bytes is read from the fill as it arrives. */
+#define FILL_RANGE_SLACK (256 * 1024)
 
 /* What to answer for an object of a given size, ETag and date. */
 struct answer {
@@ -234,6 +238,54 @@ static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_
     return gw_queue(q, (int)h->status, resp);
 }
 
+/*
+ * A range far into an object that is still arriving is fetched on its own, so the client
+ * does not wait for the fill to get there. The range sent upstream is explicit (bytes=a-b,
+ * resolved here with S3's rules against the size the fill announced), and what comes back is
+ * sliced to it, so an upstream that answers some range forms loosely cannot change the bytes.
+ */
+static sc_code fetch_range(struct gw_req *q, const struct answer *a)
+{
+    q->want_start = a->start;
+    q->want_len = a->len;
+    sc_code rc = gw_proxy_fetch_range(q, a->start, a->len);
+    if (rc == SC_OK)
+        q->ranged = true;
+    return rc;
+}
+
+/* The offset of the first body byte of a ranged answer, from its Content-Range. */
+static bool range_offset(const struct relay_head *h, uint64_t *offset)
+{
+    if (h->status == 200) {
+        *offset = 0;
+        return true;
+    }
+    const char *cr = up_header_get(h->headers, h->n_headers, "Content-Range");
+    unsigned long long first;
+    if (h->status != 206 || cr == NULL || sscanf(cr, "bytes %llu-", &first) != 1)
+        return false;
+    *offset = first;
+    return true;
+}
+
+static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_head *h)
+{
+    bool failed;
+    const struct relay_head *fh = relay_head(fill_relay(q->fill), &q->waiter, &failed);
+    uint64_t offset = 0;
+    if (fh == NULL || !range_offset(h, &offset) || offset > q->want_start)
+        return respond_as_upstream(q, h); /* the object changed or vanished meanwhile */
+    uint64_t size = (uint64_t)fh->content_length;
+    struct answer a = {206, q->want_start, q->want_len};
+    struct MHD_Response *resp = relay_response(q, q->want_start - offset, q->want_len);
+    if (resp == NULL)
+        return MHD_NO;
+    add_relayed_headers(resp, fh, true);
+    add_range_headers(resp, &a, size);
+    return gw_queue(q, 206, resp);
+}
+
 /* A fill's head is in: answer the client's GET from it. */
 static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_head *h)
 {
@@ -253,6 +305,9 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     struct answer a = decide(q, etag, lm, size);
     if (a.status != 200 && a.status != 206)
         return respond_bodiless(q, &a, size, etag, lm);
+    if (a.status == 206 && a.start > FILL_RANGE_SLACK && !relay_reached(q->relay, a.start) &&
+        fetch_range(q, &a) == SC_OK)
+        return gw_serve_relay(q);
     struct MHD_Response *resp = relay_response(q, a.start, a.len);
     if (resp == NULL)
         return MHD_NO;
@@ -272,6 +327,8 @@ enum MHD_Result gw_serve_relay(struct gw_req *q)
     if (h == NULL)
         return gw_respond_error(q, 502, "ServiceUnavailable",
                                 "The upstream S3 endpoint could not be reached");
+    if (q->ranged)
+        return respond_from_range(q, h);
     return q->fill ? respond_from_fill(q, h) : respond_as_upstream(q, h);
 }
 
@@ -288,13 +345,6 @@ static enum MHD_Result serve_miss(struct gw_req *q)
     fill *f = NULL;
     if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &f, &started) != SC_OK)
         return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
-    if (started && header(q, "Range") != NULL) {
-        /* Forward the range now; the fill started above runs on in the background. */
-        fill_leave(f);
-        gw_stat_add(g->stats.misses, 1);
-        size_t zero = 0;
-        return gw_proxy(q, NULL, &zero);
-    }
     q->fill = f;
     q->relay = fill_relay(f);
     const char *body;
