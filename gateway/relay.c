@@ -311,3 +311,13 @@ bool relay_reached(relay *r, uint64_t pos)
     pthread_mutex_unlock(&r->mu);
     return reached;
 }
+
+bool relay_has_all(relay *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool all = r->have_head && r->keep_all && r->head.content_length >= 0 &&
+               r->end == (uint64_t)r->head.content_length &&
+               (!r->finished || r->result == SC_OK);
+    pthread_mutex_unlock(&r->mu);
+    return all;
+}

@@ -101,6 +101,9 @@ ssize_t relay_read(relay *r, struct relay_cursor *c, char *buf, size_t max,
  */
 sc_code relay_body(relay *r, const char **body, uint64_t *len);
 
+/* @brief True once a keep-all relay holds every byte its head announced (and has not failed). */
+bool relay_has_all(relay *r);
+
 /* @brief True if the byte at pos has arrived, or the transfer has ended. */
 bool relay_reached(relay *r, uint64_t pos);
 

@@ -347,9 +347,7 @@ static enum MHD_Result serve_miss(struct gw_req *q)
         return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
     q->fill = f;
     q->relay = fill_relay(f);
-    const char *body;
-    uint64_t len;
-    if (!started && relay_body(q->relay, &body, &len) == SC_OK)
+    if (!started && relay_has_all(q->relay))
         q->x_cache = "HIT"; /* complete in memory, being stored: no upstream work for this one */
     q->phase = GW_PHASE_WAIT_HEAD;
     return gw_serve_relay(q);
