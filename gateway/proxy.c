@@ -20,6 +20,7 @@
 
 #include "../common/log.h"
 #include "awschunked.h"
+#include "s3_delete.h"
 #include "gw.h"
 #include "s3_xml.h"
 
@@ -43,6 +44,9 @@ struct upload {
     bool chunked;           /* aws-chunked framing to remove */
     struct awschunked dec;
     sc_code error;          /* malformed body */
+    char *tee;              /* a DeleteObjects body, kept to learn which keys it removes */
+    size_t tee_len;
+    bool tee_overflow;
 };
 
 static const char *const dropped_request_headers[] = {
@@ -77,6 +81,7 @@ static void upload_unref(struct upload *u)
         return;
     relay_unref(u->relay);
     up_req_release(u->req);
+    free(u->tee);
     pthread_mutex_destroy(&u->mu);
     free(u->buf);
     free(u);
@@ -227,6 +232,23 @@ static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum M
     return false;
 }
 
+/* Drops the cached copies of the keys a DeleteObjects body names; false if it cannot tell. */
+static bool invalidate_deleted_keys(struct gw_req *q)
+{
+    struct upload *u = q->upload;
+    struct s3_delete_keys keys;
+    if (u == NULL || u->tee == NULL || u->tee_overflow ||
+        s3_delete_keys_parse(u->tee, u->tee_len, &keys) != SC_OK)
+        return false;
+    for (size_t i = 0; i < keys.n; i++) {
+        fill_invalidate(q->g->fills, q->tgt.bucket, keys.keys[i]);
+        if (store_remove(q->g->st, q->tgt.bucket, keys.keys[i]) != SC_OK)
+            sc_err("could not drop cached %s/%s", q->tgt.bucket, keys.keys[i]);
+    }
+    s3_delete_keys_free(&keys);
+    return true;
+}
+
 /* Drops cached copies of what this request changes. */
 static void invalidate(struct gw_req *q, bool commit)
 {
@@ -241,9 +263,12 @@ static void invalidate(struct gw_req *q, bool commit)
             sc_err("could not drop cached %s/%s", bucket, key);
         break;
     case S3_INVALIDATE_BUCKET:
-        /* DeleteObjects names its keys in the body: stop fills now; cached copies of the
-         * deleted keys stay until evicted (documented limitation). */
+        /* The keys are in the body (DeleteObjects): stop the bucket's fills now, and drop
+         * the named keys from the store once the upstream has answered. */
         fill_invalidate_bucket(g->fills, bucket);
+        if (commit && !invalidate_deleted_keys(q))
+            sc_warn("cannot tell which keys a POST to bucket %s changed; cached copies stay",
+                    bucket);
         break;
     }
     if (commit)
@@ -304,6 +329,12 @@ static enum MHD_Result start(struct gw_req *q)
         return MHD_NO;
     }
     u->eof = len <= 0;
+    if (s3_target_invalidation(&q->tgt) == S3_INVALIDATE_BUCKET &&
+        s3_target_param(&q->tgt, "delete") != NULL &&
+        (u->tee = malloc(S3_DELETE_MAX_BODY)) == NULL) {
+        upload_unref(u);
+        return MHD_NO;
+    }
     invalidate(q, false);
     bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     struct up_request req = {q->method, q->tgt.bucket, q->tgt.key, q->tgt.raw_query,
@@ -333,8 +364,32 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
     return submit(q, u, &req);
 }
 
+static size_t decode_into_pipe(struct upload *u, const char *data, size_t n);
+
+/* Keeps a copy of body bytes that tell which keys the request changes (upload locked). */
+static void tee_body(struct upload *u, const char *p, size_t n)
+{
+    if (u->tee == NULL || u->tee_overflow)
+        return;
+    if (n > S3_DELETE_MAX_BODY - u->tee_len) {
+        u->tee_overflow = true;
+        return;
+    }
+    memcpy(u->tee + u->tee_len, p, n);
+    u->tee_len += n;
+}
+
 /* Moves client body bytes into the pipe (upload locked); returns input bytes used. */
 static size_t fill_pipe(struct upload *u, const char *data, size_t n)
+{
+    size_t before = u->len;
+    size_t used = decode_into_pipe(u, data, n);
+    tee_body(u, u->buf + before, u->len - before);
+    return used;
+}
+
+/* Copies or decodes client body bytes into the pipe (upload locked); returns input used. */
+static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
 {
     if (u->finished || u->error != SC_OK)
         return n; /* the upstream stopped listening: drain the client */

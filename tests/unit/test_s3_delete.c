@@ -1,0 +1,93 @@
+/* test_s3_delete.c - reading the keys of a DeleteObjects body. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../gateway/s3_delete.h"
+
+static sc_code parse(const char *xml, struct s3_delete_keys *k)
+{
+    return s3_delete_keys_parse(xml, strlen(xml), k);
+}
+
+static void keys_are_read_in_order_with_entities_decoded(void **state)
+{
+    const char *xml = "<?xml version=\"1.0\"?><Delete><Quiet>true</Quiet>"
+                      "<Object><Key>a.jpg</Key></Object>"
+                      "<Object><Key>dir/b &amp; c &lt;1&gt;.txt</Key><VersionId>x</VersionId></Object>"
+                      "<Object><Key>caf&#233; &#x1F600;</Key></Object></Delete>";
+    struct s3_delete_keys k;
+    assert_int_equal(parse(xml, &k), SC_OK);
+    assert_int_equal(k.n, 3);
+    assert_string_equal(k.keys[0], "a.jpg");
+    assert_string_equal(k.keys[1], "dir/b & c <1>.txt");
+    assert_string_equal(k.keys[2], "caf\xc3\xa9 \xf0\x9f\x98\x80");
+    s3_delete_keys_free(&k);
+}
+
+static void body_without_keys_gives_none(void **state)
+{
+    struct s3_delete_keys k;
+    assert_int_equal(parse("<Delete></Delete>", &k), SC_OK);
+    assert_int_equal(k.n, 0);
+    s3_delete_keys_free(&k);
+}
+
+static void malformed_bodies_are_refused(void **state)
+{
+    const char *bad[] = {
+        "<Delete><Object><Key>unterminated",
+        "<Delete><Object><Key>bad &bogus; entity</Key></Object></Delete>",
+        "<Delete><Object><Key>nul &#0;</Key></Object></Delete>",
+        "<Delete><Object><Key>surrogate &#xD800;</Key></Object></Delete>",
+        "<Delete><Object><Key>nested <b>x</b></Key></Object></Delete>",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct s3_delete_keys k;
+        assert_int_equal(parse(bad[i], &k), SC_EINVAL);
+        assert_int_equal(k.n, 0);
+        assert_null(k.keys);
+    }
+}
+
+static void key_over_1024_bytes_is_refused(void **state)
+{
+    char *xml = malloc(2000);
+    memcpy(xml, "<Key>", 5);
+    memset(xml + 5, 'k', 1025);
+    memcpy(xml + 1030, "</Key>", 7);
+    struct s3_delete_keys k;
+    assert_int_equal(parse(xml, &k), SC_EINVAL);
+    free(xml);
+}
+
+static void more_than_1000_keys_are_refused(void **state)
+{
+    size_t cap = 1001 * 20 + 1;
+    char *xml = malloc(cap);
+    size_t n = 0;
+    for (int i = 0; i < 1001; i++)
+        n += (size_t)snprintf(xml + n, cap - n, "<Key>k%d</Key>", i);
+    struct s3_delete_keys k;
+    assert_int_equal(s3_delete_keys_parse(xml, n, &k), SC_ETOOBIG);
+    assert_int_equal(k.n, 0);
+    free(xml);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(keys_are_read_in_order_with_entities_decoded),
+        cmocka_unit_test(body_without_keys_gives_none),
+        cmocka_unit_test(malformed_bodies_are_refused),
+        cmocka_unit_test(key_over_1024_bytes_is_refused),
+        cmocka_unit_test(more_than_1000_keys_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
