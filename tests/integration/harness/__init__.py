@@ -1,0 +1,1 @@
+"""Test harness for s3cached integration tests: upstream S3 servers, the gateway, helpers."""

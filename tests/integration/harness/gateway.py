@@ -1,0 +1,205 @@
+"""The s3cached gateway under test, run as a child process.
+
+By default this is build/asan/s3cached (S3CACHED_BIN overrides it), run with
+AddressSanitizer/UBSan options; its stderr is kept in a file and a gateway
+whose stderr holds any sanitizer report, or that does not exit 0 within 5 s
+of SIGTERM, fails the test that started it.
+
+With S3CACHED_IT_DIRECT=1 no gateway is started and tests talk to the upstream
+itself: that checks the harness and the client calls, and every assertion on
+gateway-only behaviour (X-Cache, stats, restarts) is skipped.
+"""
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+from . import proc
+from . import s3util
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+SANITIZER_RE = re.compile(
+    r"AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|ThreadSanitizer"
+    r"|runtime error:|SUMMARY: \w+Sanitizer")
+STATS_FIELDS = ("hits", "misses", "bypasses", "bytes_from_cache", "bytes_from_upstream",
+                "objects", "used_bytes", "capacity_bytes", "evictions")
+
+
+def binary():
+    return os.environ.get("S3CACHED_BIN") or os.path.join(REPO, "build", "asan", "s3cached")
+
+
+def direct_mode():
+    return os.environ.get("S3CACHED_IT_DIRECT") == "1"
+
+
+class Gateway:
+    """One gateway process in front of an upstream (or a proxy to it).
+
+    endpoint, access_key, secret_key and bucket are what a client uses; clients
+    sign with the upstream's key pair.
+    """
+
+    direct = False
+
+    def __init__(self, upstream, upstream_endpoint=None, cache_size="64M", extra_args=(),
+                 cache_dir=None, secret_key=None, policy="lru"):
+        self.upstream = upstream
+        self.upstream_endpoint = upstream_endpoint or upstream.endpoint
+        self.access_key = upstream.access_key
+        self.secret_key = upstream.secret_key
+        self.gateway_secret = secret_key or upstream.secret_key
+        self.bucket = upstream.bucket
+        self.cache_size = cache_size
+        self.extra_args = list(extra_args)
+        self.policy = policy
+        self.workdir = tempfile.mkdtemp(prefix="s3cached-it-gw-")
+        self.cache_dir = cache_dir or os.path.join(self.workdir, "cache")
+        self.port = None
+        self.proc = None
+        self.runs = 0
+        self.problems = []
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def argv(self):
+        return [binary(), "--listen", "127.0.0.1:%d" % self.port,
+                "--upstream", self.upstream_endpoint, "--region", "us-east-1",
+                "--cache-dir", self.cache_dir, "--cache-size", str(self.cache_size),
+                "--policy", self.policy] + self.extra_args
+
+    def env(self):
+        env = dict(os.environ)
+        for k in list(env):
+            if k.startswith("S3CACHED_") or k.startswith("AWS_"):
+                del env[k]
+        env.update({
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.gateway_secret,
+            "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
+            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
+        })
+        return env
+
+    def start(self):
+        """Starts the gateway and waits until GET /_s3cached/stats answers 200."""
+        if not os.access(binary(), os.X_OK):
+            raise RuntimeError("gateway binary %s missing: build it first" % binary())
+        os.makedirs(self.cache_dir, exist_ok=True)
+        if self.port is None:
+            self.port = proc.free_port()
+        self.runs += 1
+        log = os.path.join(self.workdir, "stderr.%d.log" % self.runs)
+        self.proc = proc.Proc("s3cached", self.argv(), log, env=self.env())
+        url = self.endpoint + "/_s3cached/stats"
+        proc.wait_until("s3cached", lambda: proc.http_status(url) == 200, 20, self.proc)
+        return self
+
+    def stats(self):
+        """GET /_s3cached/stats as a dict."""
+        with urllib.request.urlopen(self.endpoint + "/_s3cached/stats", timeout=10) as r:
+            assert r.status == 200
+            return json.loads(r.read())
+
+    def stats_when(self, predicate, timeout=3.0):
+        """Polls stats until predicate(stats) holds; returns the last stats either way.
+
+        A response's counters may be added just after its last byte reaches the
+        client, so a test that reads and then checks the stats waits a little."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.stats()
+            if predicate(st) or time.monotonic() >= deadline:
+                return st
+            time.sleep(0.05)
+
+    def require_real(self):
+        """Gateway-only assertions follow: nothing to do here (see DirectGateway)."""
+
+    def client(self, **kw):
+        """A boto3 client to this gateway, signing with the upstream's key pair."""
+        return s3util.client(self.endpoint, self.access_key, self.secret_key, **kw)
+
+    def assert_cache(self, headers, want):
+        """Asserts the X-Cache header (headers: lower-cased dict) equals want."""
+        got = headers.get("x-cache")
+        assert got == want, "X-Cache is %r, want %r" % (got, want)
+
+    def stop(self, kill=False):
+        """Stops the process and records any sanitizer report or unclean exit."""
+        if self.proc is None:
+            return
+        p, self.proc = self.proc, None
+        code = p.kill() if kill else p.stop(grace=5)
+        text = proc.tail(p.log_path, 100000)
+        if SANITIZER_RE.search(text):
+            self.problems.append("sanitizer report in %s:\n%s" % (p.log_path, proc.tail(
+                p.log_path, 80)))
+        elif not kill and code != 0:
+            self.problems.append("gateway exited %s after SIGTERM (want 0):\n%s" % (
+                code, proc.tail(p.log_path, 30)))
+
+    def restart(self):
+        """Stops and starts again on the same port and cache dir."""
+        self.stop()
+        return self.start()
+
+    def log_tails(self, lines=60):
+        """The end of each run's stderr, for a failed test's report."""
+        out = []
+        for run in range(1, self.runs + 1):
+            path = os.path.join(self.workdir, "stderr.%d.log" % run)
+            out.append("== %s\n%s" % (path, proc.tail(path, lines)))
+        return "\n".join(out)
+
+    def close(self, keep_logs=False):
+        """Stops the gateway and removes its cache; returns the problems found.
+
+        The stderr logs stay (and their paths are in the problem text) when
+        there were problems or keep_logs is set."""
+        self.stop()
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
+        if not self.problems and not keep_logs:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return self.problems
+
+
+class DirectGateway(Gateway):
+    """Stands in for the gateway in direct mode: the endpoint is the upstream's."""
+
+    direct = True
+
+    @property
+    def endpoint(self):
+        return self.upstream_endpoint
+
+    def start(self):
+        return self
+
+    def stats(self):
+        pytest.skip("direct mode: no gateway stats")
+
+    def stats_when(self, predicate, timeout=3.0):
+        pytest.skip("direct mode: no gateway stats")
+
+    def require_real(self):
+        pytest.skip("direct mode: this test needs the gateway")
+
+    def stop(self, kill=False):
+        pass
+
+    def assert_cache(self, headers, want):
+        pass  # the upstream sends no X-Cache
+
+    def restart(self):
+        pytest.skip("direct mode: no gateway to restart")
+
+    def log_tails(self, lines=60):
+        return ""

@@ -1,0 +1,128 @@
+"""A loopback TCP forwarder put between the gateway and an upstream.
+
+It lets a test cut the upstream off (stop: new connections are refused and
+open ones are closed), slow it down (a per-connection byte rate from the
+upstream), and measure how much the upstream sent and how many connections
+the gateway opened, independently of the gateway's own statistics.
+"""
+import socket
+import threading
+import time
+
+from . import proc
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:port to target_port; counts bytes; can be stopped and restarted."""
+
+    def __init__(self, target_port, rate=None):
+        self.target_port = target_port
+        self.port = proc.free_port()
+        self.rate = rate  # bytes/s per connection from the upstream, None: unlimited
+        self.lock = threading.Lock()
+        self.bytes_down = 0  # upstream -> gateway
+        self.bytes_up = 0  # gateway -> upstream
+        self.connections = 0
+        self._listener = None
+        self._socks = set()
+        self._thread = None
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def start(self):
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", self.port))
+        ls.listen(128)
+        self._listener = ls
+        self._thread = threading.Thread(target=self._accept_loop, args=(ls,), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self):
+        """Refuses new connections and resets every open one."""
+        ls, self._listener = self._listener, None
+        if ls is not None:
+            try:
+                ls.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            ls.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+        with self.lock:
+            socks, self._socks = self._socks, set()
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def reset_counters(self):
+        with self.lock:
+            self.bytes_down = self.bytes_up = self.connections = 0
+
+    def _accept_loop(self, ls):
+        while True:
+            try:
+                client, _ = ls.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.target_port), timeout=10)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self.lock:
+                self.connections += 1
+                self._socks.update((client, upstream))
+            pair = {"open": 2, "socks": (client, upstream)}
+            threading.Thread(target=self._pump, args=(client, upstream, False, pair),
+                             daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, True, pair),
+                             daemon=True).start()
+
+    def _pump(self, src, dst, down, pair):
+        started = time.monotonic()
+        sent = 0
+        try:
+            while True:
+                buf = src.recv(65536)
+                if not buf:
+                    break
+                if down and self.rate:
+                    sent += len(buf)
+                    ahead = sent / self.rate - (time.monotonic() - started)
+                    if ahead > 0:
+                        time.sleep(ahead)
+                dst.sendall(buf)
+                with self.lock:
+                    if down:
+                        self.bytes_down += len(buf)
+                    else:
+                        self.bytes_up += len(buf)
+        except OSError:
+            pass
+        finally:
+            self._finish(pair)
+
+    def _finish(self, pair):
+        """Shuts both sockets of a pair down; the second pump to finish closes them."""
+        for s in pair["socks"]:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        with self.lock:
+            pair["open"] -= 1
+            last = pair["open"] == 0
+            if last:
+                self._socks.difference_update(pair["socks"])
+        if last:
+            for s in pair["socks"]:
+                s.close()

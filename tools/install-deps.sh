@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# install-deps.sh - installs what building and testing s3cached needs on Debian 12.
+#
+# Idempotent and fast when everything is present: Debian packages are checked
+# with dpkg-query first, `apt-get update` runs once and only if one is missing,
+# and `npm ci` runs only when node_modules is older than package-lock.json.
+# Runs as root, or through sudo otherwise. Prints one line per step; on failure
+# prints the failing step and the tail of its log.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LOG="$(mktemp /tmp/s3cached-deps.XXXXXX.log)"
+trap 'rm -f "$LOG"' EXIT
+
+PKGS=(
+    build-essential pkg-config clang clang-format
+    libmicrohttpd-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev
+    libcmocka-dev libssl-dev lmdb-utils
+    awscli python3-boto3 python3-pytest
+    nginx wrk curl
+    radosgw ceph-mon ceph-osd ceph-common
+)
+
+say() { printf 'install-deps: %s\n' "$*"; }
+
+die() {
+    say "ERROR: $*" >&2
+    if [ -s "$LOG" ]; then
+        say "last lines of the log:" >&2
+        tail -n 30 "$LOG" >&2
+    fi
+    exit 1
+}
+
+# Runs a command as root: directly if we are root, else through sudo.
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        die "not root and sudo is missing; run this script as root"
+    fi
+}
+
+# Prints the packages of "$@" that are not fully installed.
+missing_packages() {
+    local p status
+    for p in "$@"; do
+        status="$(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null || true)"
+        case "$status" in
+        ii*) ;;
+        *) printf '%s\n' "$p" ;;
+        esac
+    done
+}
+
+install_debian_packages() {
+    local want=("${PKGS[@]}")
+    if ! command -v node >/dev/null 2>&1; then
+        want+=(nodejs npm)
+    elif ! command -v npm >/dev/null 2>&1; then
+        want+=(npm)
+    fi
+    local missing
+    mapfile -t missing < <(missing_packages "${want[@]}")
+    if [ "${#missing[@]}" -eq 0 ]; then
+        say "Debian packages: all ${#want[@]} present"
+        return
+    fi
+    say "Debian packages: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    as_root apt-get update -q >>"$LOG" 2>&1 || die "apt-get update failed"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+        --no-install-recommends "${missing[@]}" >>"$LOG" 2>&1 ||
+        die "apt-get install failed for: ${missing[*]}"
+    mapfile -t missing < <(missing_packages "${want[@]}")
+    [ "${#missing[@]}" -eq 0 ] || die "still missing after install: ${missing[*]}"
+    # nginx and ceph packages may start system services; the tests run their own.
+    as_root systemctl disable --now nginx >/dev/null 2>&1 || true
+}
+
+# True when node_modules is there and newer than the lock file.
+node_modules_current() {
+    local stamp="$REPO/node_modules/.package-lock.json"
+    [ -f "$stamp" ] || return 1
+    [ -f "$REPO/package-lock.json" ] || return 0
+    [ "$stamp" -nt "$REPO/package-lock.json" ] || return 1
+    [ -x "$REPO/node_modules/.bin/s3rver" ] || return 1
+    [ -d "$REPO/node_modules/@aws-sdk/client-s3" ] || return 1
+}
+
+install_node_modules() {
+    command -v npm >/dev/null 2>&1 || die "npm is missing"
+    if node_modules_current; then
+        say "npm packages: present"
+        return
+    fi
+    cd "$REPO"
+    if [ -f package-lock.json ]; then
+        say "npm packages: npm ci"
+        npm ci --no-audit --no-fund --loglevel=error >>"$LOG" 2>&1 || die "npm ci failed"
+    else
+        say "npm packages: npm install (no package-lock.json)"
+        npm install --no-audit --no-fund --loglevel=error >>"$LOG" 2>&1 || die "npm install failed"
+    fi
+    [ -x node_modules/.bin/s3rver ] || die "node_modules/.bin/s3rver missing after npm"
+}
+
+install_debian_packages
+install_node_modules
+say "done"
