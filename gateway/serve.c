@@ -292,11 +292,13 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     if (h->status != 200 || h->content_length < 0)
         return respond_as_upstream(q, h);
     uint64_t size = (uint64_t)h->content_length;
+    bool hit_bytes = false;
     if (size > q->g->cfg->max_object_size) {
         q->x_cache = "BYPASS";
         gw_stat_add(q->g->stats.bypasses, 1);
     } else if (strcmp(q->x_cache, "HIT") == 0) {
         gw_stat_add(q->g->stats.hits, 1);
+        hit_bytes = true;
     } else {
         gw_stat_add(q->g->stats.misses, 1);
     }
@@ -305,6 +307,8 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     struct answer a = decide(q, etag, lm, size);
     if (a.status != 200 && a.status != 206)
         return respond_bodiless(q, &a, size, etag, lm);
+    if (hit_bytes)
+        gw_stat_add(q->g->stats.bytes_from_cache, a.len);
     if (a.status == 206 && a.start > FILL_RANGE_SLACK && !relay_reached(q->relay, a.start) &&
         fetch_range(q, &a) == SC_OK)
         return gw_serve_relay(q);
