@@ -64,6 +64,11 @@ static const struct opt options[] = {
      NULL, "serve hits without checking each chunk's CRC32C"},
     {"upstream-retries", "S3CACHED_UPSTREAM_RETRIES", OPT_UINT, OFF(upstream_retries), 0, 10, "N",
      "retries of idempotent upstream requests (default 3)"},
+    {"upstream-connect-timeout", "S3CACHED_UPSTREAM_CONNECT_TIMEOUT", OPT_UINT,
+     OFF(upstream_connect_timeout), 1, 600, "SECONDS", "give up connecting after this long (default 5)"},
+    {"upstream-stall-timeout", "S3CACHED_UPSTREAM_STALL_TIMEOUT", OPT_UINT,
+     OFF(upstream_stall_timeout), 1, 3600, "SECONDS",
+     "abort an upstream transfer that moves no byte for this long (default 30)"},
     {"insecure-upstream", "S3CACHED_INSECURE_UPSTREAM", OPT_BOOL, OFF(allow_insecure_tls), 0, 0,
      NULL, "do not verify the upstream's TLS certificate (never in production)"},
     {"log-level", "S3CACHED_LOG_LEVEL", OPT_LOGLEVEL, OFF(log_level), 0, 0, "LEVEL",
@@ -211,6 +216,8 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->chunk_size = 256 * KIB;
     cfg->verify_checksums = true;
     cfg->upstream_retries = 3;
+    cfg->upstream_connect_timeout = 5;
+    cfg->upstream_stall_timeout = 30;
     cfg->log_level = SC_LOG_INFO;
     if (set_string(&cfg->listen_host, "127.0.0.1") || set_string(&cfg->cache_dir, "s3cached-cache") ||
         set_string(&cfg->policy, "lru"))

@@ -76,8 +76,8 @@ static sc_code start_upstream(struct gw *g, const struct creds *creds)
         .creds = creds,
         .retries = cfg->upstream_retries,
         .insecure_tls = cfg->allow_insecure_tls,
-        .connect_timeout_ms = 5000,
-        .stall_timeout_s = 30,
+        .connect_timeout_ms = (long)cfg->upstream_connect_timeout * 1000,
+        .stall_timeout_s = (long)cfg->upstream_stall_timeout,
     };
     sc_code rc = upstream_start(&uc, &g->up);
     if (rc != SC_OK)
