@@ -9,7 +9,7 @@ static bool is_unreserved(unsigned char c)
            c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-static int hex_value(char c)
+int uri_hex_digit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
@@ -53,8 +53,8 @@ sc_code uri_decode(const char *src, size_t len, char **out)
             dst[n++] = src[i];
             continue;
         }
-        int hi = i + 1 < len ? hex_value(src[i + 1]) : -1;
-        int lo = i + 2 < len ? hex_value(src[i + 2]) : -1;
+        int hi = i + 1 < len ? uri_hex_digit(src[i + 1]) : -1;
+        int lo = i + 2 < len ? uri_hex_digit(src[i + 2]) : -1;
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
             free(dst);
             return SC_EINVAL;

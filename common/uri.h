@@ -28,4 +28,7 @@ sc_code uri_encode(const char *src, size_t len, bool keep_slash, char **out);
  */
 sc_code uri_decode(const char *src, size_t len, char **out);
 
+/* @brief The value of hex digit c (either case), or -1 if c is not one. */
+int uri_hex_digit(char c);
+
 #endif

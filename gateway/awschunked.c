@@ -7,6 +7,8 @@
  */
 #include "awschunked.h"
 
+#include "../common/uri.h"
+
 #include <string.h>
 #include <strings.h>
 
@@ -46,17 +48,6 @@ const char *awschunked_trailer(const struct awschunked *d, const char *name)
     return NULL;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Visible ASCII and spaces/tabs: what a chunk extension or trailer value may hold. */
 static bool is_text(char c)
 {
@@ -77,10 +68,10 @@ static sc_code parse_size_line(const char *line, size_t len, uint64_t *size)
 {
     uint64_t v = 0;
     size_t i = 0;
-    for (; i < len && hex_value(line[i]) >= 0; i++) {
+    for (; i < len && uri_hex_digit(line[i]) >= 0; i++) {
         if (v > (UINT64_MAX >> 4))
             return SC_EINVAL;
-        v = (v << 4) | (uint64_t)hex_value(line[i]);
+        v = (v << 4) | (uint64_t)uri_hex_digit(line[i]);
     }
     if (i == 0 || (i < len && line[i] != ';'))
         return SC_EINVAL;

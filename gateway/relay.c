@@ -46,20 +46,11 @@ void relay_ref(relay *r)
     atomic_fetch_add(&r->refs, 1);
 }
 
-static void free_head(struct relay_head *h)
-{
-    for (size_t i = 0; i < h->n_headers; i++) {
-        free((char *)h->headers[i].name);
-        free((char *)h->headers[i].value);
-    }
-    free(h->headers);
-}
-
 void relay_unref(relay *r)
 {
     if (r == NULL || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
-    free_head(&r->head);
+    up_headers_free(r->head.headers, r->head.n_headers);
     free(r->buf);
     pthread_mutex_destroy(&r->mu);
     free(r);
@@ -118,17 +109,7 @@ static sc_code copy_head(struct relay_head *dst, const struct up_head *src)
 {
     dst->status = src->status;
     dst->content_length = src->content_length;
-    dst->headers = calloc(src->n_headers + 1, sizeof(*dst->headers));
-    if (dst->headers == NULL)
-        return SC_ENOMEM;
-    for (size_t i = 0; i < src->n_headers; i++) {
-        char *name = strdup(src->headers[i].name);
-        char *value = strdup(src->headers[i].value);
-        dst->headers[dst->n_headers++] = (struct up_header){name, value};
-        if (name == NULL || value == NULL)
-            return SC_ENOMEM;
-    }
-    return SC_OK;
+    return up_headers_copy(src->headers, src->n_headers, &dst->headers, &dst->n_headers);
 }
 
 sc_code relay_set_head(relay *r, const struct up_head *head, bool keep_all)

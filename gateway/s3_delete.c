@@ -1,6 +1,8 @@
 /* s3_delete.c - the keys of a DeleteObjects request body (see s3_delete.h). */
 #include "s3_delete.h"
 
+#include "../common/uri.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,10 +63,9 @@ static size_t decode_entity(const char *p, const char *end, char *dst, size_t *n
     const char *q = p + (hex ? 3 : 2);
     const char *digits = q;
     for (; q < end && *q != ';' && q - digits < 8; q++) {
-        int d = (*q >= '0' && *q <= '9')            ? *q - '0'
-                : hex && (*q >= 'a' && *q <= 'f') ? *q - 'a' + 10
-                : hex && (*q >= 'A' && *q <= 'F') ? *q - 'A' + 10
-                                                    : -1;
+        int d = uri_hex_digit(*q);
+        if (!hex && d > 9)
+            d = -1;
         if (d < 0)
             return 0;
         cp = cp * (hex ? 16 : 10) + (uint32_t)d;

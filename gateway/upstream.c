@@ -92,6 +92,32 @@ const char *up_header_get(const struct up_header *h, size_t n, const char *name)
     return NULL;
 }
 
+sc_code up_headers_copy(const struct up_header *h, size_t n, struct up_header **out,
+                        size_t *n_out)
+{
+    *n_out = 0;
+    *out = calloc(n + 1, sizeof(**out));
+    if (*out == NULL)
+        return SC_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        char *name = strdup(h[i].name);
+        char *value = strdup(h[i].value);
+        (*out)[(*n_out)++] = (struct up_header){name, value};
+        if (name == NULL || value == NULL)
+            return SC_ENOMEM;
+    }
+    return SC_OK;
+}
+
+void up_headers_free(struct up_header *h, size_t n)
+{
+    for (size_t i = 0; h != NULL && i < n; i++) {
+        free((char *)h[i].name);
+        free((char *)h[i].value);
+    }
+    free(h);
+}
+
 /* ---- request lifetime ------------------------------------------------- */
 
 static void free_resp_headers(up_req *r)
@@ -110,11 +136,7 @@ static void req_free(up_req *r)
         curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->send_headers);
     free_resp_headers(r);
-    for (size_t i = 0; i < r->n_fwd; i++) {
-        free((char *)r->fwd[i].name);
-        free((char *)r->fwd[i].value);
-    }
-    free(r->fwd);
+    up_headers_free(r->fwd, r->n_fwd);
     free(r->method);
     free(r->path);
     free(r->query);
@@ -615,16 +637,11 @@ static sc_code copy_request(up_req *r, const struct up_request *q)
     if (rc != SC_OK)
         return rc;
     r->method = strdup(q->method);
-    r->fwd = calloc(q->n_headers + 1, sizeof(*r->fwd));
-    if (r->method == NULL || r->fwd == NULL)
+    if (r->method == NULL)
         return SC_ENOMEM;
-    for (size_t i = 0; i < q->n_headers; i++) {
-        char *name = strdup(q->headers[i].name);
-        char *value = strdup(q->headers[i].value);
-        r->fwd[r->n_fwd++] = (struct up_header){name, value};
-        if (name == NULL || value == NULL)
-            return SC_ENOMEM;
-    }
+    rc = up_headers_copy(q->headers, q->n_headers, &r->fwd, &r->n_fwd);
+    if (rc != SC_OK)
+        return rc;
     r->body_length = q->body_length;
     r->idempotent = q->idempotent && q->body_length < 0;
     return SC_OK;

@@ -110,6 +110,18 @@ void up_req_cancel(up_req *r);
 /* @brief Drops the caller's reference. NULL is a no-op. */
 void up_req_release(up_req *r);
 
+/*
+ * @brief Deep-copies n headers.
+ * @param[out] out the copy, owned by the caller; release with up_headers_free(*out, *n_out).
+ *             On failure, what was copied so far is returned too, for the caller to free.
+ * @return SC_OK or SC_ENOMEM.
+ */
+sc_code up_headers_copy(const struct up_header *h, size_t n, struct up_header **out,
+                        size_t *n_out);
+
+/* @brief Frees headers made by up_headers_copy(). NULL is a no-op. */
+void up_headers_free(struct up_header *h, size_t n);
+
 /* @brief Finds a header by case-insensitive name; NULL if absent. */
 const char *up_header_get(const struct up_header *h, size_t n, const char *name);
 
