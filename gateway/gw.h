@@ -51,6 +51,7 @@ struct gw_req {
     const char *method;        /* owned by libmicrohttpd, valid during the request */
     struct s3_target tgt;
     bool have_target;
+    bool drain_body;           /* a request body that is read and dropped */
     enum gw_phase phase;
     const char *x_cache;       /* HIT, MISS or BYPASS for object reads, else NULL */
     /* Reading a relay (a fill or a pass-through response). */

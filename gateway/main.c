@@ -119,8 +119,8 @@ static int run(struct gw *g)
     sc_info("signal %d: shutting down", sig);
     status = 0;
 out:
-    if (g->daemon)
-        MHD_quiesce_daemon(g->daemon);
+    /* No MHD_quiesce_daemon(): with an epoll thread pool it races the workers (a libmicrohttpd
+     * panic). Requests accepted after upstream_stop() get a 503 and are closed by the stop. */
     upstream_stop(g->up);
     server_stop(g);
     store_close(g->st); /* flushes queued writes */

@@ -13,6 +13,7 @@ sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
         .n_headers = 0,
         .body_length = -1,
         .idempotent = true,
+        .exact_length = true,
     };
     return up_submit(o->bucket, &req, h, arg, out);
 }

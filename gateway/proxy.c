@@ -212,6 +212,10 @@ static const char *req_header(struct gw_req *q, const char *name)
 /* Works out the body's length upstream; false (with an error sent) if it cannot be known. */
 static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum MHD_Result *ret)
 {
+    if (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0) {
+        *len = -1; /* a read never carries a body upstream (server.c drained it) */
+        return true;
+    }
     const char *sha = req_header(q, "x-amz-content-sha256");
     const char *enc = req_header(q, "Content-Encoding");
     u->chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) ||
@@ -337,8 +341,14 @@ static enum MHD_Result start(struct gw_req *q)
     }
     invalidate(q, false);
     bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
-    struct up_request req = {q->method, q->tgt.bucket, q->tgt.key, q->tgt.raw_query,
-                             fwd.h,     fwd.n,         len,        read};
+    struct up_request req = {.method = q->method,
+                             .bucket = q->tgt.bucket,
+                             .key = q->tgt.key,
+                             .query = q->tgt.raw_query,
+                             .headers = fwd.h,
+                             .n_headers = fwd.n,
+                             .body_length = len,
+                             .idempotent = read};
     if (submit(q, u, &req) != SC_OK)
         return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
     gw_stat_add(g->stats.passthrough, 1);
@@ -356,7 +366,13 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
     snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)start,
              (unsigned long long)(start + len - 1));
     struct up_header h = {"Range", range};
-    struct up_request req = {"GET", q->tgt.bucket, q->tgt.key, NULL, &h, 1, -1, true};
+    struct up_request req = {.method = "GET",
+                             .bucket = q->tgt.bucket,
+                             .key = q->tgt.key,
+                             .headers = &h,
+                             .n_headers = 1,
+                             .body_length = -1,
+                             .idempotent = true};
     struct upload *u = upload_new(q);
     if (u == NULL)
         return SC_ENOMEM;

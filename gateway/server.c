@@ -130,6 +130,28 @@ static enum MHD_Result step_route(struct gw_req *q, const char *upload_data, siz
     return respond_known_error(q, S3_XML_INTERNAL_ERROR);
 }
 
+/* True if the client announced a request body. */
+static bool has_body(struct gw_req *q)
+{
+    const char *cl = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Content-Length");
+    const char *te = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Transfer-Encoding");
+    return te != NULL || (cl != NULL && strcmp(cl, "0") != 0);
+}
+
+/* True if the request's body goes upstream (a pass-through write); other bodies are dropped. */
+static bool forwards_body(const struct gw_req *q)
+{
+    return q->tgt.kind == S3_REQ_PASS && strcmp(q->method, "GET") != 0 &&
+           strcmp(q->method, "HEAD") != 0;
+}
+
+/*
+ * libmicrohttpd calls this once when the headers are in, once per slice of body, and once
+ * more at the end. Its rules shape the phases: a response queued in the first call closes
+ * the connection afterwards (so normal answers wait for the second call), and no response
+ * can be queued while body bytes are still arriving (so a body that is not forwarded is
+ * drained first, and a request refused outright is refused in the first call).
+ */
 static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version,
                                  const char *upload_data, size_t *upload_size, void **con_cls)
@@ -139,22 +161,29 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_NO;
     switch (q->phase) {
     case GW_PHASE_NEW:
-        /* libmicrohttpd 0.9.75 closes the connection after any response queued in the
-         * first call; answering from the second keeps client connections alive. */
         q->conn = conn;
         q->method = method;
         q->phase = GW_PHASE_ROUTE;
+        gw_stat_add(q->g->stats.requests, 1);
+        if (!has_body(q))
+            return MHD_YES;
+        /* With a body: refuse a bad target now, rather than after reading the body. */
+        if (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED)
+            return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
+        q->drain_body = !forwards_body(q);
         return MHD_YES;
     case GW_PHASE_ROUTE:
-        gw_stat_add(q->g->stats.requests, 1);
-        if (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED)
+        if (q->drain_body && *upload_size > 0) {
+            *upload_size = 0; /* a body on GET, HEAD or the admin API: read and dropped */
+            return MHD_YES;
+        }
+        if (!q->have_target && (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED))
             return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
         return step_route(q, upload_data, upload_size);
     case GW_PHASE_UPLOAD:
         return gw_proxy(q, upload_data, upload_size);
     case GW_PHASE_WAIT_HEAD:
-        if (*upload_size != 0)
-            *upload_size = 0; /* a body nobody asked for (e.g. on GET): discard */
+        *upload_size = 0;
         return gw_serve_relay(q);
     case GW_PHASE_RESPONDED:
         *upload_size = 0;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "../common/log.h"
@@ -58,6 +59,7 @@ struct up_req {
     size_t n_fwd;
     int64_t body_length;
     bool idempotent;
+    bool exact_length;
     struct up_handler h;
     void *arg;
     /* Loop-thread state. */
@@ -69,6 +71,10 @@ struct up_req {
     bool finished;      /* on_done has run */
     bool in_multi;
     bool live;          /* linked into upstream.live */
+    bool paused;        /* waiting on our side (client slow, or body not ready) */
+    bool excess;        /* the upstream sent more than its Content-Length */
+    curl_off_t last_moved; /* bytes moved at the last progress check */
+    long last_progress_ms; /* when bytes last moved, or the transfer was last paused */
     struct up_header resp[MAX_RESP_HEADERS];
     size_t n_resp;
     size_t resp_bytes;
@@ -261,6 +267,35 @@ static size_t on_curl_header(char *p, size_t size, size_t n, void *arg);
 static size_t on_curl_write(char *p, size_t size, size_t n, void *arg);
 static size_t on_curl_read(char *p, size_t size, size_t n, void *arg);
 
+/*
+ * Aborts a transfer that moved no byte for stall_timeout_s. libcurl's own low-speed check
+ * averages over several seconds and counts time we paused the transfer ourselves.
+ */
+static int on_curl_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                            curl_off_t ulnow)
+{
+    up_req *r = arg;
+    long now = now_ms();
+    if (dlnow + ulnow != r->last_moved || r->paused) {
+        r->last_moved = dlnow + ulnow;
+        r->last_progress_ms = now;
+        return 0;
+    }
+    return now - r->last_progress_ms > r->up->cfg.stall_timeout_s * 1000 ? 1 : 0;
+}
+
+/* Bytes past Content-Length that arrive with the headers are reported only as an
+ * informational line; a fill must fail (see also excess_pending()). */
+static int on_curl_debug(CURL *e, curl_infotype type, char *text, size_t len, void *arg)
+{
+    up_req *r = arg;
+    static const char excess[] = "Excess found";
+    if (type == CURLINFO_TEXT && len >= sizeof(excess) - 1 &&
+        memcmp(text, excess, sizeof(excess) - 1) == 0)
+        r->excess = true;
+    return 0;
+}
+
 static sc_code setup_easy(up_req *r)
 {
     upstream *up = r->up;
@@ -294,8 +329,17 @@ static sc_code setup_easy(up_req *r)
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, up->cfg.connect_timeout_ms);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, up->cfg.stall_timeout_s);
+    curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_curl_progress);
+    curl_easy_setopt(e, CURLOPT_XFERINFODATA, r);
+    r->last_moved = 0;
+    r->last_progress_ms = now_ms();
+    r->excess = false;
+    if (r->exact_length) {
+        curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
+        curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_curl_debug);
+        curl_easy_setopt(e, CURLOPT_DEBUGDATA, r);
+    }
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, up->cfg.insecure_tls ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, up->cfg.insecure_tls ? 0L : 2L);
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
@@ -303,8 +347,8 @@ static sc_code setup_easy(up_req *r)
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, NULL); /* bytes exactly as stored upstream */
     if (strcmp(r->method, "HEAD") == 0)
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-    else if (strcmp(r->method, "GET") != 0)
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+    else if (strcmp(r->method, "GET") != 0 || r->body_length >= 0)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method); /* CURLOPT_UPLOAD alone means PUT */
     if (r->body_length >= 0) {
         curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_length);
@@ -406,14 +450,20 @@ static size_t on_curl_write(char *p, size_t size, size_t n, void *arg)
         return len;
     if (!r->delivered)
         return 0; /* body before a head: impossible with HTTP, refuse */
-    return r->h.on_body(r->arg, p, len) ? len : CURL_WRITEFUNC_PAUSE;
+    if (r->h.on_body(r->arg, p, len))
+        return len;
+    r->paused = true;
+    return CURL_WRITEFUNC_PAUSE;
 }
 
 static size_t on_curl_read(char *p, size_t size, size_t n, void *arg)
 {
     up_req *r = arg;
     size_t got = r->h.read_body(r->arg, p, size * n);
-    return got == UP_READ_PAUSE ? CURL_READFUNC_PAUSE : got;
+    if (got != UP_READ_PAUSE)
+        return got;
+    r->paused = true;
+    return CURL_READFUNC_PAUSE;
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -434,6 +484,7 @@ static sc_code translate_curl(CURLcode cc)
     case CURLE_OK:
         return SC_OK;
     case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_ABORTED_BY_CALLBACK: /* the stall check in on_curl_progress() */
         return SC_ETIMEOUT;
     case CURLE_OUT_OF_MEMORY:
         return SC_ENOMEM;
@@ -442,8 +493,25 @@ static sc_code translate_curl(CURLcode cc)
     }
 }
 
+/*
+ * True if bytes beyond the response wait on its connection: the upstream sent more than its
+ * Content-Length. libcurl reads no further than the announced length, so this looks at the
+ * socket itself (best effort: excess still in flight is not seen).
+ */
+static bool excess_pending(up_req *r)
+{
+    curl_socket_t fd = CURL_SOCKET_BAD;
+    if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
+        fd == CURL_SOCKET_BAD)
+        return false;
+    char probe;
+    return recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+}
+
 static void on_transfer_done(up_req *r, CURLcode cc)
 {
+    if (cc == CURLE_OK && r->exact_length && !r->discard && excess_pending(r))
+        r->excess = true;
     curl_multi_remove_handle(r->up->multi, r->easy);
     r->in_multi = false;
     bool failed = cc != CURLE_OK || r->discard;
@@ -461,7 +529,12 @@ static void on_transfer_done(up_req *r, CURLcode cc)
     }
     if (cc != CURLE_OK)
         sc_warn("upstream %s %s failed: %s", r->method, r->path, curl_easy_strerror(cc));
-    req_finish(r, translate_curl(cc));
+    sc_code rc = translate_curl(cc);
+    if (rc == SC_OK && r->excess) {
+        sc_warn("upstream %s %s sent more bytes than its Content-Length", r->method, r->path);
+        rc = SC_EMISMATCH;
+    }
+    req_finish(r, rc);
 }
 
 static void run_due_retries(upstream *up, long *timeout)
@@ -499,8 +572,11 @@ static void run_command(upstream *up, struct cmd *c)
         start_attempt(r);
         break;
     case CMD_RESUME:
-        if (!r->finished && r->in_multi)
+        if (!r->finished && r->in_multi) {
+            r->paused = false;
+            r->last_progress_ms = now_ms();
             curl_easy_pause(r->easy, CURLPAUSE_CONT);
+        }
         break;
     case CMD_CANCEL:
         if (!r->finished) {
@@ -644,6 +720,7 @@ static sc_code copy_request(up_req *r, const struct up_request *q)
         return rc;
     r->body_length = q->body_length;
     r->idempotent = q->idempotent && q->body_length < 0;
+    r->exact_length = q->exact_length;
     return SC_OK;
 }
 

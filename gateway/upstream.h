@@ -2,7 +2,8 @@
  * upstream.h - the HTTP client to the upstream S3 endpoint.
  *
  * One thread runs a libcurl multi handle: connections are reused across
- * requests, TLS is verified, connects and stalled transfers time out, and
+ * requests, TLS is verified, connects time out, a transfer that moves no byte
+ * for stall_timeout_s (not counting time paused by a slow client) is aborted, and
  * idempotent requests are retried with exponential backoff and full jitter
  * on connection errors and on 500/502/503/504 (SlowDown), as long as no byte
  * of the response has been handed to the caller yet. Every request is signed
@@ -52,6 +53,8 @@ struct up_request {
     size_t n_headers;
     int64_t body_length;              /* -1: no body; else bytes read_body will supply */
     bool idempotent;                  /* may be retried */
+    bool exact_length;                /* fail the transfer if the upstream sends more bytes
+                                         than its Content-Length (cache fills) */
 };
 
 /* The final response's status line and headers, valid only during on_head. */

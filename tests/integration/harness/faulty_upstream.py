@@ -1,0 +1,368 @@
+"""A fault-injecting fake upstream: a tiny HTTP/1.1 server that misbehaves on purpose.
+
+This is NOT an S3 implementation and must not stand in for one: the tests of
+normal behaviour run against s3rver and radosgw. It exists only because a real
+S3 server cannot be made to cut a body short, lie in Content-Length, stall
+mid-transfer, send an ETag that does not match the body, answer 503 SlowDown
+on demand, reset a connection before any header or trickle a body.
+
+It serves GET and HEAD on path-style "/BUCKET/KEY" for keys a test put there,
+each with one Fault, and counts the requests per (method, key) so a test can
+tell how many upstream fetches the gateway made. Unknown keys get 404
+NoSuchKey; other methods get 501. It ignores signatures (the gateway may sign
+with any credentials, or none) and Range (it always answers the whole
+object, which the gateway must cope with anyway).
+
+Use it through the `faulty_upstream` fixture (function scope):
+
+    fake = faulty_upstream
+    fake.put("k", body, faults.truncated(after=1000))
+    gw = gateway(fake.upstream(), extra_args=[...])
+    ...
+    fake.set_fault("k", faults.normal())
+    assert fake.count("k") == 2
+"""
+import dataclasses
+import hashlib
+import socket
+import struct
+import threading
+import urllib.parse
+
+import pytest
+
+from .upstream import Upstream
+
+ACCESS_KEY = "AKIDFAULTYFAKE000000"  # dummy: the fake never checks a signature
+SECRET_KEY = "faulty-upstream-dummy-secret"
+LAST_MODIFIED = "Wed, 01 Jan 2025 00:00:00 GMT"
+MAX_HEAD = 64 * 1024
+IDLE_TIMEOUT = 30.0
+
+
+@dataclasses.dataclass
+class Fault:
+    """How the fake answers a GET of one key (build one with the functions below)."""
+
+    kind: str = "normal"
+    after: int = 0  # body bytes sent before the fault strikes
+    seconds: float = 0.0  # how long a stall lasts
+    times: int = 0  # how many requests a 503 fault answers before the object is served
+    chunk: int = 4096  # trickle: bytes per send
+    interval: float = 0.0  # trickle: pause between sends
+    etag: str = None  # the ETag header verbatim; None: the quoted MD5 of the body
+
+
+def normal(etag=None):
+    """200 with the right Content-Length and an ETag that is the body's MD5 (or etag)."""
+    return Fault("normal", etag=etag)
+
+
+def truncated(after):
+    """Content-Length is the whole body, but only `after` bytes are sent, then FIN."""
+    return Fault("truncated", after=after)
+
+
+def short_length(length, etag=None):
+    """Content-Length says `length` (less than the body), the whole body is sent, then FIN.
+
+    The ETag is the MD5 of the whole body, as S3 would send it, unless etag is given
+    (a multipart-style '"...-2"' ETag takes the digest check away from the gateway)."""
+    return Fault("short_length", after=length, etag=etag)
+
+
+def stall(after, seconds):
+    """`after` bytes, then nothing for `seconds`, then the rest (if anyone still listens)."""
+    return Fault("stall", after=after, seconds=seconds)
+
+
+def bad_md5():
+    """The whole body, with an ETag that is a plain MD5 but of other bytes."""
+    return Fault("bad_md5")
+
+
+def slowdown(times):
+    """503 SlowDown (S3 XML) for the next `times` GET or HEAD requests, then normal."""
+    return Fault("slowdown", times=times)
+
+
+def reset():
+    """Reads the request, then resets the connection (RST) before sending any byte."""
+    return Fault("reset")
+
+
+def trickle(chunk, interval):
+    """The right headers, then the body `chunk` bytes at a time, `interval` seconds apart."""
+    return Fault("trickle", chunk=chunk, interval=interval)
+
+
+class _Object:
+    def __init__(self, body, fault):
+        self.body = body
+        self.fault = fault
+        self.md5 = hashlib.md5(body).hexdigest()
+
+
+class _Closed(Exception):
+    """The peer went away, or the fault closed the connection on purpose."""
+
+
+class FaultyUpstream:
+    """The fake server; start() listens on a random 127.0.0.1 port, stop() ends everything."""
+
+    def __init__(self, bucket="test"):
+        self.bucket = bucket
+        self.port = None
+        self._lock = threading.Lock()
+        self._objects = {}
+        self._counts = {}
+        self._body_bytes = {}
+        self._stopping = threading.Event()
+        self._listener = None
+        self._conns = set()
+        self._threads = []
+
+    # ---- what tests use ------------------------------------------------------------
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    def upstream(self):
+        """The Upstream to hand to the gateway factory (dummy credentials)."""
+        return Upstream("faulty", self.endpoint, ACCESS_KEY, SECRET_KEY, self.bucket)
+
+    def put(self, key, body, fault=None):
+        """Serves body at key with fault (default: normal)."""
+        with self._lock:
+            self._objects[key] = _Object(bytes(body), fault or normal())
+
+    def set_fault(self, key, fault):
+        """Changes how an existing key is served from the next request on."""
+        with self._lock:
+            self._objects[key].fault = fault
+
+    def count(self, key, method="GET"):
+        """Requests received for key with method (None: every method)."""
+        with self._lock:
+            if method is None:
+                return sum(n for (_, k), n in self._counts.items() if k == key)
+            return self._counts.get((method, key), 0)
+
+    def body_bytes_sent(self, key):
+        """Body bytes written to sockets for key, over all requests."""
+        with self._lock:
+            return self._body_bytes.get(key, 0)
+
+    # ---- life cycle ----------------------------------------------------------------
+
+    def start(self):
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("127.0.0.1", 0))
+        ls.listen(64)
+        self.port = ls.getsockname()[1]
+        self._listener = ls
+        self._spawn(self._accept_loop, ls)
+        return self
+
+    def stop(self):
+        """Stops listening, wakes every stalled answer and closes every connection."""
+        self._stopping.set()
+        ls, self._listener = self._listener, None
+        if ls is not None:
+            try:
+                ls.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            ls.close()
+        with self._lock:
+            conns = list(self._conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for t in self._threads:
+            t.join(timeout=5)
+
+    def _spawn(self, fn, *args):
+        t = threading.Thread(target=fn, args=args, daemon=True)
+        self._threads.append(t)
+        t.start()
+
+    def _accept_loop(self, ls):
+        while not self._stopping.is_set():
+            try:
+                conn, _ = ls.accept()
+            except OSError:
+                return
+            with self._lock:
+                self._conns.add(conn)
+            self._spawn(self._serve_connection, conn)
+
+    # ---- one connection -----------------------------------------------------------
+
+    def _serve_connection(self, conn):
+        conn.settimeout(IDLE_TIMEOUT)
+        buf = bytearray()
+        try:
+            while not self._stopping.is_set():
+                head = self._read_head(conn, buf)
+                method, target, headers = self._parse_head(head)
+                self._skip_body(conn, buf, headers)
+                keep = self._answer(conn, method, target)
+                if not keep or headers.get("connection", "").lower() == "close":
+                    break
+        except (_Closed, OSError, ValueError):
+            pass
+        finally:
+            with self._lock:
+                self._conns.discard(conn)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    @staticmethod
+    def _read_head(conn, buf):
+        while b"\r\n\r\n" not in buf:
+            if len(buf) > MAX_HEAD:
+                raise _Closed()
+            data = conn.recv(65536)
+            if not data:
+                raise _Closed()
+            buf += data
+        end = buf.index(b"\r\n\r\n") + 4
+        head = bytes(buf[:end])
+        del buf[:end]
+        return head
+
+    @staticmethod
+    def _parse_head(head):
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, _version = lines[0].split(" ", 2)
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                name, value = line.split(":", 1)
+                headers[name.strip().lower()] = value.strip()
+        return method, target, headers
+
+    @staticmethod
+    def _skip_body(conn, buf, headers):
+        left = int(headers.get("content-length", "0") or "0")
+        while left > 0:
+            if not buf:
+                data = conn.recv(65536)
+                if not data:
+                    raise _Closed()
+                buf += data
+            take = min(left, len(buf))
+            del buf[:take]
+            left -= take
+
+    def _key_of(self, target):
+        path = urllib.parse.unquote(target.split("?", 1)[0])
+        bucket, _, key = path.lstrip("/").partition("/")
+        return (key if bucket == self.bucket else None), bucket
+
+    def _answer(self, conn, method, target):
+        """Answers one request; returns whether the connection may serve another."""
+        key, bucket = self._key_of(target)
+        with self._lock:
+            self._counts[(method, key)] = self._counts.get((method, key), 0) + 1
+            obj = self._objects.get(key) if key is not None else None
+            fault = obj.fault if obj else None
+            slowed = fault is not None and fault.kind == "slowdown" and fault.times > 0
+            if slowed:
+                fault.times -= 1
+        if method not in ("GET", "HEAD"):
+            return self._error(conn, method, 501, "NotImplemented", "fake: GET and HEAD only")
+        if key is None:
+            return self._error(conn, method, 404, "NoSuchBucket", "no bucket %s" % bucket)
+        if obj is None:
+            return self._error(conn, method, 404, "NoSuchKey", "The specified key does not exist.")
+        if fault.kind == "reset":
+            self._reset(conn)
+            raise _Closed()
+        if slowed:
+            return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
+        return self._send_object(conn, method, key, obj, fault)
+
+    @staticmethod
+    def _reset(conn):
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+
+    @staticmethod
+    def _head_bytes(status, reason, headers):
+        lines = ["HTTP/1.1 %d %s" % (status, reason)]
+        lines += ["%s: %s" % kv for kv in headers]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _error(self, conn, method, status, code, message):
+        body = ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>%s</Code>'
+                '<Message>%s</Message><RequestId>FAKE</RequestId></Error>' % (
+                    code, message)).encode()
+        reason = {404: "Not Found", 501: "Not Implemented", 503: "Slow Down"}[status]
+        head = self._head_bytes(status, reason, [
+            ("Content-Type", "application/xml"), ("Content-Length", str(len(body))),
+            ("x-amz-request-id", "FAKE")])
+        conn.sendall(head + (body if method != "HEAD" else b""))
+        return True
+
+    def _send_object(self, conn, method, key, obj, fault):
+        body = obj.body
+        length = len(body)
+        etag = '"%s"' % obj.md5
+        if fault.kind == "short_length":
+            length = fault.after
+        elif fault.kind == "bad_md5":
+            etag = '"%s"' % hashlib.md5(b"not the body" + body).hexdigest()
+        if fault.etag is not None:
+            etag = fault.etag
+        conn.sendall(self._head_bytes(200, "OK", [
+            ("Content-Type", "application/octet-stream"), ("Content-Length", str(length)),
+            ("ETag", etag), ("Last-Modified", LAST_MODIFIED),
+            ("Accept-Ranges", "bytes"), ("x-amz-request-id", "FAKE")]))
+        if method == "HEAD":
+            return True
+        kind = fault.kind
+        if kind == "truncated":
+            self._send_body(conn, key, body[:fault.after])
+            conn.shutdown(socket.SHUT_WR)
+            return False
+        if kind == "short_length":
+            self._send_body(conn, key, body)
+            conn.shutdown(socket.SHUT_WR)
+            return False
+        if kind == "stall":
+            self._send_body(conn, key, body[:fault.after])
+            if self._stopping.wait(fault.seconds):
+                return False
+            self._send_body(conn, key, body[fault.after:])
+            return True
+        if kind == "trickle":
+            for i in range(0, len(body), fault.chunk):
+                if i and self._stopping.wait(fault.interval):
+                    return False
+                self._send_body(conn, key, body[i:i + fault.chunk])
+            return True
+        self._send_body(conn, key, body)
+        return True
+
+    def _send_body(self, conn, key, data):
+        conn.sendall(data)
+        with self._lock:
+            self._body_bytes[key] = self._body_bytes.get(key, 0) + len(data)
+
+
+@pytest.fixture
+def faulty_upstream():
+    """A started FaultyUpstream with bucket "test"; stopped after the test."""
+    fake = FaultyUpstream(bucket="test").start()
+    try:
+        yield fake
+    finally:
+        fake.stop()

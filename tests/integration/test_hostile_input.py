@@ -1,0 +1,324 @@
+"""Hostile and malformed client input: refused cleanly, never a hang, a crash or a stored object.
+
+Requests go over raw sockets (harness/rawhttp.py), since no HTTP library
+sends most of them; the upstream is s3rver. After each case the gateway
+process must still run and answer GET /_s3cached/stats. An error the gateway
+words itself as an S3 error is S3 XML with a <Code>; refusals made inside
+libmicrohttpd before any request handler runs (431, 505, a malformed request
+line) only need to be a 4xx or a closed connection.
+"""
+import os
+import threading
+import time
+
+import botocore.exceptions
+import pytest
+
+from harness import rawhttp, s3util
+
+KiB = 1024
+HOST = b"Host: 127.0.0.1\r\n"
+
+
+@pytest.fixture
+def hgw(s3rver, gateway):
+    gw = gateway(s3rver)
+    gw.require_real()
+    yield gw
+    _assert_healthy(gw)
+
+
+def _assert_healthy(gw):
+    assert gw.proc is not None and gw.proc.alive(), "the gateway process died"
+    st = gw.stats()
+    assert "requests" in st
+
+
+def _seed(s3rver, size=10 * KiB):
+    key = s3util.unique_key("hostile")
+    body = s3util.data(size, seed=key)
+    s3util.upstream_client(s3rver).put_object(Bucket=s3rver.bucket, Key=key, Body=body)
+    return key, body
+
+
+def _request(method, target, *headers, body=b""):
+    lines = [b"%s %s HTTP/1.1\r\n" % (method, target), HOST]
+    lines += [h + b"\r\n" for h in headers]
+    return b"".join(lines) + b"\r\n" + body
+
+
+def _assert_s3_error(r, status, code):
+    assert r.status == status, (r.status, r.error, r.body[:300])
+    assert r.headers.get("content-type", "").startswith(("application/xml", "text/xml")), r.headers
+    assert rawhttp.s3_error_code(r.body) == code
+    assert r.headers.get("x-amz-request-id")
+
+
+def _assert_refused(r, timeout):
+    """A 4xx, or the connection closed without a reply; never a hang."""
+    assert r.error != "timeout", "no reply and no close after %.1f s" % timeout
+    if r.status is None:
+        assert r.closed, r
+    else:
+        assert 400 <= r.status < 500, (r.status, r.body[:300])
+        if "xml" in r.headers.get("content-type", ""):
+            rawhttp.s3_error_code(r.body)
+
+
+def _upstream_has(s3rver, key):
+    try:
+        s3util.upstream_client(s3rver).head_object(Bucket=s3rver.bucket, Key=key)
+        return True
+    except botocore.exceptions.ClientError as err:
+        assert err.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+        return False
+
+
+@pytest.mark.parametrize("target", [b"/test/%zz", b"/test/a%zzb", b"/test/abc%", b"/test/abc%4",
+                                    b"/test/a%00b", b"/test/%00"])
+def test_bad_or_nul_percent_escape_is_400_invalid_uri(hgw, target):
+    r = rawhttp.exchange(hgw.port, _request(b"GET", target, b"Connection: close"))
+    _assert_s3_error(r, 400, "InvalidURI")
+
+
+def test_20_kib_url_is_400_invalid_uri(hgw):
+    r = rawhttp.exchange(hgw.port, _request(b"GET", b"/test/" + b"u" * (20 * KiB),
+                                            b"Connection: close"))
+    _assert_s3_error(r, 400, "InvalidURI")
+
+
+def test_200_kb_of_headers_is_refused_without_hang(hgw):
+    pad = b"p" * 1000
+    headers = [b"X-Pad-%d: %s" % (i, pad) for i in range(200)]
+    r = rawhttp.exchange(hgw.port, _request(b"GET", b"/test/any", *headers), timeout=10)
+    _assert_refused(r, 10)
+    assert r.status is None or r.status in (400, 413, 431), r.status
+
+
+@pytest.mark.parametrize("data", [
+    b"NOT A REQUEST\r\n\r\n",
+    b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 tls hello\r\n\r\n",
+    b"GET\r\n\r\n",
+    b"GET /test/x HTTP/1.1 extra\r\n\r\n",
+    b"\xff\xfe garbage \x7f\r\n\r\n",
+], ids=["words", "tls-hello", "method-only", "extra-token", "binary"])
+def test_garbage_request_line_is_refused_at_once(hgw, data):
+    r = rawhttp.exchange(hgw.port, data, timeout=5)
+    _assert_refused(r, 5)
+    assert r.elapsed < 2.0
+
+
+def test_nul_led_request_line_is_dropped_by_connection_timeout(s3rver, gateway):
+    # libmicrohttpd 0.9.75 reads a line starting with NUL as an empty line (which
+    # may precede a request) and keeps waiting: only --connection-timeout ends it.
+    gw = gateway(s3rver, extra_args=["--connection-timeout", "2"])
+    gw.require_real()
+    r = rawhttp.exchange(gw.port, b"\x00\xff\xfe garbage \x7f\r\n\r\n", timeout=8)
+    _assert_refused(r, 8)
+    _assert_healthy(gw)
+
+
+@pytest.mark.parametrize("version", [b"HTTP/2.0", b"HTTP/3.0", b"HTTP/9.9"])
+def test_unsupported_http_version_is_505_or_refused(hgw, version):
+    data = b"GET /test/x %s\r\n%sConnection: close\r\n\r\n" % (version, HOST)
+    r = rawhttp.exchange(hgw.port, data, timeout=10)
+    assert r.error != "timeout"
+    assert r.status in (400, 505) or (r.status is None and r.closed), (r.status, r.body[:200])
+
+
+def test_key_of_1025_bytes_is_key_too_long_and_1024_passes(hgw):
+    r = rawhttp.exchange(hgw.port, _request(b"GET", b"/test/" + b"k" * 1025, b"Connection: close"))
+    _assert_s3_error(r, 400, "KeyTooLongError")
+    # 1024 bytes is S3's limit, and allowed: the (missing) key reaches s3rver.
+    key = ("/".join(["a" * 99] * 10) + "/" + "b" * 24).encode()
+    assert len(key) == 1024
+    r = rawhttp.exchange(hgw.port, _request(b"GET", b"/test/" + key, b"Connection: close"))
+    _assert_s3_error(r, 404, "NoSuchKey")
+
+
+@pytest.mark.parametrize("rng", [b"bytes=abc", b"bytes=", b"bytes=--1", b"lines=0-9",
+                                 b"bytes=1-2-3"])
+def test_unparsable_range_returns_whole_object_on_miss_and_hit(s3rver, hgw, rng):
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode()
+    for want_cache in ("MISS", "HIT"):
+        r = rawhttp.exchange(hgw.port, _request(b"GET", target, b"Range: " + rng,
+                                                b"Connection: close"))
+        assert r.status == 200, (r.status, r.body[:300])
+        assert r.body == body and r.complete
+        assert "content-range" not in r.headers
+        assert r.headers.get("x-cache") == want_cache
+        hgw.stats_when(lambda st: st["objects"] == 1)
+
+
+def test_request_body_on_get_is_discarded_and_connection_stays_in_sync(s3rver, hgw):
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode()
+    # The body looks like a request of its own: it must never be answered as one.
+    smuggled = b"GET /_s3cached/stats HTTP/1.1\r\nHost: x\r\n\r\n"
+    first = _request(b"GET", target, b"Content-Length: %d" % len(smuggled), body=smuggled)
+    with rawhttp.RawConnection(hgw.port) as conn:
+        for want_cache in ("MISS", "HIT"):
+            assert conn.send(first)
+            r = conn.reply(timeout=5)
+            assert r.status == 200 and r.complete, (
+                "GET with a %d-byte body: status %s, error %s, closed %s" % (
+                    len(smuggled), r.status, r.error, r.closed))
+            assert r.body == body
+            assert r.headers.get("x-cache") == want_cache
+            hgw.stats_when(lambda st: st["objects"] == 1)
+        assert conn.send(_request(b"GET", target, b"Connection: close"))
+        r = conn.reply(timeout=5)
+        assert r.status == 200 and r.body == body
+        extra = conn.reply(timeout=2)
+        assert extra.status is None, "a reply to the smuggled request: %r" % extra.body[:200]
+
+
+@pytest.mark.parametrize("query", [b"versionId=null", b"partNumber=1",
+                                   b"response-content-type=text/plain"])
+def test_request_body_on_pass_through_get_never_writes_upstream(s3rver, hgw, query):
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode() + b"?" + query
+    r = rawhttp.exchange(hgw.port, _request(b"GET", target, b"Content-Length: 5",
+                                            b"Connection: close", body=b"EVIL!"), timeout=5)
+    assert r.error != "timeout"
+    now = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)["Body"].read()
+    assert now == body, "a GET with a body replaced the object upstream with %r" % now[:20]
+    if r.status == 200:
+        assert r.body == body
+
+
+@pytest.mark.parametrize("target", [b"/test/" + b"k" * 1025, b"/test/%zz", b"/test/a%00"],
+                         ids=["key-1025", "bad-escape", "nul"])
+def test_refused_put_with_body_gets_s3_error_at_once(hgw, target):
+    data = _request(b"PUT", target, b"Content-Length: 5", b"Connection: close", body=b"hello")
+    r = rawhttp.exchange(hgw.port, data, timeout=3)
+    assert r.error != "timeout", "no reply within 3 s to a PUT with a refused target"
+    assert r.status == 400, (r.status, r.error, r.closed)
+    assert rawhttp.s3_error_code(r.body) in ("KeyTooLongError", "InvalidURI")
+
+
+def _cpu_seconds(pid):
+    """User plus system CPU time of a process so far (Linux /proc)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_refused_put_with_body_then_hangup_leaves_gateway_idle(hgw):
+    with rawhttp.RawConnection(hgw.port) as conn:
+        conn.send(_request(b"PUT", b"/test/%zz", b"Content-Length: 5", body=b"hello"))
+        conn.reply(timeout=0.5)
+    time.sleep(0.2)
+    before = _cpu_seconds(hgw.proc.pid)
+    time.sleep(1.5)
+    used = _cpu_seconds(hgw.proc.pid) - before
+    assert used < 0.3, "an idle gateway burned %.2f s of CPU in 1.5 s after a client hung up" % (
+        used)
+
+
+def test_admin_api_with_request_body_answers(hgw):
+    r = rawhttp.exchange(hgw.port, _request(b"GET", b"/_s3cached/stats", b"Content-Length: 5",
+                                            b"Connection: close", body=b"hello"), timeout=5)
+    assert r.error != "timeout"
+    assert r.status is not None, "connection closed without a reply"
+    assert r.status == 200 or 400 <= r.status < 500, r.status
+
+
+def _chunk(data, sig="0" * 64):
+    return b"%x;chunk-signature=%s\r\n" % (len(data), sig.encode()) + data + b"\r\n"
+
+
+def _broken_chunked_bodies(payload):
+    half = len(payload) // 2
+    a, b = payload[:half], payload[half:]
+    final = _chunk(b"")
+    return {
+        "bad-size": b"zz;chunk-signature=" + b"0" * 64 + b"\r\n" + payload + b"\r\n" + final,
+        "size-larger-than-data": (b"%x;chunk-signature=" % (len(a) + 100)) + b"0" * 64 + b"\r\n"
+                                 + a + b"\r\n" + _chunk(b) + final,
+        "bare-lf": _chunk(a).replace(b"\r\n", b"\n", 1) + _chunk(b) + final,
+        "no-final-chunk": _chunk(a) + _chunk(b),
+        "garbage-after-data": _chunk(a) + _chunk(b) + b"garbage\r\n\r\n",
+        "cut-mid-chunk": _chunk(a) + _chunk(b)[:100],
+    }
+
+
+def _chunked_put(key, payload, raw):
+    return _request(
+        b"PUT", b"/test/" + s3util.quote_key(key).encode(),
+        b"x-amz-content-sha256: STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+        b"Content-Encoding: aws-chunked",
+        b"x-amz-decoded-content-length: %d" % len(payload),
+        b"x-amz-date: 20250101T000000Z",
+        b"Content-Length: %d" % len(raw),
+        b"Connection: close",
+        body=raw)
+
+
+def test_aws_chunked_put_with_good_framing_is_stored_decoded(s3rver, hgw):
+    # The control for the broken variants below: the same request, framed right.
+    key = s3util.unique_key("goodchunk")
+    payload = s3util.data(128 * KiB, seed=key)
+    half = len(payload) // 2
+    raw = _chunk(payload[:half]) + _chunk(payload[half:]) + _chunk(b"")
+    r = rawhttp.exchange(hgw.port, _chunked_put(key, payload, raw), timeout=15)
+    assert r.status == 200, (r.status, r.error, r.body[:300])
+    got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)["Body"].read()
+    assert got == payload
+
+
+@pytest.mark.parametrize("variant", ["bad-size", "size-larger-than-data", "bare-lf",
+                                     "no-final-chunk", "garbage-after-data", "cut-mid-chunk"])
+def test_aws_chunked_put_with_broken_framing_is_400_and_not_stored(s3rver, hgw, variant):
+    key = s3util.unique_key("badchunk")
+    payload = s3util.data(128 * KiB, seed=key)
+    raw = _broken_chunked_bodies(payload)[variant]
+    r = rawhttp.exchange(hgw.port, _chunked_put(key, payload, raw), timeout=15)
+    assert r.error != "timeout", "no answer to a broken aws-chunked body"
+    assert r.status is not None and 400 <= r.status < 500, (r.status, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) in ("IncompleteBody", "InvalidRequest",
+                                            "InvalidArgument")
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    assert not _upstream_has(s3rver, key), "a body the client got 4xx for was stored upstream"
+
+
+def test_slowloris_headers_do_not_delay_other_clients(s3rver, hgw):
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode()
+    slow = [rawhttp.RawConnection(hgw.port, timeout=30) for _ in range(8)]
+    head = _request(b"GET", target)
+    slow_bytes = 5  # one byte a second on each slow connection
+    stop = threading.Event()
+
+    def trickle():
+        for i in range(slow_bytes):
+            for c in slow:
+                c.send(head[i:i + 1])
+            if stop.wait(1.0):
+                return
+
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    try:
+        time.sleep(0.5)
+        timings = []
+        for _ in range(4):
+            started = time.monotonic()
+            r = rawhttp.exchange(hgw.port, _request(b"GET", target, b"Connection: close"))
+            timings.append(time.monotonic() - started)
+            assert r.status == 200 and r.body == body, (r.status, r.error)
+            time.sleep(0.8)
+        assert max(timings) < 1.0, "normal requests took %s s beside slow clients" % timings
+        sender.join(timeout=15)
+        assert not sender.is_alive()
+        # the slow clients are served too once their request is complete
+        for c in slow:
+            assert c.send(head[slow_bytes:])
+        for c in slow:
+            r = c.reply()
+            assert r.status == 200 and r.body == body, (r.status, r.error)
+    finally:
+        stop.set()
+        for c in slow:
+            c.close()
