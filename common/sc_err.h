@@ -11,19 +11,19 @@
 
 typedef enum sc_code {
     SC_OK = 0,
-    SC_ENOMEM,      /* an allocation failed */
-    SC_EINVAL,      /* bad argument or malformed input */
-    SC_ENOTFOUND,   /* no such object or entry */
-    SC_ETOOBIG,     /* input or object exceeds a configured bound */
-    SC_EFULL,       /* no room even after evicting */
-    SC_EIO,         /* disk or database failure */
-    SC_ECORRUPT,    /* stored bytes fail their checksum */
-    SC_EUPSTREAM,   /* upstream unreachable or transfer failed */
-    SC_ETIMEOUT,    /* an operation ran past its deadline */
-    SC_EMISMATCH,   /* a length or digest did not match what was announced */
-    SC_ECANCELED,   /* abandoned: client gone, shutdown, invalidated */
-    SC_EBUSY,       /* temporarily unavailable, try again */
-    SC_ECRYPTO,     /* a cryptographic primitive failed */
+    SC_ENOMEM,    /* an allocation failed */
+    SC_EINVAL,    /* bad argument or malformed input */
+    SC_ENOTFOUND, /* no such object or entry */
+    SC_ETOOBIG,   /* input or object exceeds a configured bound */
+    SC_EFULL,     /* no room even after evicting */
+    SC_EIO,       /* disk or database failure */
+    SC_ECORRUPT,  /* stored bytes fail their checksum */
+    SC_EUPSTREAM, /* upstream unreachable or transfer failed */
+    SC_ETIMEOUT,  /* an operation ran past its deadline */
+    SC_EMISMATCH, /* a length or digest did not match what was announced */
+    SC_ECANCELED, /* abandoned: client gone, shutdown, invalidated */
+    SC_EBUSY,     /* temporarily unavailable, try again */
+    SC_ECRYPTO,   /* a cryptographic primitive failed */
     SC_ECODE_MAX
 } sc_code;
 

@@ -19,12 +19,12 @@
 enum opt_type { OPT_STR, OPT_SIZE, OPT_UINT, OPT_BOOL, OPT_LISTEN, OPT_LOGLEVEL, OPT_ACTION };
 
 struct opt {
-    const char *flag;    /* without the leading "--" */
-    const char *env;     /* environment twin, or NULL */
+    const char *flag; /* without the leading "--" */
+    const char *env;  /* environment twin, or NULL */
     enum opt_type type;
-    size_t offset;       /* into struct gw_config */
-    uint64_t min, max;   /* bounds for OPT_SIZE and OPT_UINT */
-    const char *arg;     /* argument name for --help, NULL for flags */
+    size_t offset;     /* into struct gw_config */
+    uint64_t min, max; /* bounds for OPT_SIZE and OPT_UINT */
+    const char *arg;   /* argument name for --help, NULL for flags */
     const char *help;
 };
 
@@ -53,10 +53,11 @@ static const struct opt options[] = {
      "accept virtual-hosted-style requests for BUCKET.NAME (default: path-style only)"},
     {"threads", "S3CACHED_THREADS", OPT_UINT, OFF(threads), 1, 256, "N",
      "HTTP worker threads (default: number of CPUs)"},
-    {"max-connections", "S3CACHED_MAX_CONNECTIONS", OPT_UINT, OFF(max_connections), 1, 100000,
-     "N", "concurrent client connections (default 1000)"},
+    {"max-connections", "S3CACHED_MAX_CONNECTIONS", OPT_UINT, OFF(max_connections), 1, 100000, "N",
+     "concurrent client connections (default 1000)"},
     {"connection-timeout", "S3CACHED_CONNECTION_TIMEOUT", OPT_UINT, OFF(conn_timeout), 1, 3600,
-     "SECONDS", "close a client connection idle this long; bounds how long a slow reader pins "
+     "SECONDS",
+     "close a client connection idle this long; bounds how long a slow reader pins "
      "cache pages (default 60)"},
     {"chunk-size", "S3CACHED_CHUNK_SIZE", OPT_SIZE, OFF(chunk_size), 4 * KIB, 64 * MIB, "SIZE",
      "bytes per stored chunk (default 256K)"},
@@ -65,7 +66,8 @@ static const struct opt options[] = {
     {"upstream-retries", "S3CACHED_UPSTREAM_RETRIES", OPT_UINT, OFF(upstream_retries), 0, 10, "N",
      "retries of idempotent upstream requests (default 3)"},
     {"upstream-connect-timeout", "S3CACHED_UPSTREAM_CONNECT_TIMEOUT", OPT_UINT,
-     OFF(upstream_connect_timeout), 1, 600, "SECONDS", "give up connecting after this long (default 5)"},
+     OFF(upstream_connect_timeout), 1, 600, "SECONDS",
+     "give up connecting after this long (default 5)"},
     {"upstream-stall-timeout", "S3CACHED_UPSTREAM_STALL_TIMEOUT", OPT_UINT,
      OFF(upstream_stall_timeout), 1, 3600, "SECONDS",
      "abort an upstream transfer that moves no byte for this long (default 30)"},
@@ -90,11 +92,28 @@ sc_code gw_parse_size(const char *s, uint64_t *out)
         return SC_EINVAL;
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    case 't': case 'T': shift = 40; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        end++;
+        break;
+    default:
+        break;
     }
     if (shift != 0 && *end == 'i')
         end++;
@@ -219,8 +238,8 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->upstream_connect_timeout = 5;
     cfg->upstream_stall_timeout = 30;
     cfg->log_level = SC_LOG_INFO;
-    if (set_string(&cfg->listen_host, "127.0.0.1") || set_string(&cfg->cache_dir, "s3cached-cache") ||
-        set_string(&cfg->policy, "lru"))
+    if (set_string(&cfg->listen_host, "127.0.0.1") ||
+        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "lru"))
         return SC_ENOMEM;
     const char *region = getenv("AWS_REGION");
     if (region == NULL || *region == '\0')

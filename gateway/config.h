@@ -15,9 +15,9 @@
 #include "../common/sc_err.h"
 
 struct gw_config {
-    char *listen_host;        /* default 127.0.0.1 */
-    unsigned listen_port;     /* default 8080 */
-    char *upstream;           /* base URL, no trailing '/' */
+    char *listen_host;    /* default 127.0.0.1 */
+    unsigned listen_port; /* default 8080 */
+    char *upstream;       /* base URL, no trailing '/' */
     char *region;
     char *cache_dir;
     uint64_t cache_size;
@@ -26,10 +26,10 @@ struct gw_config {
     char *vhost_domain;       /* NULL: path-style only */
     unsigned threads;         /* MHD worker threads */
     unsigned max_connections;
-    unsigned conn_timeout;    /* seconds a connection may stay idle or stalled */
+    unsigned conn_timeout; /* seconds a connection may stay idle or stalled */
     uint32_t chunk_size;
     bool verify_checksums;
-    bool allow_insecure_tls;  /* --insecure-upstream: skip TLS verification (off by default) */
+    bool allow_insecure_tls; /* --insecure-upstream: skip TLS verification (off by default) */
     unsigned upstream_retries;
     unsigned upstream_connect_timeout; /* seconds */
     unsigned upstream_stall_timeout;   /* seconds without a byte before a transfer is aborted */

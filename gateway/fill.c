@@ -32,7 +32,7 @@ struct fill {
     bool cacheable;   /* decided at the head (upstream thread) */
     char *hdrs;       /* replayable headers, for the store */
     size_t hdrs_len;
-    char etag_md5[33];  /* the ETag when it is a plain MD5, else "" */
+    char etag_md5[33]; /* the ETag when it is a plain MD5, else "" */
     EVP_MD_CTX *md5;
     fill *next;
 };
@@ -144,8 +144,8 @@ static void on_head(void *arg, const struct up_head *head)
     else
         unlist_locked(f);
     /* Keep-all for fills and for short error bodies; an uncacheable object is windowed. */
-    bool small_error = head->status != 200 && head->content_length >= 0 &&
-                       head->content_length <= 1024 * 1024;
+    bool small_error =
+        head->status != 200 && head->content_length >= 0 && head->content_length <= 1024 * 1024;
     if (relay_set_head(f->relay, head, f->cacheable || small_error) != SC_OK)
         f->cacheable = false;
 }

@@ -34,11 +34,11 @@ struct gw {
 
 /* Where a request is in its life; the access handler resumes from here. */
 enum gw_phase {
-    GW_PHASE_NEW,        /* the request line and headers are in */
-    GW_PHASE_ROUTE,      /* second call: decide and act (see server.c for why not the first) */
-    GW_PHASE_UPLOAD,     /* pass-through: streaming the request body upstream */
-    GW_PHASE_WAIT_HEAD,  /* waiting for the upstream's response head */
-    GW_PHASE_RESPONDED,  /* a response is queued */
+    GW_PHASE_NEW,       /* the request line and headers are in */
+    GW_PHASE_ROUTE,     /* second call: decide and act (see server.c for why not the first) */
+    GW_PHASE_UPLOAD,    /* pass-through: streaming the request body upstream */
+    GW_PHASE_WAIT_HEAD, /* waiting for the upstream's response head */
+    GW_PHASE_RESPONDED, /* a response is queued */
 };
 
 struct upload; /* proxy.c */
@@ -46,27 +46,29 @@ struct upload; /* proxy.c */
 struct gw_req {
     struct gw *g;
     struct MHD_Connection *conn;
-    char *target;              /* the raw request target, as received */
+    char *target; /* the raw request target, as received */
     char request_id[17];
-    const char *method;        /* owned by libmicrohttpd, valid during the request */
+    const char *method; /* owned by libmicrohttpd, valid during the request */
     struct s3_target tgt;
     bool have_target;
-    bool drain_body;           /* a request body that is read and dropped */
+    bool drain_body; /* a request body that is read and dropped */
     enum gw_phase phase;
-    const char *x_cache;       /* HIT, MISS or BYPASS for object reads, else NULL */
+    const char *x_cache; /* HIT, MISS or BYPASS for object reads, else NULL */
     /* Reading a relay (a fill or a pass-through response). */
     fill *fill;
-    relay *relay;              /* the relay read: a fill's, or the pass-through's */
+    relay *relay; /* the relay read: a fill's, or the pass-through's */
     struct relay_cursor cursor;
     struct relay_waiter waiter;
     uint64_t range_start, range_len; /* the cursor's first position and bytes to send */
-    bool ranged;               /* a range of a miss fetched on its own, beside the fill */
-    uint64_t want_start, want_len; /* that range, in object offsets */
-    struct upload *upload;     /* pass-through request body */
+    bool ranged;                     /* a range of a miss fetched on its own, beside the fill */
+    uint64_t want_start, want_len;   /* that range, in object offsets */
+    struct upload *upload;           /* pass-through request body */
 };
 
-/* Sends an S3 XML error and marks the request responded. Returns what the access handler returns. */
-enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code, const char *message);
+/* Sends an S3 XML error and marks the request responded. Returns what the access handler returns.
+ */
+enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
+                                 const char *message);
 
 /* Adds the headers every response carries (request id). */
 void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp);
@@ -78,10 +80,10 @@ enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp
 void gw_waiter_init(struct gw_req *q);
 
 /* Request paths (one file each). Each returns what the access handler returns. */
-enum MHD_Result gw_serve_object(struct gw_req *q);    /* serve.c: GET/HEAD through the cache */
-enum MHD_Result gw_serve_relay(struct gw_req *q);     /* serve.c: answer from a relay's head */
+enum MHD_Result gw_serve_object(struct gw_req *q); /* serve.c: GET/HEAD through the cache */
+enum MHD_Result gw_serve_relay(struct gw_req *q);  /* serve.c: answer from a relay's head */
 enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
-enum MHD_Result gw_admin(struct gw_req *q);           /* admin.c: /_s3cached/... */
+enum MHD_Result gw_admin(struct gw_req *q); /* admin.c: /_s3cached/... */
 
 /*
  * proxy.c: fetches bytes [start, start + len) of the request's object with an explicit

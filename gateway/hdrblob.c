@@ -7,9 +7,24 @@
 
 /* Headers about one response or one connection, not about the object. */
 static const char *const per_response[] = {
-    "date", "content-length", "connection", "keep-alive", "transfer-encoding", "server",
-    "x-amz-request-id", "x-amz-id-2", "accept-ranges", "content-range", "trailer", "upgrade",
-    "proxy-authenticate", "x-cache", "x-amz-expiration", "set-cookie", "vary", "te",
+    "date",
+    "content-length",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "server",
+    "x-amz-request-id",
+    "x-amz-id-2",
+    "accept-ranges",
+    "content-range",
+    "trailer",
+    "upgrade",
+    "proxy-authenticate",
+    "x-cache",
+    "x-amz-expiration",
+    "set-cookie",
+    "vary",
+    "te",
 };
 
 bool hdrblob_keeps(const char *name)

@@ -24,41 +24,56 @@
 #include "gw.h"
 #include "s3_xml.h"
 
-#define PIPE_SIZE     (256 * 1024)
-#define RELAY_WINDOW  (1024 * 1024)
-#define MAX_FWD       100
+#define PIPE_SIZE    (256 * 1024)
+#define RELAY_WINDOW (1024 * 1024)
+#define MAX_FWD      100
 
 /* One pass-through transfer, shared by the request and the upstream thread. */
 struct upload {
     atomic_int refs;
     pthread_mutex_t mu;
-    relay *relay;           /* the response; the upload holds one reference */
+    relay *relay; /* the response; the upload holds one reference */
     up_req *req;
-    struct gw_req *q;       /* NULL once the request is gone */
-    char *buf;              /* the request body pipe */
+    struct gw_req *q; /* NULL once the request is gone */
+    char *buf;        /* the request body pipe */
     size_t len;
-    bool eof;               /* the whole request body is in the pipe */
-    bool finished;          /* the transfer ended: further body bytes are dropped */
-    bool up_paused;         /* read_body found the pipe empty */
-    bool conn_parked;       /* the connection waits for room in the pipe */
-    bool chunked;           /* aws-chunked framing to remove */
+    bool eof;         /* the whole request body is in the pipe */
+    bool finished;    /* the transfer ended: further body bytes are dropped */
+    bool up_paused;   /* read_body found the pipe empty */
+    bool conn_parked; /* the connection waits for room in the pipe */
+    bool chunked;     /* aws-chunked framing to remove */
     struct awschunked dec;
-    sc_code error;          /* malformed body */
-    char *tee;              /* a DeleteObjects body, kept to learn which keys it removes */
+    sc_code error; /* malformed body */
+    char *tee;     /* a DeleteObjects body, kept to learn which keys it removes */
     size_t tee_len;
     bool tee_overflow;
 };
 
 static const char *const dropped_request_headers[] = {
-    "host", "authorization", "connection", "keep-alive", "proxy-authorization",
-    "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "expect",
-    "content-length", "x-amz-date", "x-amz-content-sha256", "x-amz-security-token",
-    "x-amz-decoded-content-length", "x-amz-trailer", "x-amz-sdk-checksum-algorithm",
+    "host",
+    "authorization",
+    "connection",
+    "keep-alive",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "expect",
+    "content-length",
+    "x-amz-date",
+    "x-amz-content-sha256",
+    "x-amz-security-token",
+    "x-amz-decoded-content-length",
+    "x-amz-trailer",
+    "x-amz-sdk-checksum-algorithm",
 };
 
 static const char *const dropped_response_headers[] = {
-    "connection", "keep-alive", "transfer-encoding", "content-length", "upgrade",
-    "proxy-authenticate", "trailer", "te", "server", "x-amz-request-id", "x-amz-id-2",
+    "connection", "keep-alive",         "transfer-encoding", "content-length",
+    "upgrade",    "proxy-authenticate", "trailer",           "te",
+    "server",     "x-amz-request-id",   "x-amz-id-2",
 };
 
 static bool in_list(const char *name, const char *const *list, size_t n)

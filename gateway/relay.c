@@ -15,12 +15,12 @@
 struct relay {
     pthread_mutex_t mu;
     atomic_int refs;
-    size_t window;    /* 0: keep everything */
+    size_t window; /* 0: keep everything */
     bool keep_all;
     bool have_head;
     bool finished;
     sc_code result;
-    bool paused;      /* the producer was refused and waits for resume */
+    bool paused; /* the producer was refused and waits for resume */
     struct relay_head head;
     char *buf;
     size_t cap;
@@ -118,8 +118,8 @@ sc_code relay_set_head(relay *r, const struct up_head *head, bool keep_all)
     sc_code rc = copy_head(&r->head, head);
     r->keep_all = keep_all || r->window == 0;
     if (rc == SC_OK) {
-        r->cap = r->keep_all ? (size_t)(head->content_length > 0 ? head->content_length : 0)
-                             : r->window;
+        r->cap =
+            r->keep_all ? (size_t)(head->content_length > 0 ? head->content_length : 0) : r->window;
         if (r->cap > 0 && (r->buf = malloc(r->cap)) == NULL)
             rc = SC_ENOMEM;
     }
@@ -244,8 +244,7 @@ static up_req *resume_if_room(relay *r)
     return r->upstream;
 }
 
-ssize_t relay_read(relay *r, struct relay_cursor *c, char *buf, size_t max,
-                   struct relay_waiter *w)
+ssize_t relay_read(relay *r, struct relay_cursor *c, char *buf, size_t max, struct relay_waiter *w)
 {
     ssize_t got;
     up_req *resume = NULL;
@@ -297,8 +296,7 @@ bool relay_has_all(relay *r)
 {
     pthread_mutex_lock(&r->mu);
     bool all = r->have_head && r->keep_all && r->head.content_length >= 0 &&
-               r->end == (uint64_t)r->head.content_length &&
-               (!r->finished || r->result == SC_OK);
+               r->end == (uint64_t)r->head.content_length && (!r->finished || r->result == SC_OK);
     pthread_mutex_unlock(&r->mu);
     return all;
 }

@@ -92,8 +92,7 @@ void relay_detach(relay *r, struct relay_cursor *c);
  * @return bytes copied (> 0), 0 at the end of a complete body, RELAY_AGAIN
  *         (parked), or RELAY_ERROR (transfer failed before this position).
  */
-ssize_t relay_read(relay *r, struct relay_cursor *c, char *buf, size_t max,
-                   struct relay_waiter *w);
+ssize_t relay_read(relay *r, struct relay_cursor *c, char *buf, size_t max, struct relay_waiter *w);
 
 /*
  * @brief For a complete keep-all relay: the whole body, valid while a reference is held.

@@ -28,8 +28,8 @@
 
 /* What to answer for an object of a given size, ETag and date. */
 struct answer {
-    int status;      /* 200, 206, 304, 412 or 416 */
-    uint64_t start;  /* body bytes to send, for 200 and 206 */
+    int status;     /* 200, 206, 304, 412 or 416 */
+    uint64_t start; /* body bytes to send, for 200 and 206 */
     uint64_t len;
 };
 
@@ -203,8 +203,8 @@ static struct MHD_Response *relay_response(struct gw_req *q, uint64_t start, uin
     q->range_start = start;
     q->range_len = len;
     relay_attach(q->relay, &q->cursor, start);
-    return MHD_create_response_from_callback(len == UNBOUNDED ? MHD_SIZE_UNKNOWN : len,
-                                             64 * 1024, read_relay, q, NULL);
+    return MHD_create_response_from_callback(len == UNBOUNDED ? MHD_SIZE_UNKNOWN : len, 64 * 1024,
+                                             read_relay, q, NULL);
 }
 
 static void add_relayed_headers(struct MHD_Response *resp, const struct relay_head *h,

@@ -22,8 +22,8 @@
 #include "../common/log.h"
 #include "s3_xml.h"
 
-#define MAX_TARGET_LEN     (8 * 1024)
-#define CONN_MEMORY_LIMIT  (128 * 1024) /* bounds the request line and headers */
+#define MAX_TARGET_LEN    (8 * 1024)
+#define CONN_MEMORY_LIMIT (128 * 1024) /* bounds the request line and headers */
 
 static atomic_uint_fast64_t request_counter;
 
@@ -47,7 +47,8 @@ enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp
     return ret;
 }
 
-enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code, const char *message)
+enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
+                                 const char *message)
 {
     char *body = NULL;
     size_t len = 0;
@@ -153,8 +154,8 @@ static bool forwards_body(const struct gw_req *q)
  * drained first, and a request refused outright is refused in the first call).
  */
 static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const char *url,
-                                 const char *method, const char *version,
-                                 const char *upload_data, size_t *upload_size, void **con_cls)
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_size, void **con_cls)
 {
     struct gw_req *q = *con_cls;
     if (q == NULL)
@@ -231,8 +232,7 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
 
 /* ---- daemon ----------------------------------------------------------------- */
 
-static sc_code resolve_listen(const struct gw_config *cfg, struct sockaddr_storage *ss,
-                              bool *ipv6)
+static sc_code resolve_listen(const struct gw_config *cfg, struct sockaddr_storage *ss, bool *ipv6)
 {
     struct addrinfo hints = {.ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
@@ -266,14 +266,12 @@ sc_code server_start(struct gw *g)
         return SC_EINVAL;
     }
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
     g->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, gw_access, g, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, g,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_CONNECTION_LIMIT,
-        cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, cfg->conn_timeout,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
+        MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        cfg->conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
         MHD_OPTION_URI_LOG_CALLBACK, on_request_start, g, MHD_OPTION_NOTIFY_COMPLETED,
         on_request_done, g, MHD_OPTION_END);
     if (g->daemon == NULL) {

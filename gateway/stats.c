@@ -11,14 +11,14 @@ char *gw_stats_json(struct gw_stats *s, store *st)
     store_get_stats(st, &ss);
     json_t *o = json_pack(
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-        "requests", LOAD(s->requests), "hits", LOAD(s->hits), "misses", LOAD(s->misses),
-        "bypasses", LOAD(s->bypasses), "bytes_from_cache", LOAD(s->bytes_from_cache),
-        "bytes_from_upstream", LOAD(s->bytes_from_upstream), "upstream_fetches",
-        LOAD(s->upstream_fetches), "fills_stored", LOAD(s->fills_stored), "fills_failed",
-        LOAD(s->fills_failed), "passthrough", LOAD(s->passthrough), "invalidations",
-        LOAD(s->invalidations), "objects", (json_int_t)ss.objects, "used_bytes",
-        (json_int_t)ss.used_bytes, "capacity_bytes", (json_int_t)ss.capacity_bytes, "evictions",
-        (json_int_t)ss.evictions, "corrupt_chunks", (json_int_t)ss.corrupt);
+        "requests", LOAD(s->requests), "hits", LOAD(s->hits), "misses", LOAD(s->misses), "bypasses",
+        LOAD(s->bypasses), "bytes_from_cache", LOAD(s->bytes_from_cache), "bytes_from_upstream",
+        LOAD(s->bytes_from_upstream), "upstream_fetches", LOAD(s->upstream_fetches), "fills_stored",
+        LOAD(s->fills_stored), "fills_failed", LOAD(s->fills_failed), "passthrough",
+        LOAD(s->passthrough), "invalidations", LOAD(s->invalidations), "objects",
+        (json_int_t)ss.objects, "used_bytes", (json_int_t)ss.used_bytes, "capacity_bytes",
+        (json_int_t)ss.capacity_bytes, "evictions", (json_int_t)ss.evictions, "corrupt_chunks",
+        (json_int_t)ss.corrupt);
     if (o == NULL)
         return NULL;
     char *text = json_dumps(o, JSON_COMPACT);

@@ -18,7 +18,7 @@ struct gw_stats {
     atomic_uint_fast64_t bytes_from_upstream;
     atomic_uint_fast64_t upstream_fetches; /* cache fills started */
     atomic_uint_fast64_t fills_stored;
-    atomic_uint_fast64_t fills_failed;     /* failed, truncated or mismatched: not stored */
+    atomic_uint_fast64_t fills_failed; /* failed, truncated or mismatched: not stored */
     atomic_uint_fast64_t passthrough;
     atomic_uint_fast64_t invalidations;
 };

@@ -34,9 +34,9 @@ struct cmd {
 
 struct upstream {
     struct up_config cfg;
-    char *base_url;     /* scheme://authority */
-    char *host;         /* authority, sent and signed as Host */
-    char *base_path;    /* path prefix of the base URL, "" if none */
+    char *base_url;  /* scheme://authority */
+    char *host;      /* authority, sent and signed as Host */
+    char *base_path; /* path prefix of the base URL, "" if none */
     char *region;
     struct creds creds; /* our copy; empty access key means anonymous */
     CURLM *multi;
@@ -44,8 +44,8 @@ struct upstream {
     pthread_mutex_t mu; /* guards cmds and stopping */
     struct cmd *cmds, *cmds_tail;
     bool stopping;
-    up_req *waiting;    /* requests waiting to be retried (loop thread only) */
-    up_req *live;       /* every started, unfinished request (loop thread only) */
+    up_req *waiting; /* requests waiting to be retried (loop thread only) */
+    up_req *live;    /* every started, unfinished request (loop thread only) */
 };
 
 struct up_req {
@@ -53,8 +53,8 @@ struct up_req {
     atomic_int refs;
     /* The request, copied at submission. */
     char *method;
-    char *path;         /* encoded path, as sent and signed */
-    char *query;        /* canonical query, as sent and signed; "" if none */
+    char *path;  /* encoded path, as sent and signed */
+    char *query; /* canonical query, as sent and signed; "" if none */
     struct up_header *fwd;
     size_t n_fwd;
     int64_t body_length;
@@ -66,13 +66,13 @@ struct up_req {
     CURL *easy;
     struct curl_slist *send_headers;
     unsigned attempt;
-    bool delivered;     /* on_head has run: no more retries */
-    bool discard;       /* this attempt's response is being thrown away for a retry */
-    bool finished;      /* on_done has run */
+    bool delivered; /* on_head has run: no more retries */
+    bool discard;   /* this attempt's response is being thrown away for a retry */
+    bool finished;  /* on_done has run */
     bool in_multi;
-    bool live;          /* linked into upstream.live */
-    bool paused;        /* waiting on our side (client slow, or body not ready) */
-    bool excess;        /* the upstream sent more than its Content-Length */
+    bool live;             /* linked into upstream.live */
+    bool paused;           /* waiting on our side (client slow, or body not ready) */
+    bool excess;           /* the upstream sent more than its Content-Length */
     curl_off_t last_moved; /* bytes moved at the last progress check */
     long last_progress_ms; /* when bytes last moved, or the transfer was last paused */
     struct up_header resp[MAX_RESP_HEADERS];
@@ -98,8 +98,7 @@ const char *up_header_get(const struct up_header *h, size_t n, const char *name)
     return NULL;
 }
 
-sc_code up_headers_copy(const struct up_header *h, size_t n, struct up_header **out,
-                        size_t *n_out)
+sc_code up_headers_copy(const struct up_header *h, size_t n, struct up_header **out, size_t *n_out)
 {
     *n_out = 0;
     *out = calloc(n + 1, sizeof(**out));
@@ -216,7 +215,8 @@ static bool header_is_signed(const char *name)
            strcasecmp(name, "content-type") == 0;
 }
 
-/* Builds the header list of one attempt: forwarded headers plus date, payload hash and signature. */
+/* Builds the header list of one attempt: forwarded headers plus date, payload hash and signature.
+ */
 static sc_code build_headers(up_req *r)
 {
     upstream *up = r->up;
@@ -501,8 +501,7 @@ static sc_code translate_curl(CURLcode cc)
 static bool excess_pending(up_req *r)
 {
     curl_socket_t fd = CURL_SOCKET_BAD;
-    if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
-        fd == CURL_SOCKET_BAD)
+    if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD)
         return false;
     char probe;
     return recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 1;

@@ -34,27 +34,27 @@ struct up_header {
 };
 
 struct up_config {
-    const char *base_url;    /* http(s)://host[:port], no trailing '/' */
+    const char *base_url; /* http(s)://host[:port], no trailing '/' */
     const char *region;
     const struct creds *creds; /* NULL or empty: anonymous requests */
-    unsigned retries;        /* extra attempts for idempotent requests */
-    bool insecure_tls;       /* skip certificate verification */
+    unsigned retries;          /* extra attempts for idempotent requests */
+    bool insecure_tls;         /* skip certificate verification */
     long connect_timeout_ms;
-    long stall_timeout_s;    /* abort when no byte moves for this long */
+    long stall_timeout_s; /* abort when no byte moves for this long */
 };
 
 /* What a request is: filled by the caller, copied by up_submit(). */
 struct up_request {
-    const char *method;               /* GET, HEAD, PUT, POST, DELETE */
-    const char *bucket;               /* "" for service-level requests */
-    const char *key;                  /* decoded key, or NULL / "" */
-    const char *query;                /* raw query without '?', or NULL */
-    const struct up_header *headers;  /* forwarded as given, already filtered */
+    const char *method;              /* GET, HEAD, PUT, POST, DELETE */
+    const char *bucket;              /* "" for service-level requests */
+    const char *key;                 /* decoded key, or NULL / "" */
+    const char *query;               /* raw query without '?', or NULL */
+    const struct up_header *headers; /* forwarded as given, already filtered */
     size_t n_headers;
-    int64_t body_length;              /* -1: no body; else bytes read_body will supply */
-    bool idempotent;                  /* may be retried */
-    bool exact_length;                /* fail the transfer if the upstream sends more bytes
-                                         than its Content-Length (cache fills) */
+    int64_t body_length; /* -1: no body; else bytes read_body will supply */
+    bool idempotent;     /* may be retried */
+    bool exact_length;   /* fail the transfer if the upstream sends more bytes
+                            than its Content-Length (cache fills) */
 };
 
 /* The final response's status line and headers, valid only during on_head. */
@@ -62,7 +62,7 @@ struct up_head {
     long status;
     const struct up_header *headers;
     size_t n_headers;
-    int64_t content_length;           /* -1 when not announced */
+    int64_t content_length; /* -1 when not announced */
 };
 
 #define UP_READ_PAUSE ((size_t)-1)
@@ -101,8 +101,8 @@ void upstream_free(upstream *up);
  *             with up_req_release() (also after on_done). May be NULL.
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED (shutting down).
  */
-sc_code up_submit(upstream *up, const struct up_request *req, const struct up_handler *h,
-                  void *arg, up_req **out);
+sc_code up_submit(upstream *up, const struct up_request *req, const struct up_handler *h, void *arg,
+                  up_req **out);
 
 /* @brief Restarts a paused transfer (either direction). Any thread; no-op once done. */
 void up_req_resume(up_req *r);
@@ -119,8 +119,7 @@ void up_req_release(up_req *r);
  *             On failure, what was copied so far is returned too, for the caller to free.
  * @return SC_OK or SC_ENOMEM.
  */
-sc_code up_headers_copy(const struct up_header *h, size_t n, struct up_header **out,
-                        size_t *n_out);
+sc_code up_headers_copy(const struct up_header *h, size_t n, struct up_header **out, size_t *n_out);
 
 /* @brief Frees headers made by up_headers_copy(). NULL is a no-op. */
 void up_headers_free(struct up_header *h, size_t n);

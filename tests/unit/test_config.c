@@ -12,9 +12,14 @@
 
 static int clear_env(void **state)
 {
-    const char *vars[] = {"S3CACHED_LISTEN", "S3CACHED_UPSTREAM", "S3CACHED_CACHE_SIZE",
-                          "S3CACHED_REGION", "AWS_REGION", "AWS_DEFAULT_REGION",
-                          "S3CACHED_NO_VERIFY_CHECKSUMS", "S3CACHED_THREADS"};
+    const char *vars[] = {"S3CACHED_LISTEN",
+                          "S3CACHED_UPSTREAM",
+                          "S3CACHED_CACHE_SIZE",
+                          "S3CACHED_REGION",
+                          "AWS_REGION",
+                          "AWS_DEFAULT_REGION",
+                          "S3CACHED_NO_VERIFY_CHECKSUMS",
+                          "S3CACHED_THREADS"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;

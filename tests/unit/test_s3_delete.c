@@ -18,10 +18,11 @@ static sc_code parse(const char *xml, struct s3_delete_keys *k)
 
 static void keys_are_read_in_order_with_entities_decoded(void **state)
 {
-    const char *xml = "<?xml version=\"1.0\"?><Delete><Quiet>true</Quiet>"
-                      "<Object><Key>a.jpg</Key></Object>"
-                      "<Object><Key>dir/b &amp; c &lt;1&gt;.txt</Key><VersionId>x</VersionId></Object>"
-                      "<Object><Key>caf&#233; &#x1F600;</Key></Object></Delete>";
+    const char *xml =
+        "<?xml version=\"1.0\"?><Delete><Quiet>true</Quiet>"
+        "<Object><Key>a.jpg</Key></Object>"
+        "<Object><Key>dir/b &amp; c &lt;1&gt;.txt</Key><VersionId>x</VersionId></Object>"
+        "<Object><Key>caf&#233; &#x1F600;</Key></Object></Delete>";
     struct s3_delete_keys k;
     assert_int_equal(parse(xml, &k), SC_OK);
     assert_int_equal(k.n, 3);

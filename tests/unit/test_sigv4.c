@@ -431,7 +431,7 @@ static void s3_get_bucket_lifecycle_matches_published_example(void **state)
         "GET\n/"
         "\nlifecycle=\nhost:examplebucket.s3.amazonaws.com\nx-amz-content-"
         "sha256:" SIGV4_EMPTY_SHA256 "\nx-amz-date:20130524T000000Z\n\nhost;x-amz-content-sha256;x-"
-                                     "amz-date\n" SIGV4_EMPTY_SHA256,
+        "amz-date\n" SIGV4_EMPTY_SHA256,
         "9766c798316ff2757b517bc739a67f6213b4ab36dd5da2f94eaebf79c77395ca",
         "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,"
         "SignedHeaders=host;x-amz-content-sha256;x-amz-date,"
