@@ -5,6 +5,7 @@
 #   make test       install what is missing, build, run unit and integration tests
 #   make unit       cmocka unit tests only (under ASan/UBSan)
 #   make run        a local S3 server seeded with objects, and the gateway in front of it
+#   make lint       clang-format check, and a clang -Werror compile of every file
 #   make format     clang-format every C file in place
 
 CC      ?= cc
@@ -26,7 +27,7 @@ OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
-.PHONY: all asan unit test integration run format clean deps
+.PHONY: all asan unit test integration run format lint clean deps
 all: build/s3cached
 
 build/s3cached: build/obj/gateway/main.o $(OBJ)
@@ -59,9 +60,17 @@ integration: all asan
 	tests/integration/run.sh
 
 test: deps
+	$(MAKE) lint
 	$(MAKE) all asan
 	$(MAKE) unit
 	tests/integration/run.sh
+
+# gcc builds everything above; clang must accept every file too, with the same warnings.
+lint:
+	@clang-format --dry-run --Werror $(wildcard */*.c */*.h tests/unit/*.c)
+	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC); do \
+	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
+	@echo "lint: clang-format and clang -Werror clean" 
 
 run: deps all
 	tools/run-local.sh
