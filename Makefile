@@ -1,6 +1,6 @@
 # s3cached - build, test and run.
 #
-#   make            build/s3cached (optimized)
+#   make            build/s3cached, build/s3cachectl, build/s3cached-sim (optimized)
 #   make asan       build/asan/s3cached (AddressSanitizer + UBSan)
 #   make test       install what is missing, build, run unit and integration tests
 #   make unit       cmocka unit tests only (under ASan/UBSan)
@@ -22,18 +22,30 @@ STORE_SRC   := $(wildcard store/*.c)
 GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(STORE_SRC) $(GATEWAY_SRC)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
+SIM_SRC     := $(wildcard tools/sim/*.c)
+CTL_SRC     := $(wildcard tools/ctl/*.c)
+
+FORMAT_SRC := $(wildcard */*.c */*.h tests/unit/*.c tools/*/*.c tools/*/*.h)
 
 OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
 .PHONY: all asan unit test integration run format lint clean deps
-all: build/s3cached
+all: build/s3cached build/s3cachectl build/s3cached-sim
 
 build/s3cached: build/obj/gateway/main.o $(OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-build/obj/%.o: %.c $(wildcard */*.h)
+# The trace simulator runs the real policy code, nothing of the gateway.
+build/s3cached-sim: $(SIM_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o) \
+                    $(POLICY_SRC:%.c=build/obj/%.o)
+	$(CC) $(CFLAGS) -o $@ $^ -lm -lpthread
+
+build/s3cachectl: $(CTL_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+build/obj/%.o: %.c $(wildcard */*.h tools/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -67,8 +79,8 @@ test: deps
 
 # gcc builds everything above; clang must accept every file too, with the same warnings.
 lint:
-	@clang-format --dry-run --Werror $(wildcard */*.c */*.h tests/unit/*.c)
-	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC); do \
+	@clang-format --dry-run --Werror $(FORMAT_SRC)
+	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean" 
 
@@ -76,7 +88,7 @@ run: deps all
 	tools/run-local.sh
 
 format:
-	clang-format -i $(wildcard */*.c */*.h tests/unit/*.c)
+	clang-format -i $(FORMAT_SRC)
 
 clean:
 	rm -rf build

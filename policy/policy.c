@@ -1,6 +1,8 @@
 /* policy.c - the table of eviction policies (see policy.h). */
 #include "policy.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 extern const struct policy_ops policy_lru;
@@ -17,7 +19,39 @@ const struct policy_ops *policy_find(const char *name)
     return NULL;
 }
 
+/* FNV-1a over bucket, a NUL, and key, then the splitmix64 finalizer to spread the bits. */
+uint64_t policy_key_hash(const char *bucket, const char *key)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const unsigned char *p = (const unsigned char *)bucket; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    h *= 0x100000001b3ull; /* the separator, so ("ab","c") differs from ("a","bc") */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
+}
+
+static char names[256];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void build_names(void)
+{
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof(policies) / sizeof(policies[0]); i++) {
+        int n =
+            snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "", policies[i]->name);
+        if (n < 0 || (size_t)n >= sizeof(names) - used)
+            break; /* cannot happen with the table's short names; keep what fits */
+        used += (size_t)n;
+    }
+}
+
 const char *policy_names(void)
 {
-    return "lru";
+    pthread_once(&names_once, build_names);
+    return names;
 }

@@ -7,8 +7,14 @@
  * on one instance are serialized by the store, so a policy needs no locking.
  *
  * Objects are named by the store's 64-bit object id, which is never reused.
+ * Policies that must recognise an object before it is cached (importance
+ * scores, the future access order) name it by policy_key_hash(bucket, key).
  * A new policy is one file defining a `const struct policy_ops` plus one line
  * in the table in policy.c.
+ *
+ * What the world tells a policy beyond the store's own events (a trainer's
+ * importance scores, a manifest's access order) arrives as a policy_hint,
+ * through store_hint(), under the same serialization.
  */
 #ifndef POLICY_H
 #define POLICY_H
@@ -24,6 +30,20 @@ struct policy_obj {
     uint64_t size;      /* body bytes charged against the capacity */
     const char *bucket; /* bucket name */
     const char *key;    /* object key */
+};
+
+struct future; /* the known order of coming accesses, see future.h */
+
+enum policy_hint_kind {
+    POLICY_HINT_SCORE = 1, /* khash has importance score; higher is more important */
+    POLICY_HINT_FUTURE,    /* future is the access order to plan by (NULL: none any more) */
+};
+
+struct policy_hint {
+    enum policy_hint_kind kind;
+    uint64_t khash;        /* SCORE: policy_key_hash() of the object */
+    double score;          /* SCORE */
+    struct future *future; /* FUTURE: the policy takes its own reference (future_ref) */
 };
 
 struct policy_ops {
@@ -62,12 +82,26 @@ struct policy_ops {
      */
     bool (*pick_victim)(void *state, uint64_t *id);
 
+    /*
+     * @brief Takes a hint (see policy_hint). Optional: NULL ignores every hint,
+     * and a policy ignores kinds it has no use for.
+     * @return SC_OK or SC_ENOMEM (the hint is dropped; the policy stays consistent).
+     */
+    sc_code (*hint)(void *state, const struct policy_hint *h);
+
     /* @brief Frees the instance and everything it owns. */
     void (*free)(void *state);
 };
 
 /* Returns the policy registered under name, or NULL. */
 const struct policy_ops *policy_find(const char *name);
+
+/*
+ * @brief A 64-bit hash naming (bucket, key) across policy and gateway. Two
+ * distinct keys collide with probability about 2^-64; a collision only makes
+ * a policy mistake one key's hint for another's, never serve wrong bytes.
+ */
+uint64_t policy_key_hash(const char *bucket, const char *key);
 
 /* Returns a comma-separated list of policy names, for --help; static storage. */
 const char *policy_names(void);

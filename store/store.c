@@ -248,6 +248,27 @@ void store_close(store *st)
     release(st, N_LOCKS);
 }
 
+sc_code store_hint(store *st, const struct policy_hint *h)
+{
+    if (st->pol->hint == NULL)
+        return SC_OK;
+    pthread_mutex_lock(&st->pol_lock);
+    sc_code rc = st->pol->hint(st->pol_state, h);
+    pthread_mutex_unlock(&st->pol_lock);
+    return rc;
+}
+
+bool store_would_admit(store *st, const char *bucket, const char *key, uint64_t size)
+{
+    if (st->pol->admit == NULL)
+        return true;
+    struct policy_obj obj = {.id = 0, .size = size, .bucket = bucket, .key = key};
+    pthread_mutex_lock(&st->pol_lock);
+    bool yes = st->pol->admit(st->pol_state, &obj);
+    pthread_mutex_unlock(&st->pol_lock);
+    return yes;
+}
+
 void store_get_stats(store *st, struct store_stats *out)
 {
     pthread_mutex_lock(&st->stats_lock);

@@ -136,6 +136,20 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
  */
 sc_code store_remove(store *st, const char *bucket, const char *key);
 
+/*
+ * @brief Passes a hint to the policy, serialized with the store's own calls.
+ * @return the policy's result: SC_OK (also when it ignores hints), SC_ENOMEM.
+ */
+sc_code store_hint(store *st, const struct policy_hint *h);
+
+/*
+ * @brief Asks the policy whether it would admit (bucket, key) of size bytes
+ * now, so that a prefetcher does not fetch what would be refused or would push
+ * out something needed sooner. Only advice: store_put() asks again.
+ * @return true if the policy admits it (always, for policies without admit).
+ */
+bool store_would_admit(store *st, const char *bucket, const char *key, uint64_t size);
+
 /* @brief Copies the current counters into out. Cannot fail. */
 void store_get_stats(store *st, struct store_stats *out);
 

@@ -1,0 +1,70 @@
+/*
+ * future.h - the known order of coming accesses (a manifest's plan).
+ *
+ * A future is the sequence of objects a trainer will read, in order, named by
+ * policy_key_hash(). It is built once (future_append, then future_seal) and
+ * then shared: the gateway tells it what the trainer actually read
+ * (future_consume), the clairvoyant policy asks when each object is needed
+ * next (future_next_use), and the prefetcher walks it ahead of the trainer.
+ *
+ * Trainers do not read in exactly the planned order (several loader workers,
+ * skipped samples), so the trainer's position is the furthest consumed
+ * position, and an access consumes the key's earliest occurrence that is not
+ * yet consumed and not more than FUTURE_SLACK positions behind the position.
+ * Occurrences further behind count as skipped.
+ *
+ * After future_seal() every function is thread-safe. Shared by reference
+ * count; the last future_unref() frees it.
+ */
+#ifndef POLICY_FUTURE_H
+#define POLICY_FUTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../common/sc_err.h"
+
+typedef struct future future;
+
+#define FUTURE_NEVER UINT64_MAX /* "not needed again" */
+#define FUTURE_SLACK 4096u      /* positions an access may lag behind the trainer */
+
+/* @brief A new, empty future with one reference. @return SC_OK or SC_ENOMEM. */
+sc_code future_new(future **out);
+
+/* @brief Adds the next access (before future_seal only). @return SC_OK or SC_ENOMEM. */
+sc_code future_append(future *f, uint64_t khash);
+
+/* @brief Ends building and indexes each key's occurrences. @return SC_OK or SC_ENOMEM. */
+sc_code future_seal(future *f);
+
+void future_ref(future *f);
+void future_unref(future *f); /* NULL is a no-op */
+
+/* @brief Number of accesses in the plan. */
+uint64_t future_length(const future *f);
+
+/* @brief The key planned at position pos (< future_length). */
+uint64_t future_key_at(const future *f, uint64_t pos);
+
+/*
+ * @brief The trainer read khash: consumes its occurrence as described above
+ * and moves the position forward if that occurrence lies beyond it.
+ * @return true if khash is in the plan and an occurrence was consumed.
+ */
+bool future_consume(future *f, uint64_t khash);
+
+/* @brief The trainer's position: one past the furthest consumed occurrence (0 at the start). */
+uint64_t future_position(future *f);
+
+/*
+ * @brief The position of khash's next planned access: its earliest occurrence
+ * neither consumed nor skipped. FUTURE_NEVER if none is left or khash is not
+ * in the plan (see future_contains).
+ */
+uint64_t future_next_use(future *f, uint64_t khash);
+
+/* @brief Whether khash occurs anywhere in the plan. */
+bool future_contains(const future *f, uint64_t khash);
+
+#endif
