@@ -1,8 +1,10 @@
 /* policy.c - the table of eviction policies (see policy.h). */
 #include "policy.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 extern const struct policy_ops policy_lru;
@@ -33,6 +35,38 @@ uint64_t policy_key_hash(const char *bucket, const char *key)
     h ^= h >> 27;
     h *= 0x94d049bb133111ebull;
     return h ^ (h >> 31);
+}
+
+struct ranked {
+    double loss;
+    size_t at; /* index in the caller's arrays */
+};
+
+/* Ascending loss; NaN first, so that a broken loss never counts as important. */
+static int by_loss(const void *a, const void *b)
+{
+    double x = ((const struct ranked *)a)->loss, y = ((const struct ranked *)b)->loss;
+    if (isnan(x) || isnan(y))
+        return isnan(y) - isnan(x);
+    return (x > y) - (x < y);
+}
+
+sc_code policy_rank_scores(const double *losses, size_t n, double *scores)
+{
+    struct ranked *r = malloc((n ? n : 1) * sizeof(*r));
+    if (r == NULL)
+        return SC_ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        r[i] = (struct ranked){.loss = losses[i], .at = i};
+    qsort(r, n, sizeof(*r), by_loss);
+    size_t rank = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && by_loss(&r[i - 1], &r[i]) != 0)
+            rank = i + 1;
+        scores[r[i].at] = log((double)rank + 10.0);
+    }
+    free(r);
+    return SC_OK;
 }
 
 static char names[256];

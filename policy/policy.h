@@ -20,6 +20,7 @@
 #define POLICY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "../common/sc_err.h"
@@ -102,6 +103,16 @@ const struct policy_ops *policy_find(const char *name);
  * a policy mistake one key's hint for another's, never serve wrong bytes.
  */
 uint64_t policy_key_hash(const char *bucket, const char *key);
+
+/*
+ * @brief SHADE's importance scores for one minibatch: the samples are ranked
+ * by ascending loss (rank r = 1 for the smallest; equal losses share the
+ * smaller rank) and each scores log(r + 10), so the hardest samples of a
+ * minibatch score highest. NaN losses rank below every number.
+ * @param[in] losses n losses. @param[out] scores n scores, same order.
+ * @return SC_OK, or SC_ENOMEM (scores untouched).
+ */
+sc_code policy_rank_scores(const double *losses, size_t n, double *scores);
 
 /* Returns a comma-separated list of policy names, for --help; static storage. */
 const char *policy_names(void);
