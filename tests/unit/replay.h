@@ -96,10 +96,17 @@ static inline uint32_t replay_evict_one(struct replay *r)
     uint64_t id = 0;
     assert_true(r->ops->pick_victim(r->state, &id));
     uint32_t obj = replay_obj_of(r, id);
-    r->ops->on_remove(r->state, id);
+    replay_drop(r, obj);
+    return obj;
+}
+
+/* Invalidates obj's cached copy (a delete or overwrite), as the store tells the policy. */
+static inline void replay_drop(struct replay *r, uint32_t obj)
+{
+    assert_true(replay_cached(r, obj));
+    r->ops->on_remove(r->state, r->cached_id[obj]);
     r->used -= r->size[obj];
     r->cached_id[obj] = 0;
-    return obj;
 }
 
 /* Evicts until need more bytes fit. */
