@@ -90,6 +90,15 @@ static inline uint32_t replay_obj_of(const struct replay *r, uint64_t id)
     return obj;
 }
 
+/* Invalidates obj's cached copy (a delete or overwrite), as the store tells the policy. */
+static inline void replay_drop(struct replay *r, uint32_t obj)
+{
+    assert_true(replay_cached(r, obj));
+    r->ops->on_remove(r->state, r->cached_id[obj]);
+    r->used -= r->size[obj];
+    r->cached_id[obj] = 0;
+}
+
 /* Asks for one victim and removes it; returns its object. */
 static inline uint32_t replay_evict_one(struct replay *r)
 {
@@ -98,15 +107,6 @@ static inline uint32_t replay_evict_one(struct replay *r)
     uint32_t obj = replay_obj_of(r, id);
     replay_drop(r, obj);
     return obj;
-}
-
-/* Invalidates obj's cached copy (a delete or overwrite), as the store tells the policy. */
-static inline void replay_drop(struct replay *r, uint32_t obj)
-{
-    assert_true(replay_cached(r, obj));
-    r->ops->on_remove(r->state, r->cached_id[obj]);
-    r->used -= r->size[obj];
-    r->cached_id[obj] = 0;
 }
 
 /* Evicts until need more bytes fit. */
