@@ -85,17 +85,13 @@ static void fixed_on_remove(void *state, uint64_t id)
     if (n == NODE_NIL)
         return;
     f->used -= at(f, n)->size;
-    node_unlink(&f->set.pool, &f->order, n);
-    node_set_drop(&f->set, n);
+    node_set_remove(&f->set, &f->order, n);
 }
 
 static bool fixed_pick_victim(void *state, uint64_t *id)
 {
     const struct fixed *f = state;
-    if (f->order.head == NODE_NIL)
-        return false;
-    *id = node_key(&f->set.pool, f->order.head);
-    return true;
+    return node_list_end_key(&f->set.pool, &f->order, false, id);
 }
 
 static void fixed_free(void *state)

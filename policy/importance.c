@@ -167,8 +167,7 @@ static struct ghost_node *ghost_at(const struct importance *p, uint32_t g)
 
 static void ghost_drop(struct importance *p, uint32_t g)
 {
-    node_unlink(&p->ghost.pool, &p->ghost_fifo, g);
-    node_set_drop(&p->ghost, g);
+    node_set_remove(&p->ghost, &p->ghost_fifo, g);
 }
 
 /* Records score as the newest ghost score of khash, dropping the oldest beyond the bound. */

@@ -65,17 +65,13 @@ static void lru_on_remove(void *state, uint64_t id)
     uint32_t n = node_set_find(&l->set, id);
     if (n == NODE_NIL)
         return;
-    node_unlink(&l->set.pool, &l->order, n);
-    node_set_drop(&l->set, n);
+    node_set_remove(&l->set, &l->order, n);
 }
 
 static bool lru_pick_victim(void *state, uint64_t *id)
 {
     const struct lru *l = state;
-    if (l->order.tail == NODE_NIL)
-        return false;
-    *id = node_key(&l->set.pool, l->order.tail);
-    return true;
+    return node_list_end_key(&l->set.pool, &l->order, true, id);
 }
 
 static void lru_free(void *state)
@@ -90,7 +86,6 @@ static void lru_free(void *state)
 const struct policy_ops policy_lru = {
     .name = "lru",
     .init = lru_init,
-    .admit = NULL,
     .on_insert = lru_on_insert,
     .on_hit = lru_on_hit,
     .on_remove = lru_on_remove,

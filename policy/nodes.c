@@ -131,3 +131,19 @@ void node_set_drop(struct node_set *s, uint32_t n)
     idmap_del(&s->map, link_at(&s->pool, n)->key);
     node_release(&s->pool, n);
 }
+
+void node_set_remove(struct node_set *s, struct node_list *l, uint32_t n)
+{
+    node_unlink(&s->pool, l, n);
+    node_set_drop(s, n);
+}
+
+bool node_list_end_key(const struct node_pool *p, const struct node_list *l, bool oldest,
+                       uint64_t *key)
+{
+    uint32_t n = oldest ? l->tail : l->head;
+    if (n == NODE_NIL)
+        return false;
+    *key = link_at(p, n)->key;
+    return true;
+}

@@ -12,6 +12,7 @@
 #ifndef POLICY_NODES_H
 #define POLICY_NODES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -95,6 +96,9 @@ uint32_t node_set_add(struct node_set *s, uint64_t key);
 /* @brief Forgets node n (on no list) and returns it to the pool. */
 void node_set_drop(struct node_set *s, uint32_t n);
 
+/* @brief Takes node n off l and forgets it: node_unlink() then node_set_drop(). */
+void node_set_remove(struct node_set *s, struct node_list *l, uint32_t n);
+
 /* @brief Makes l empty. */
 void node_list_init(struct node_list *l);
 
@@ -103,5 +107,12 @@ void node_push_head(struct node_pool *p, struct node_list *l, uint32_t n);
 
 /* @brief Takes node n off l, which must hold it. */
 void node_unlink(struct node_pool *p, struct node_list *l, uint32_t n);
+
+/*
+ * @brief Reads the key of l's oldest (tail) or newest (head) node.
+ * @return false if l is empty (*key untouched).
+ */
+bool node_list_end_key(const struct node_pool *p, const struct node_list *l, bool oldest,
+                       uint64_t *key);
 
 #endif

@@ -270,7 +270,6 @@ static void s3_free(void *state)
 const struct policy_ops policy_s3fifo = {
     .name = "s3fifo",
     .init = s3_init,
-    .admit = NULL,
     .on_insert = s3_on_insert,
     .on_hit = s3_on_hit,
     .on_remove = s3_on_remove,

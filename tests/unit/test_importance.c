@@ -127,7 +127,8 @@ static void evicted_object_gets_its_score_back(void **state)
     replay_free(&r);
 }
 
-/* The ghost table keeps the newest 2^20 scores (with few objects cached): the oldest are dropped. */
+/* The ghost table keeps the newest 2^20 scores (with few objects cached): the oldest are dropped.
+ */
 static void ghost_drops_oldest_scores_beyond_bound(void **state)
 {
     (void)state;

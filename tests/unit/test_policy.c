@@ -47,7 +47,8 @@ static uint32_t skewed_object(uint64_t *seed)
     return replay_below(seed, N_OBJECTS);
 }
 
-/* Reads with some invalidations and scores; the replay asserts the capacity bound on every insert. */
+/* Reads with some invalidations and scores; the replay asserts the capacity bound on every insert.
+ */
 static void run_trace(struct replay *r, uint64_t *seed, int n)
 {
     for (int i = 0; i < n; i++) {

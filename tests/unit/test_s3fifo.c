@@ -8,8 +8,8 @@
 
 #include "replay.h"
 
-#define OBJ   1000u        /* bytes per object in the fixed-size tests */
-#define SLOTS 100u         /* objects the cache holds in those tests */
+#define OBJ   1000u         /* bytes per object in the fixed-size tests */
+#define SLOTS 100u          /* objects the cache holds in those tests */
 #define CAP   (SLOTS * OBJ) /* so small holds 10 objects */
 
 static void registered_under_s3fifo_name(void **state)
