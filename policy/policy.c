@@ -8,9 +8,15 @@
 #include <string.h>
 
 extern const struct policy_ops policy_lru;
+extern const struct policy_ops policy_s3fifo;
+extern const struct policy_ops policy_fixed;
+extern const struct policy_ops policy_importance;
 
 static const struct policy_ops *const policies[] = {
     &policy_lru,
+    &policy_s3fifo,
+    &policy_fixed,
+    &policy_importance,
 };
 
 const struct policy_ops *policy_find(const char *name)
