@@ -43,7 +43,6 @@
 #include <jansson.h>
 
 #include "../common/sc_err.h"
-#include "../policy/future.h"
 #include "api_err.h"
 
 /* Defaults of struct plan_limits (the documented limits of the API). */
@@ -194,13 +193,21 @@ sc_code plan_iter_next(struct plan_iter *it, uint32_t *idx, uint64_t *pos);
 void plan_iter_free(struct plan_iter *it);
 
 /*
- * @brief Builds the sealed future of p: plan_key_hash() of each access in order.
- * @param[out] out the future with one reference (future_unref), NULL on error.
- * @param[out] used the distinct objects this rank reads at least once (may be
- *             NULL): with world_size > 1 or drop_last it is below plan_objects.
+ * @brief plan_key_hash() of every dataset index, so that building the future
+ * hashes each key once: for each access of plan_iter_next(), future_append(
+ * f, hashes[idx]). (plan.c does not build the future itself: policy/future.c
+ * is not linked into every branch yet.)
+ * @param[out] out a new array of plan_objects(p) hashes, freed with free().
  * @return SC_OK; SC_EINVAL (not ready); SC_ENOMEM.
  */
-sc_code plan_build_future(const struct plan *p, future **out, uint32_t *used);
+sc_code plan_key_hashes(const struct plan *p, uint64_t **out);
+
+/*
+ * @brief The distinct objects this rank reads at least once over all epochs:
+ * below plan_objects(p) with world_size > 1 or drop_last. O(accesses) time.
+ * @return SC_OK; SC_EINVAL (not ready); SC_ENOMEM.
+ */
+sc_code plan_used_objects(const struct plan *p, uint32_t *used);
 
 /*
  * @brief The reply of GET .../order?epoch=e: {"id", "epoch", "indices", "keys"}
