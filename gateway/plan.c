@@ -11,13 +11,13 @@
 #include "json_in.h"
 #include "plan_int.h"
 
-#define BUCKET_MIN      3
-#define BUCKET_MAX      63  /* current S3 rules */
-#define BUCKET_LEGACY   255 /* legacy and path-style names */
-#define PLAN_MAX_WORLD  1000000u
-#define LABEL_MAX       64 /* "epochs[<20 digits>][<20 digits>]" */
-#define ARENA_MIN       4096
-#define KEYSET_EMPTY    0 /* slot value; a slot holds index + 1 */
+#define BUCKET_MIN     3
+#define BUCKET_MAX     63  /* current S3 rules */
+#define BUCKET_LEGACY  255 /* legacy and path-style names */
+#define PLAN_MAX_WORLD 1000000u
+#define LABEL_MAX      64 /* "epochs[<20 digits>][<20 digits>]" */
+#define ARENA_MIN      4096
+#define KEYSET_EMPTY   0 /* slot value; a slot holds index + 1 */
 
 static const char *const fields[] = {"bucket",     "keys",      "epochs",   "prefix",
                                      "num_epochs", "shuffle",   "seed",     "world_size",
@@ -39,8 +39,7 @@ void plan_limits_default(struct plan_limits *l)
 
 static bool is_bucket_alnum(char c, bool legacy)
 {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           (legacy && c >= 'A' && c <= 'Z');
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (legacy && c >= 'A' && c <= 'Z');
 }
 
 bool plan_bucket_valid(const char *name, size_t len)
@@ -350,11 +349,11 @@ static sc_code parse_keys(struct plan *p, json_t *arr, struct api_err *err)
             goto out;
         if (!added) {
             char q[JSON_IN_EXCERPT_CAP];
-            api_err_set(err, API_INVALID_FIELD,
-                        "keys[%zu] (\"%s\") repeats keys[%" PRIu32
-                        "]; the keys of a dataset must be unique",
-                        i, json_in_excerpt(q, sizeof(q), json_string_value(v), json_string_length(v)),
-                        idx);
+            api_err_set(
+                err, API_INVALID_FIELD,
+                "keys[%zu] (\"%s\") repeats keys[%" PRIu32
+                "]; the keys of a dataset must be unique",
+                i, json_in_excerpt(q, sizeof(q), json_string_value(v), json_string_length(v)), idx);
             rc = SC_EINVAL;
             goto out;
         }
@@ -366,8 +365,7 @@ out:
 }
 
 /* Checks the shape of "epochs" and counts its keys. */
-static sc_code count_epochs(const struct plan *p, json_t *arr, uint64_t *total,
-                            struct api_err *err)
+static sc_code count_epochs(const struct plan *p, json_t *arr, uint64_t *total, struct api_err *err)
 {
     size_t ne = json_array_size(arr);
     *total = 0;
@@ -393,9 +391,8 @@ static sc_code count_epochs(const struct plan *p, json_t *arr, uint64_t *total,
         return SC_ETOOBIG;
     }
     if (*total > p->lim.max_accesses) {
-        api_err_set(err, API_TOO_LARGE,
-                    "the plan has %" PRIu64 " accesses; the limit is %" PRIu64, *total,
-                    p->lim.max_accesses);
+        api_err_set(err, API_TOO_LARGE, "the plan has %" PRIu64 " accesses; the limit is %" PRIu64,
+                    *total, p->lim.max_accesses);
         return SC_ETOOBIG;
     }
     return SC_OK;
@@ -552,7 +549,8 @@ sc_code plan_dataset_append(struct plan *p, const char *key, size_t len, struct 
         return SC_EINVAL;
     }
     if (p->n >= p->lim.max_keys) {
-        api_err_set(err, API_TOO_LARGE, "the prefix \"%s\" lists more than %u keys; the limit is %u",
+        api_err_set(err, API_TOO_LARGE,
+                    "the prefix \"%s\" lists more than %u keys; the limit is %u",
                     json_in_excerpt(q, sizeof(q), p->prefix, strlen(p->prefix)), p->lim.max_keys,
                     p->lim.max_keys);
         return SC_ETOOBIG;

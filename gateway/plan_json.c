@@ -70,9 +70,8 @@ static json_t *sampling_json(const struct plan_params *prm)
 
 json_t *plan_describe_json(const struct plan *p)
 {
-    static const char *const forms[] = {[PLAN_FORM_KEYS] = "keys",
-                                        [PLAN_FORM_EPOCHS] = "epochs",
-                                        [PLAN_FORM_PREFIX] = "prefix"};
+    static const char *const forms[] = {
+        [PLAN_FORM_KEYS] = "keys", [PLAN_FORM_EPOCHS] = "epochs", [PLAN_FORM_PREFIX] = "prefix"};
     const struct plan_params *prm = &p->prm;
     json_t *o = json_object();
     if (o == NULL)
