@@ -335,8 +335,12 @@ static sc_code parse_keys(struct plan *p, json_t *arr, struct api_err *err)
                     p->lim.max_keys);
         return SC_ETOOBIG;
     }
-    if (keyset_init(&ks, cnt) != SC_OK)
-        return SC_ENOMEM;
+    p->off = malloc(cnt * sizeof(*p->off)); /* exactly one offset per key */
+    if (p->off == NULL || keyset_init(&ks, cnt) != SC_OK) {
+        rc = SC_ENOMEM;
+        goto out;
+    }
+    p->off_cap = (uint32_t)cnt;
     for (size_t i = 0; i < cnt; i++) {
         json_t *v = json_array_get(arr, i);
         uint32_t idx;
