@@ -8,10 +8,24 @@
 #include <string.h>
 
 extern const struct policy_ops policy_lru;
+extern const struct policy_ops policy_clairvoyant;
 
 static const struct policy_ops *const policies[] = {
     &policy_lru,
+    &policy_clairvoyant,
 };
+
+#define N_POLICIES (sizeof(policies) / sizeof(policies[0]))
+
+size_t policy_count(void)
+{
+    return N_POLICIES;
+}
+
+const struct policy_ops *policy_at(size_t i)
+{
+    return i < N_POLICIES ? policies[i] : NULL;
+}
 
 const struct policy_ops *policy_find(const char *name)
 {
