@@ -167,14 +167,14 @@ sc_code sim_trace_read(FILE *in, uint64_t default_size, struct sim_trace *t, uin
     *line = 0;
     while (getline(&buf, &cap, in) >= 0) {
         ++*line;
-        char *key = NULL;
+        char *key = NULL, *p = buf + strspn(buf, " \t\r\n");
         uint64_t size = default_size;
         bool has_size = false;
-        rc = parse_line(buf, &key, &size, &has_size);
+        if (*p == '\0' || *p == '#')
+            continue;
+        rc = parse_line(p, &key, &size, &has_size);
         if (rc != SC_OK)
             goto out;
-        if (key == NULL || key[0] == '#')
-            continue;
         rc = add_named(t, &nm, key, size);
         if (rc != SC_OK)
             goto out;
