@@ -175,6 +175,11 @@ static int parse_args(int argc, char **argv, struct options *o)
         fprintf(stderr, "s3cached-sim: unexpected argument: %s\n", argv[optind]);
         ok = false;
     }
+    if (ok && o->gen != NULL && strcmp(o->gen, "epochs") != 0 && strcmp(o->gen, "scan") != 0 &&
+        strcmp(o->gen, "importance") != 0) {
+        fprintf(stderr, "s3cached-sim: unknown generator: %s\n", o->gen);
+        ok = false;
+    }
     if (ok && (o->trace_path == NULL) == (o->gen == NULL)) {
         fprintf(stderr, "s3cached-sim: give exactly one of --trace and --gen\n");
         ok = false;
@@ -189,10 +194,7 @@ static sc_code load_trace(const struct options *o, struct sim_trace *t)
             return sim_gen_epochs(&o->g, t);
         if (strcmp(o->gen, "scan") == 0)
             return sim_gen_scan(&o->g, t);
-        if (strcmp(o->gen, "importance") == 0)
-            return sim_gen_importance(&o->g, t);
-        fprintf(stderr, "s3cached-sim: unknown generator: %s\n", o->gen);
-        return SC_EINVAL;
+        return sim_gen_importance(&o->g, t); /* parse_args admits no other */
     }
     FILE *in = strcmp(o->trace_path, "-") == 0 ? stdin : fopen(o->trace_path, "r");
     if (in == NULL) {
