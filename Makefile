@@ -54,11 +54,17 @@ asan: build/asan/s3cached
 build/asan/s3cached: build/asan/obj/gateway/main.o $(ASAN_OBJ)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
-build/asan/obj/%.o: %.c $(wildcard */*.h)
+build/asan/obj/%.o: %.c $(wildcard */*.h tools/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
 
 build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
+
+# test_sim also links the simulator's pieces: everything in tools/sim but its main.
+SIM_LIB_SRC := $(filter-out tools/sim/main.c,$(SIM_SRC))
+build/asan/tests/test_sim: tests/unit/test_sim.c $(ASAN_OBJ) $(SIM_LIB_SRC:%.c=build/asan/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
 

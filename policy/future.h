@@ -26,13 +26,18 @@
 
 typedef struct future future;
 
-#define FUTURE_NEVER UINT64_MAX /* "not needed again" */
-#define FUTURE_SLACK 4096u      /* positions an access may lag behind the trainer */
+#define FUTURE_NEVER      UINT64_MAX /* "not needed again" */
+#define FUTURE_SLACK      4096u      /* positions an access may lag behind the trainer */
+#define FUTURE_MAX_LENGTH UINT32_MAX /* accesses a plan may hold (positions are 32-bit inside) */
 
 /* @brief A new, empty future with one reference. @return SC_OK or SC_ENOMEM. */
 sc_code future_new(future **out);
 
-/* @brief Adds the next access (before future_seal only). @return SC_OK or SC_ENOMEM. */
+/*
+ * @brief Adds the next access (before future_seal only).
+ * @return SC_OK, SC_ENOMEM, SC_ETOOBIG (the plan already holds FUTURE_MAX_LENGTH
+ * accesses), or SC_EINVAL (already sealed).
+ */
 sc_code future_append(future *f, uint64_t khash);
 
 /* @brief Ends building and indexes each key's occurrences. @return SC_OK or SC_ENOMEM. */

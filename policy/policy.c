@@ -11,13 +11,24 @@ extern const struct policy_ops policy_lru;
 extern const struct policy_ops policy_s3fifo;
 extern const struct policy_ops policy_fixed;
 extern const struct policy_ops policy_importance;
+extern const struct policy_ops policy_clairvoyant;
 
+/* The first entry is the default (see gateway/config.c). */
 static const struct policy_ops *const policies[] = {
-    &policy_lru,
-    &policy_s3fifo,
-    &policy_fixed,
-    &policy_importance,
+    &policy_s3fifo, &policy_lru, &policy_fixed, &policy_importance, &policy_clairvoyant,
 };
+
+#define N_POLICIES (sizeof(policies) / sizeof(policies[0]))
+
+size_t policy_count(void)
+{
+    return N_POLICIES;
+}
+
+const struct policy_ops *policy_at(size_t i)
+{
+    return i < N_POLICIES ? policies[i] : NULL;
+}
 
 const struct policy_ops *policy_find(const char *name)
 {

@@ -97,6 +97,12 @@ struct policy_ops {
 /* Returns the policy registered under name, or NULL. */
 const struct policy_ops *policy_find(const char *name);
 
+/* Returns the number of policies in the table. */
+size_t policy_count(void);
+
+/* Returns the i-th policy of the table (i < policy_count()), or NULL past its end. */
+const struct policy_ops *policy_at(size_t i);
+
 /*
  * @brief A 64-bit hash naming (bucket, key) across policy and gateway. Two
  * distinct keys collide with probability about 2^-64; a collision only makes
