@@ -1,15 +1,26 @@
 /*
  * admin.c - the gateway's own API under /_s3cached/ (bucket names cannot
- * start with '_', so it never shadows a bucket).
+ * start with '_', so it never shadows a bucket). JSON in and out; errors
+ * are {"error": "<Code>", "message": "..."} with a 4xx status.
  *
- *   GET /_s3cached/stats   counters as JSON
+ *   GET    /_s3cached/stats                         counters
+ *   POST   /_s3cached/manifests                     register a manifest (201)
+ *   GET    /_s3cached/manifests                     list them
+ *   GET    /_s3cached/manifests/{id}                progress
+ *   GET    /_s3cached/manifests/{id}/order?epoch=E  the keys in the gateway's order
+ *   DELETE /_s3cached/manifests/{id}                cancel
+ *   POST   /_s3cached/importance                    a trainer's per-sample losses
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "gw.h"
+#include "importance_req.h"
 
-static enum MHD_Result respond_json(struct gw_req *q, int status, char *text)
+#define PREFIX "/_s3cached/"
+#define ID_MAX 23
+
+static enum MHD_Result respond_text(struct gw_req *q, int status, char *text)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -22,15 +33,175 @@ static enum MHD_Result respond_json(struct gw_req *q, int status, char *text)
     return gw_queue(q, status, resp);
 }
 
+/* Sends o (taking it) with status; NULL means out of memory. */
+static enum MHD_Result respond_json(struct gw_req *q, int status, json_t *o)
+{
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (text == NULL)
+        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+    return respond_text(q, status, text);
+}
+
+static enum MHD_Result respond_api_err(struct gw_req *q, const struct api_err *e)
+{
+    char *text = api_err_json(e);
+    if (text == NULL)
+        return MHD_NO;
+    return respond_text(q, (int)api_err_status(e->code), text);
+}
+
+static enum MHD_Result respond_problem(struct gw_req *q, enum api_err_code code, const char *msg)
+{
+    struct api_err e;
+    api_err_set(&e, code, "%s", msg);
+    return respond_api_err(q, &e);
+}
+
+static bool is(const struct gw_req *q, const char *method)
+{
+    return strcmp(q->method, method) == 0;
+}
+
+static enum MHD_Result not_allowed(struct gw_req *q)
+{
+    return respond_problem(q, API_METHOD_NOT_ALLOWED, "method not allowed on this endpoint");
+}
+
+/* A body over the bound was read and dropped: say so, whatever the endpoint. */
+static bool body_refused(struct gw_req *q, enum MHD_Result *ret)
+{
+    if (!q->body_too_big)
+        return false;
+    *ret = respond_problem(q, API_TOO_LARGE, "the request body is larger than 64 MiB");
+    return true;
+}
+
+/* ---- endpoints --------------------------------------------------------------- */
+
+static enum MHD_Result create_manifest(struct gw_req *q)
+{
+    struct api_err err = {0};
+    json_t *reply = NULL;
+    sc_code rc = mf_create(q->g->manifests, q->body ? q->body : "", q->body_len, &reply, &err);
+    if (rc == SC_ENOMEM && reply == NULL && err.code == API_OK)
+        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+    if (rc != SC_OK)
+        return respond_api_err(q, &err);
+    char *text = json_dumps(reply, JSON_COMPACT);
+    const char *id = json_string_value(json_object_get(reply, "id"));
+    char location[64];
+    snprintf(location, sizeof(location), PREFIX "manifests/%s", id ? id : "");
+    json_decref(reply);
+    if (text == NULL)
+        return MHD_NO;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/json");
+    MHD_add_response_header(resp, "Location", location);
+    return gw_queue(q, 201, resp);
+}
+
+static enum MHD_Result post_importance(struct gw_req *q)
+{
+    struct importance_req ir;
+    struct api_err err = {0};
+    sc_code rc = importance_req_parse(q->body ? q->body : "", q->body_len, NULL, &ir, &err);
+    if (rc == SC_ENOMEM)
+        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+    if (rc != SC_OK)
+        return respond_api_err(q, &err);
+    size_t scored = 0;
+    for (size_t i = 0; i < ir.nsamples; i++) {
+        struct policy_hint h = {
+            .kind = POLICY_HINT_SCORE, .khash = ir.samples[i].khash, .score = ir.samples[i].score};
+        if (store_hint(q->g->st, &h) == SC_OK)
+            scored++;
+    }
+    importance_req_free(&ir);
+    return respond_json(q, 200, json_pack("{s:I}", "scored", (json_int_t)scored));
+}
+
+/* The epoch asked for in ?epoch=E (default 0); false if it is not a number. */
+static bool epoch_param(struct gw_req *q, uint32_t *e)
+{
+    const char *v = MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, "epoch");
+    *e = 0;
+    if (v == NULL)
+        return true;
+    char *end = NULL;
+    unsigned long n = strtoul(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end != '\0' || n > UINT32_MAX)
+        return false;
+    *e = (uint32_t)n;
+    return true;
+}
+
+static enum MHD_Result order(struct gw_req *q, const char *id)
+{
+    uint32_t e;
+    if (!epoch_param(q, &e))
+        return respond_problem(q, API_INVALID_FIELD, "epoch must be a non-negative integer");
+    struct api_err err = {0};
+    json_t *o = mf_order(q->g->manifests, id, e, &err);
+    if (o == NULL && err.code != API_OK)
+        return respond_api_err(q, &err);
+    return respond_json(q, 200, o);
+}
+
+/* /_s3cached/manifests/{id}[/order] */
+static enum MHD_Result one_manifest(struct gw_req *q, const char *rest)
+{
+    char id[ID_MAX + 1];
+    size_t n = strcspn(rest, "/");
+    if (n == 0 || n > ID_MAX)
+        return respond_problem(q, API_NOT_FOUND, "no such manifest");
+    memcpy(id, rest, n);
+    id[n] = '\0';
+    const char *sub = rest + n;
+    if (strcmp(sub, "/order") == 0)
+        return is(q, "GET") ? order(q, id) : not_allowed(q);
+    if (*sub != '\0')
+        return respond_problem(q, API_NOT_FOUND, "no such admin endpoint");
+    json_t *o = NULL;
+    if (is(q, "GET"))
+        o = mf_progress(q->g->manifests, id);
+    else if (is(q, "DELETE"))
+        o = mf_cancel(q->g->manifests, id);
+    else
+        return not_allowed(q);
+    if (o == NULL) /* out of memory looks the same; rare enough to call it unknown */
+        return respond_problem(q, API_NOT_FOUND, "no such manifest");
+    return respond_json(q, 200, o);
+}
+
 enum MHD_Result gw_admin(struct gw_req *q)
 {
     const char *path = q->tgt.raw_path;
-    if (strcmp(path, "/_s3cached/stats") == 0) {
-        if (strcmp(q->method, "GET") != 0)
-            return gw_respond_error(q, 405, "MethodNotAllowed",
-                                    "The specified method is not allowed against this resource.");
-        char *text = gw_stats_json(&q->g->stats, q->g->st);
-        return text ? respond_json(q, 200, text) : MHD_NO;
+    enum MHD_Result ret;
+    if (body_refused(q, &ret))
+        return ret;
+    if (strncmp(path, PREFIX, strlen(PREFIX)) != 0)
+        return respond_problem(q, API_NOT_FOUND, "no such admin endpoint");
+    const char *what = path + strlen(PREFIX);
+    if (strcmp(what, "stats") == 0) {
+        if (!is(q, "GET"))
+            return not_allowed(q);
+        char *text = gw_stats_json(&q->g->stats, q->g->st, q->g->cfg->policy);
+        return text ? respond_text(q, 200, text) : MHD_NO;
     }
-    return gw_respond_error(q, 404, "NotFound", "No such admin endpoint");
+    if (strcmp(what, "manifests") == 0) {
+        if (is(q, "POST"))
+            return create_manifest(q);
+        return is(q, "GET") ? respond_json(q, 200, mf_list(q->g->manifests)) : not_allowed(q);
+    }
+    if (strncmp(what, "manifests/", 10) == 0)
+        return one_manifest(q, what + 10);
+    if (strcmp(what, "importance") == 0)
+        return is(q, "POST") ? post_importance(q) : not_allowed(q);
+    return respond_problem(q, API_NOT_FOUND, "no such admin endpoint");
 }

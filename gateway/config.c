@@ -46,7 +46,8 @@ static const struct opt options[] = {
     {"cache-size", "S3CACHED_CACHE_SIZE", OPT_SIZE, OFF(cache_size), MIB, 1ull << 50, "SIZE",
      "most object bytes to keep, e.g. 512M, 20G (default 1G)"},
     {"policy", "S3CACHED_POLICY", OPT_STR, OFF(policy), 0, 0, "NAME",
-     "eviction policy: lru (default lru)"},
+     "eviction policy: s3fifo, lru, fixed, importance or clairvoyant (default s3fifo; see "
+     "docs/policies/)"},
     {"max-object-size", "S3CACHED_MAX_OBJECT_SIZE", OPT_SIZE, OFF(max_object_size), 0, 1ull << 40,
      "SIZE", "larger objects stream through uncached (default 64M)"},
     {"vhost-domain", "S3CACHED_VHOST_DOMAIN", OPT_STR, OFF(vhost_domain), 0, 0, "NAME",
@@ -73,6 +74,8 @@ static const struct opt options[] = {
      "abort an upstream transfer that moves no byte for this long (default 30)"},
     {"insecure-upstream", "S3CACHED_INSECURE_UPSTREAM", OPT_BOOL, OFF(allow_insecure_tls), 0, 0,
      NULL, "do not verify the upstream's TLS certificate (never in production)"},
+    {"prefetch-concurrency", "S3CACHED_PREFETCH_CONCURRENCY", OPT_UINT, OFF(prefetch_concurrency),
+     1, 1024, "N", "manifest prefetches in flight at once (default 32)"},
     {"log-level", "S3CACHED_LOG_LEVEL", OPT_LOGLEVEL, OFF(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info)"},
     {"help", NULL, OPT_ACTION, OFF(show_help), 0, 0, NULL, "show this help"},
@@ -237,9 +240,10 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->upstream_retries = 3;
     cfg->upstream_connect_timeout = 5;
     cfg->upstream_stall_timeout = 30;
+    cfg->prefetch_concurrency = 32;
     cfg->log_level = SC_LOG_INFO;
     if (set_string(&cfg->listen_host, "127.0.0.1") ||
-        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "lru"))
+        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "s3fifo"))
         return SC_ENOMEM;
     const char *region = getenv("AWS_REGION");
     if (region == NULL || *region == '\0')

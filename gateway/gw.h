@@ -16,6 +16,7 @@
 #include "../store/store.h"
 #include "config.h"
 #include "fill.h"
+#include "manifest.h"
 #include "origin.h"
 #include "relay.h"
 #include "s3_target.h"
@@ -28,6 +29,7 @@ struct gw {
     upstream *up;
     struct origin origin;
     fill_table *fills;
+    mf_registry *manifests;
     struct gw_stats stats;
     struct MHD_Daemon *daemon;
 };
@@ -63,7 +65,13 @@ struct gw_req {
     bool ranged;                     /* a range of a miss fetched on its own, beside the fill */
     uint64_t want_start, want_len;   /* that range, in object offsets */
     struct upload *upload;           /* pass-through request body */
+    /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX). */
+    char *body;
+    size_t body_len, body_cap;
+    bool body_too_big;
 };
+
+#define GW_ADMIN_BODY_MAX (64u * 1024u * 1024u)
 
 /* Sends an S3 XML error and marks the request responded. Returns what the access handler returns.
  */

@@ -86,6 +86,25 @@ static sc_code start_upstream(struct gw *g, const struct creds *creds)
     return rc;
 }
 
+static sc_code start_manifests(struct gw *g)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/manifests", g->cfg->cache_dir);
+    struct mf_config mc = {
+        .st = g->st,
+        .up = g->up,
+        .fills = g->fills,
+        .capacity = g->cfg->cache_size,
+        .concurrency = g->cfg->prefetch_concurrency,
+        .dir = dir,
+        .stats = &g->stats,
+    };
+    sc_code rc = mf_registry_start(&mc, &g->manifests);
+    if (rc != SC_OK)
+        sc_err("cannot start the prefetcher (manifests in %s): %s", dir, sc_strerror(rc));
+    return rc;
+}
+
 static sc_code load_credentials(struct creds *creds)
 {
     sc_code rc = creds_load(creds);
@@ -110,7 +129,8 @@ static int run(struct gw *g)
     if (rc != SC_OK)
         goto out;
     fctx = (struct fill_ctx){&g->origin, g->st, &g->stats, g->cfg->max_object_size, 1024 * 1024};
-    if (fill_table_new(&fctx, &g->fills) != SC_OK || server_start(g) != SC_OK)
+    if (fill_table_new(&fctx, &g->fills) != SC_OK || start_manifests(g) != SC_OK ||
+        server_start(g) != SC_OK)
         goto out;
     sc_info("s3cached %s listening on %s:%u, upstream %s, cache %s (%llu bytes, policy %s)",
             S3CACHED_VERSION, g->cfg->listen_host, g->cfg->listen_port, g->cfg->upstream,
@@ -121,9 +141,11 @@ static int run(struct gw *g)
 out:
     /* No MHD_quiesce_daemon(): with an epoll thread pool it races the workers (a libmicrohttpd
      * panic). Requests accepted after upstream_stop() get a 503 and are closed by the stop. */
+    mf_registry_stop(g->manifests); /* no new prefetches */
     upstream_stop(g->up);
     server_stop(g);
-    store_close(g->st); /* flushes queued writes */
+    store_close(g->st); /* flushes queued writes: the last fill completions run */
+    mf_registry_free(g->manifests);
     fill_table_free(g->fills);
     upstream_free(g->up);
     creds_clear(&creds);

@@ -371,6 +371,10 @@ static enum MHD_Result serve_miss(struct gw_req *q)
 enum MHD_Result gw_serve_object(struct gw_req *q)
 {
     store_obj *obj = NULL;
+    /* The trainer's position moves before the store counts the read, so that a policy
+     * planning by a manifest sees the object's next use, not this one. */
+    if (q->tgt.kind == S3_REQ_GET_OBJECT)
+        mf_observe(q->g->manifests, q->tgt.bucket, q->tgt.key);
     sc_code rc = store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj);
     if (rc == SC_OK) {
         enum MHD_Result ret = MHD_NO;

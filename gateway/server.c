@@ -146,6 +146,30 @@ static bool forwards_body(const struct gw_req *q)
            strcmp(q->method, "HEAD") != 0;
 }
 
+/* Keeps an admin request's body, up to GW_ADMIN_BODY_MAX; the rest is read and dropped. */
+static void collect_body(struct gw_req *q, const char *data, size_t n)
+{
+    if (q->body_too_big || q->body_len + n > GW_ADMIN_BODY_MAX) {
+        q->body_too_big = true;
+        return;
+    }
+    if (q->body_len + n + 1 > q->body_cap) {
+        size_t cap = q->body_cap ? q->body_cap : 64 * 1024;
+        while (cap < q->body_len + n + 1)
+            cap *= 2;
+        char *grown = realloc(q->body, cap);
+        if (grown == NULL) {
+            q->body_too_big = true; /* refused as too large rather than crash */
+            return;
+        }
+        q->body = grown;
+        q->body_cap = cap;
+    }
+    memcpy(q->body + q->body_len, data, n);
+    q->body_len += n;
+    q->body[q->body_len] = '\0';
+}
+
 /*
  * libmicrohttpd calls this once when the headers are in, once per slice of body, and once
  * more at the end. Its rules shape the phases: a response queued in the first call closes
@@ -171,11 +195,16 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         /* With a body: refuse a bad target now, rather than after reading the body. */
         if (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED)
             return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
-        q->drain_body = !forwards_body(q);
+        q->drain_body = !forwards_body(q) && q->tgt.kind != S3_REQ_ADMIN;
         return MHD_YES;
     case GW_PHASE_ROUTE:
         if (q->drain_body && *upload_size > 0) {
-            *upload_size = 0; /* a body on GET, HEAD or the admin API: read and dropped */
+            *upload_size = 0; /* a body on GET or HEAD: read and dropped */
+            return MHD_YES;
+        }
+        if (*upload_size > 0) {
+            collect_body(q, upload_data, *upload_size);
+            *upload_size = 0;
             return MHD_YES;
         }
         if (!q->have_target && (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED))
@@ -225,6 +254,7 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
         fill_leave(q->fill);
     if (q->have_target)
         s3_target_free(&q->tgt);
+    free(q->body);
     free(q->target);
     free(q);
     *con_cls = NULL;

@@ -21,14 +21,15 @@ struct gw_stats {
     atomic_uint_fast64_t fills_failed; /* failed, truncated or mismatched: not stored */
     atomic_uint_fast64_t passthrough;
     atomic_uint_fast64_t invalidations;
+    atomic_uint_fast64_t prefetched; /* objects stored by the prefetcher */
 };
 
 #define gw_stat_add(field, n) atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)
 
 /*
- * @brief Renders the counters and the store's as one JSON object.
+ * @brief Renders the counters, the store's and the policy's name as one JSON object.
  * @return a malloc'd NUL-terminated string owned by the caller, or NULL when out of memory.
  */
-char *gw_stats_json(struct gw_stats *s, store *st);
+char *gw_stats_json(struct gw_stats *s, store *st, const char *policy);
 
 #endif

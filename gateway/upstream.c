@@ -73,6 +73,8 @@ struct up_req {
     bool live;             /* linked into upstream.live */
     bool paused;           /* waiting on our side (client slow, or body not ready) */
     bool excess;           /* the upstream sent more than its Content-Length */
+    int64_t body_expected; /* the final response's Content-Length, or -1 */
+    int64_t body_seen;     /* body bytes handed to on_body */
     curl_off_t last_moved; /* bytes moved at the last progress check */
     long last_progress_ms; /* when bytes last moved, or the transfer was last paused */
     struct up_header resp[MAX_RESP_HEADERS];
@@ -265,6 +267,7 @@ static sc_code build_headers(up_req *r)
 
 static size_t on_curl_header(char *p, size_t size, size_t n, void *arg);
 static size_t on_curl_write(char *p, size_t size, size_t n, void *arg);
+static bool excess_pending(up_req *r);
 static size_t on_curl_read(char *p, size_t size, size_t n, void *arg);
 
 /*
@@ -396,6 +399,8 @@ static void deliver_head(up_req *r, long status)
     }
     struct up_head head = {status, r->resp, r->n_resp, length};
     r->delivered = true;
+    r->body_expected = length;
+    r->body_seen = 0;
     r->h.on_head(r->arg, &head);
 }
 
@@ -450,8 +455,14 @@ static size_t on_curl_write(char *p, size_t size, size_t n, void *arg)
         return len;
     if (!r->delivered)
         return 0; /* body before a head: impossible with HTTP, refuse */
-    if (r->h.on_body(r->arg, p, len))
+    if (r->h.on_body(r->arg, p, len)) {
+        r->body_seen += (int64_t)len;
+        /* Probe for excess while the connection is still this transfer's: once the
+         * transfer is done libcurl may hand the connection to the next request. */
+        if (r->exact_length && r->body_seen == r->body_expected && excess_pending(r))
+            r->excess = true;
         return len;
+    }
     r->paused = true;
     return CURL_WRITEFUNC_PAUSE;
 }
@@ -509,8 +520,6 @@ static bool excess_pending(up_req *r)
 
 static void on_transfer_done(up_req *r, CURLcode cc)
 {
-    if (cc == CURLE_OK && r->exact_length && !r->discard && excess_pending(r))
-        r->excess = true;
     curl_multi_remove_handle(r->up->multi, r->easy);
     r->in_multi = false;
     bool failed = cc != CURLE_OK || r->discard;

@@ -1,6 +1,8 @@
 """Cache sizing: eviction under a small capacity, and --max-object-size bypass."""
 import concurrent.futures
 
+import pytest
+
 from harness import s3util
 
 KiB = 1024
@@ -95,3 +97,37 @@ def test_parallel_reads_of_many_objects_all_correct(upstream, gateway):
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         for _ in range(3):
             assert all(pool.map(read, list(objs)))
+
+
+@pytest.mark.parametrize("first,then", [("lru", "s3fifo"), ("s3fifo", "clairvoyant"),
+                                        ("importance", "fixed"), ("fixed", "lru")])
+def test_policy_can_change_between_restarts_on_an_existing_cache(s3rver, gateway, first, then):
+    gw = gateway(s3rver, cache_size="1M", policy=first)
+    gw.require_real()
+    up = s3util.upstream_client(s3rver)
+    objs = {}
+    for i in range(6):
+        key = s3util.unique_key("switch%d" % i)
+        objs[key] = s3util.data(100 * KiB, seed=key)
+        up.put_object(Bucket=s3rver.bucket, Key=key, Body=objs[key])
+    c = gw.client()
+    for key, body in objs.items():
+        assert c.get_object(Bucket=gw.bucket, Key=key)["Body"].read() == body
+    cached = gw.stats_when(lambda st: st["objects"] == 6)["objects"]
+    assert cached == 6
+    gw.policy = then
+    gw.restart()
+    assert gw.stats()["policy"] == then
+    assert gw.stats()["objects"] == 6
+    for key, body in objs.items():
+        resp = c.get_object(Bucket=gw.bucket, Key=key)
+        assert resp["Body"].read() == body
+        gw.assert_cache(s3util.headers_of(resp), "HIT")
+    # the new policy evicts within the capacity once more objects arrive
+    for i in range(12):
+        key = s3util.unique_key("more%d" % i)
+        body = s3util.data(100 * KiB, seed=key)
+        up.put_object(Bucket=s3rver.bucket, Key=key, Body=body)
+        assert c.get_object(Bucket=gw.bucket, Key=key)["Body"].read() == body
+    st = gw.stats_when(lambda s: s["objects"] >= 9)
+    assert st["used_bytes"] <= st["capacity_bytes"]

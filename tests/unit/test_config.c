@@ -63,7 +63,8 @@ static void defaults_are_loopback_and_aws(void **state)
     assert_int_equal(cfg.listen_port, 8080);
     assert_string_equal(cfg.region, "us-east-1");
     assert_string_equal(cfg.upstream, "https://s3.us-east-1.amazonaws.com");
-    assert_string_equal(cfg.policy, "lru");
+    assert_string_equal(cfg.policy, "s3fifo");
+    assert_int_equal(cfg.prefetch_concurrency, 32);
     assert_true(cfg.verify_checksums);
     gw_config_free(&cfg);
 }

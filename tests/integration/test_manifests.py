@@ -1,0 +1,347 @@
+"""Manifests: warming the cache ahead of a trainer, the order endpoint, progress,
+cancellation, bad input, and the importance endpoint, through real upstreams."""
+import concurrent.futures
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from harness import s3util
+
+KiB = 1024
+MiB = 1024 * 1024
+
+
+# ---- helpers ------------------------------------------------------------------
+
+
+def api(gw, method, path, body=None, raw=None):
+    """Calls the admin API; returns (status, parsed JSON or None, headers)."""
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(gw.endpoint + "/_s3cached/" + path, data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            text = r.read()
+            return r.status, (json.loads(text) if text else None), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        text = e.read()
+        return e.code, (json.loads(text) if text else None), dict(e.headers)
+
+
+def seed_objects(up, prefix, n, size):
+    """Puts n objects of size bytes under prefix; returns {key: body}, keys in order."""
+    client = s3util.upstream_client(up)
+    objs = {"%s/%05d.bin" % (prefix, i): None for i in range(n)}
+    for key in objs:
+        objs[key] = s3util.data(size, seed=key)
+
+    def put(key):
+        client.put_object(Bucket=up.bucket, Key=key, Body=objs[key])
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(put, objs))
+    return objs
+
+
+def wait_progress(gw, mid, done, timeout=120):
+    """Polls a manifest's progress until done(progress) holds; fails on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, prog, _ = api(gw, "GET", "manifests/" + mid)
+        assert status == 200, prog
+        if done(prog):
+            return prog
+        assert time.monotonic() < deadline, "manifest never got there: %r" % prog
+        time.sleep(0.1)
+
+
+def is_settled(prog):
+    return prog["state"] in ("warm", "done", "failed", "canceled")
+
+
+def splitmix_order(n, epoch, seed, shuffle, world_size, rank, drop_last):
+    """The documented deterministic order, written independently of the gateway."""
+    mask = (1 << 64) - 1
+    perm = list(range(n))
+    if shuffle:
+        state = (seed + epoch) & mask
+
+        def nxt():
+            nonlocal state
+            state = (state + 0x9E3779B97F4A7C15) & mask
+            z = state
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+            return z ^ (z >> 31)
+
+        for i in range(n - 1, 0, -1):
+            j = nxt() % (i + 1)
+            perm[i], perm[j] = perm[j], perm[i]
+    if drop_last and n % world_size:
+        total = (n // world_size) * world_size
+        perm = perm[:total]
+    else:
+        total = -(-n // world_size) * world_size
+        perm = [perm[i % n] for i in range(total)]
+    return perm[rank:total:world_size]
+
+
+# ---- the bar: 1,000 objects warm to 100%, then only hits in the gateway's order ----------
+
+
+def test_manifest_warms_1000_objects_then_trainer_in_gateway_order_gets_only_hits(
+        s3rver, gateway):
+    gw = gateway(s3rver, cache_size="64M", policy="clairvoyant")
+    gw.require_real()
+    objs = seed_objects(s3rver, s3util.unique_key("warm1k"), 1000, 4 * KiB)
+    keys = list(objs)
+    status, reply, headers = api(gw, "POST", "manifests", {
+        "bucket": s3rver.bucket, "keys": keys, "shuffle": True, "seed": 7})
+    assert status == 201, reply
+    mid = reply["id"]
+    assert headers["Location"] == "/_s3cached/manifests/" + mid
+    prog = wait_progress(gw, mid, lambda p: p["percent"] >= 100 or is_settled(p))
+    assert prog["objects_total"] == 1000
+    assert prog["objects_cached"] == 1000
+    assert prog["objects_failed"] == 0
+    assert prog["percent"] == 100
+    assert prog["bytes_total"] == prog["bytes_cached"] == 1000 * 4 * KiB
+    assert gw.stats()["prefetched_objects"] == 1000
+
+    status, order, _ = api(gw, "GET", "manifests/%s/order?epoch=0" % mid)
+    assert status == 200
+    assert order["keys"] == [keys[i] for i in order["indices"]]
+    assert sorted(order["keys"]) == sorted(keys) and order["keys"] != keys  # shuffled
+    before = gw.stats()
+    c = gw.client()
+    for key in order["keys"]:
+        resp = c.get_object(Bucket=gw.bucket, Key=key)
+        assert resp["Body"].read() == objs[key]
+        gw.assert_cache(s3util.headers_of(resp), "HIT")
+    after = gw.stats()
+    assert after["hits"] - before["hits"] == 1000
+    assert after["misses"] == before["misses"]
+    prog = wait_progress(gw, mid, lambda p: p["state"] == "done")
+    assert prog["position"] == 1000
+
+
+# ---- orders -----------------------------------------------------------------------
+
+
+def test_sampling_plan_orders_follow_the_documented_shuffle_and_rank_split(s3rver, gateway):
+    gw = gateway(s3rver)
+    keys = ["k%03d" % i for i in range(10)]
+    orders = {}
+    for rank in range(3):
+        status, reply, _ = api(gw, "POST", "manifests", {
+            "bucket": s3rver.bucket, "keys": keys, "num_epochs": 2, "shuffle": True,
+            "seed": 42, "world_size": 3, "rank": rank, "prefetch": False})
+        assert status == 201, reply
+        assert reply["accesses"] == 2 * 4  # ceil(10 / 3) per epoch, padded
+        for epoch in range(2):
+            status, order, _ = api(gw, "GET", "manifests/%s/order?epoch=%d" % (reply["id"], epoch))
+            assert status == 200
+            want = splitmix_order(10, epoch, 42, True, 3, rank, False)
+            assert order["indices"] == want
+            assert order["keys"] == [keys[i] for i in want]
+            orders[(rank, epoch)] = want
+    for epoch in range(2):
+        covered = set()
+        for rank in range(3):
+            covered |= set(orders[(rank, epoch)])
+        assert covered == set(range(10))
+    assert orders[(0, 0)] != orders[(0, 1)]  # each epoch is shuffled anew
+
+
+def test_drop_last_and_explicit_epochs_forms(s3rver, gateway):
+    gw = gateway(s3rver)
+    keys = ["k%d" % i for i in range(10)]
+    status, reply, _ = api(gw, "POST", "manifests", {
+        "bucket": s3rver.bucket, "keys": keys, "world_size": 3, "rank": 2, "drop_last": True,
+        "prefetch": False})
+    assert status == 201
+    status, order, _ = api(gw, "GET", "manifests/%s/order" % reply["id"])
+    assert order["indices"] == splitmix_order(10, 0, 0, False, 3, 2, True) == [2, 5, 8]
+
+    epochs = [["b", "a", "c"], ["c", "b"]]
+    status, reply, _ = api(gw, "POST", "manifests", {
+        "bucket": s3rver.bucket, "epochs": epochs, "prefetch": False})
+    assert status == 201, reply
+    assert reply["accesses"] == 5 and reply["epochs"] == 2
+    for e, want in enumerate(epochs):
+        status, order, _ = api(gw, "GET", "manifests/%s/order?epoch=%d" % (reply["id"], e))
+        assert status == 200
+        assert order["keys"] == want and order["indices"] is None
+    status, err, _ = api(gw, "GET", "manifests/%s/order?epoch=2" % reply["id"])
+    assert status == 400 and err["error"] == "InvalidField" and "2 epochs" in err["message"]
+
+
+# ---- prefix manifests, through both upstreams ------------------------------------------
+
+
+def test_prefix_manifest_lists_through_the_upstream_and_warms(upstream, gateway):
+    gw = gateway(upstream)
+    gw.require_real()
+    prefix = s3util.unique_key("pfx") + "/"
+    objs = seed_objects(upstream, prefix.rstrip("/"), 25, 3 * KiB + 7)
+    status, reply, _ = api(gw, "POST", "manifests", {"bucket": upstream.bucket, "prefix": prefix})
+    assert status == 201, reply
+    prog = wait_progress(gw, reply["id"], lambda p: p["state"] in ("warm", "failed"))
+    assert prog["state"] == "warm", prog
+    assert prog["objects_total"] == 25 and prog["objects_cached"] == 25
+    assert prog["bytes_total"] == 25 * (3 * KiB + 7)
+    status, order, _ = api(gw, "GET", "manifests/%s/order" % reply["id"])
+    assert order["keys"] == sorted(objs)
+    c = gw.client()
+    for key in order["keys"]:
+        resp = c.get_object(Bucket=gw.bucket, Key=key)
+        assert resp["Body"].read() == objs[key]
+        gw.assert_cache(s3util.headers_of(resp), "HIT")
+
+
+def test_prefix_matching_nothing_fails_with_a_reason(s3rver, gateway):
+    gw = gateway(s3rver)
+    status, reply, _ = api(gw, "POST", "manifests", {
+        "bucket": s3rver.bucket, "prefix": "no-such-prefix-%s/" % s3util.unique_key("x")})
+    assert status == 201
+    prog = wait_progress(gw, reply["id"], is_settled)
+    assert prog["state"] == "failed"
+    assert "no objects" in prog["error"]
+
+
+# ---- larger than the cache ------------------------------------------------------------
+
+
+def test_manifest_larger_than_cache_warms_what_fits_by_next_use(s3rver, gateway):
+    gw = gateway(s3rver, cache_size="2M", policy="clairvoyant")
+    gw.require_real()
+    objs = seed_objects(s3rver, s3util.unique_key("big"), 60, 100 * KiB)
+    keys = list(objs)
+    status, reply, _ = api(gw, "POST", "manifests", {"bucket": s3rver.bucket, "keys": keys})
+    assert status == 201
+    prog = wait_progress(gw, reply["id"], is_settled)
+    assert prog["state"] == "warm"
+    assert 10 <= prog["objects_cached"] < 20  # 90% of 2 MiB is 18 objects of 100 KiB
+    assert prog["objects_cached"] == prog["fits"]
+    st = gw.stats()
+    assert st["used_bytes"] <= st["capacity_bytes"]
+    assert st["evictions"] == 0  # nothing needed soon was pushed out to make room
+    # the objects cached are the first ones in the order, and the prefetcher follows the reader
+    c = gw.client()
+    hits = 0
+    for key in keys:
+        resp = c.get_object(Bucket=gw.bucket, Key=key)
+        assert resp["Body"].read() == objs[key]
+        hits += s3util.headers_of(resp)["x-cache"] == "HIT"
+        time.sleep(0.02)
+    assert hits >= prog["objects_cached"]
+
+
+# ---- failures, cancellation, listing, restart -------------------------------------------
+
+
+def test_missing_keys_are_reported_per_key_and_the_rest_warms(s3rver, gateway):
+    gw = gateway(s3rver)
+    objs = seed_objects(s3rver, s3util.unique_key("some"), 5, 1 * KiB)
+    missing = [s3util.unique_key("absent") for _ in range(3)]
+    status, reply, _ = api(gw, "POST", "manifests", {
+        "bucket": s3rver.bucket, "keys": list(objs) + missing})
+    assert status == 201
+    prog = wait_progress(gw, reply["id"], lambda p: is_settled(p) and not p["objects_in_flight"])
+    assert prog["objects_cached"] == 5 and prog["objects_failed"] == 3
+    assert sorted(f["key"] for f in prog["failures"]) == sorted(missing)
+    assert all(f["reason"].startswith("NoSuchKey") for f in prog["failures"])
+
+
+def test_cancel_removes_the_manifest_and_listing_shows_the_rest(s3rver, gateway):
+    gw = gateway(s3rver)
+    ids = []
+    for i in range(2):
+        status, reply, _ = api(gw, "POST", "manifests", {
+            "bucket": s3rver.bucket, "keys": ["a%d" % i], "prefetch": False, "name": "n%d" % i})
+        assert status == 201
+        ids.append(reply["id"])
+    status, listing, _ = api(gw, "GET", "manifests")
+    assert [m["id"] for m in listing["manifests"]] == ids
+    assert [m["name"] for m in listing["manifests"]] == ["n0", "n1"]
+    status, final, _ = api(gw, "DELETE", "manifests/" + ids[0])
+    assert status == 200 and final["state"] == "canceled"
+    status, err, _ = api(gw, "GET", "manifests/" + ids[0])
+    assert status == 404 and err["error"] == "NotFound"
+    status, listing, _ = api(gw, "GET", "manifests")
+    assert [m["id"] for m in listing["manifests"]] == ids[1:]
+
+
+def test_manifests_are_registered_again_after_a_restart(s3rver, gateway):
+    gw = gateway(s3rver)
+    gw.require_real()
+    status, reply, _ = api(gw, "POST", "manifests", {
+        "bucket": s3rver.bucket, "keys": ["x", "y"], "prefetch": False})
+    assert status == 201
+    gw.restart()
+    status, prog, _ = api(gw, "GET", "manifests/" + reply["id"])
+    assert status == 200 and prog["objects_total"] == 2
+    status, again, _ = api(gw, "POST", "manifests", {
+        "bucket": s3rver.bucket, "keys": ["z"], "prefetch": False})
+    assert again["id"] != reply["id"]
+
+
+# ---- bad input -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("raw,code,needle", [
+    (b"{not json", "InvalidJSON", ""),
+    (b'{"bucket": "bkt", "keys": ["a"], "colour": 1}', "UnknownField", "colour"),
+    (b'{"keys": ["a"]}', "MissingField", "bucket"),
+    (b'{"bucket": "bkt", "keys": ["a"], "prefix": "p/"}', "InvalidField", ""),
+    (b'{"bucket": "bkt", "keys": ["a", "a"]}', "InvalidField", ""),
+    (b'{"bucket": "bkt", "keys": [1]}', "InvalidField", ""),
+    (b'{"bucket": "bkt", "keys": ["a"], "world_size": 2, "rank": 2}', "InvalidField", "rank"),
+    (b"[" * 100000, "InvalidJSON", ""),
+])
+def test_broken_manifests_get_a_precise_400(s3rver, gateway, raw, code, needle):
+    gw = gateway(s3rver)
+    status, err, _ = api(gw, "POST", "manifests", raw=raw)
+    assert status == 400, err
+    assert err["error"] == code
+    assert needle in err["message"]
+
+
+def test_oversized_manifest_body_is_413_and_the_gateway_keeps_serving(s3rver, gateway):
+    gw = gateway(s3rver)
+    body = b'{"bucket": "bkt", "keys": [' + b'"k",' * (17 * MiB) + b'"k"]}'
+    status, err, _ = api(gw, "POST", "manifests", raw=body)
+    assert status == 413 and err["error"] == "TooLarge"
+    assert api(gw, "GET", "manifests")[0] == 200
+
+
+def test_unknown_endpoints_ids_and_methods(s3rver, gateway):
+    gw = gateway(s3rver)
+    assert api(gw, "GET", "manifests/m999")[0] == 404
+    assert api(gw, "GET", "nothing-here")[0] == 404
+    status, err, _ = api(gw, "PUT", "manifests", {"bucket": "bkt"})
+    assert status == 405 and err["error"] == "MethodNotAllowed"
+    status, err, _ = api(gw, "GET", "manifests/m1/order?epoch=x")
+    assert status == 400
+
+
+# ---- importance --------------------------------------------------------------------------
+
+
+def test_importance_accepts_minibatches_and_refuses_bad_losses(s3rver, gateway):
+    gw = gateway(s3rver, policy="importance")
+    status, reply, _ = api(gw, "POST", "importance", {
+        "bucket": s3rver.bucket, "losses": {"a": 0.7, "b": 1.3, "c": 0.1}})
+    assert status == 200 and reply["scored"] == 3
+    status, reply, _ = api(gw, "POST", "importance", [
+        {"bucket": s3rver.bucket, "losses": {"a": 0.7}},
+        {"bucket": s3rver.bucket, "losses": {"d": 2.0, "e": 0.5}}])
+    assert status == 200 and reply["scored"] == 3
+    status, err, _ = api(gw, "POST", "importance", raw=b'{"bucket": "bkt", "losses": {"a": "x"}}')
+    assert status == 400 and err["error"] == "InvalidField"
+    status, err, _ = api(gw, "POST", "importance", raw=b'{"losses": {"a": 1}}')
+    assert status == 400 and err["error"] == "MissingField"
