@@ -512,6 +512,8 @@ static bool clv_pick_victim(void *state, uint64_t *id)
     uint32_t n = heap_victim(c); /* first, as it may find unneeded objects */
     if (c->tail != NIL)
         n = c->tail;
+    if (n == NIL)
+        return false; /* cannot happen: every tracked node is in the list or a heap */
     *id = c->nodes[n].id;
     return true;
 }
