@@ -20,6 +20,13 @@
 
 #define N_SLOTS 256
 
+/* A prefetcher waiting for a fill to end (see fill_prefetch). */
+struct fill_watch {
+    fill_watch_fn fn;
+    void *arg;
+    struct fill_watch *next;
+};
+
 struct fill {
     fill_table *t;
     atomic_int refs;
@@ -34,6 +41,11 @@ struct fill {
     size_t hdrs_len;
     char etag_md5[33]; /* the ETag when it is a plain MD5, else "" */
     EVP_MD_CTX *md5;
+    long status;                /* the upstream's, once the head is in */
+    int64_t length;             /* its Content-Length, or -1 */
+    bool mismatch;              /* the body did not match its ETag */
+    bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
+    struct fill_watch *watches; /* notified when the fill ends (table lock) */
     fill *next;
 };
 
@@ -106,6 +118,57 @@ static void unlist_locked(fill *f)
     pthread_mutex_unlock(&f->t->mu);
 }
 
+/* Tells every watcher how the fill ended, once. */
+static void notify(fill *f, sc_code rc)
+{
+    pthread_mutex_lock(&f->t->mu);
+    struct fill_watch *w = f->watches;
+    f->watches = NULL;
+    pthread_mutex_unlock(&f->t->mu);
+    struct fill_result r = {
+        .rc = rc, .status = f->status, .size = f->length > 0 ? (uint64_t)f->length : 0};
+    while (w) {
+        struct fill_watch *next = w->next;
+        w->fn(w->arg, &r);
+        free(w);
+        w = next;
+    }
+}
+
+/* Why a fill that was not stored ended, for its watchers. */
+static sc_code failure_of(const fill *f, sc_code rc)
+{
+    if (f->invalidated || rc == SC_ECANCELED)
+        return SC_ECANCELED;
+    if (f->status == 404)
+        return SC_ENOTFOUND;
+    if (f->status != 200)
+        return SC_EUPSTREAM;
+    if (f->length >= 0 && (uint64_t)f->length > f->t->ctx->max_object_size)
+        return SC_ETOOBIG;
+    if (f->mismatch || rc == SC_EMISMATCH)
+        return SC_EMISMATCH;
+    return rc == SC_OK ? SC_EUPSTREAM : rc;
+}
+
+/*
+ * An uncacheable object nobody reads (a prefetch, or every client left before the head)
+ * would fill its window and pause forever: cancel it. f->req may not be set yet when the
+ * head is quick; fill_join cancels then.
+ */
+static void abandon_if_unread(fill *f)
+{
+    pthread_mutex_lock(&f->t->mu);
+    up_req *req = NULL;
+    if (atomic_load(&f->readers) == 0) {
+        f->abandoned = true;
+        req = f->req;
+    }
+    pthread_mutex_unlock(&f->t->mu);
+    if (req)
+        up_req_cancel(req);
+}
+
 /* ---- the upstream side (upstream thread) --------------------------------- */
 
 /* Remembers the ETag when it is a quoted 32-digit hex MD5 (single-part upload). */
@@ -134,6 +197,8 @@ static void on_head(void *arg, const struct up_head *head)
 {
     fill *f = arg;
     const struct fill_ctx *ctx = f->t->ctx;
+    f->status = head->status;
+    f->length = head->content_length;
     f->cacheable = head->status == 200 && head->content_length >= 0 &&
                    (uint64_t)head->content_length <= ctx->max_object_size;
     if (f->cacheable &&
@@ -148,6 +213,8 @@ static void on_head(void *arg, const struct up_head *head)
         head->status != 200 && head->content_length >= 0 && head->content_length <= 1024 * 1024;
     if (relay_set_head(f->relay, head, f->cacheable || small_error) != SC_OK)
         f->cacheable = false;
+    if (!f->cacheable && !small_error)
+        abandon_if_unread(f);
 }
 
 static bool on_body(void *arg, const char *p, size_t n)
@@ -187,6 +254,7 @@ static void on_stored(void *arg, sc_code rc)
     else
         sc_debug("not cached %s/%s: %s", f->bucket, f->key, sc_strerror(rc));
     unlist_locked(f);
+    notify(f, rc == SC_OK ? SC_OK : SC_EFULL);
     fill_unref(f);
 }
 
@@ -201,6 +269,7 @@ static void on_done(void *arg, sc_code rc)
     if (complete && !md5_matches(f)) {
         sc_warn("upstream body of %s/%s does not match its ETag: not cached", f->bucket, f->key);
         complete = false;
+        f->mismatch = true;
     }
     pthread_mutex_lock(&f->t->mu);
     bool store_it = complete && !f->invalidated;
@@ -210,6 +279,7 @@ static void on_done(void *arg, sc_code rc)
     if (!store_it) {
         if (f->cacheable && !f->invalidated)
             gw_stat_add(ctx->stats->fills_failed, 1);
+        notify(f, failure_of(f, rc));
         fill_unref(f);
         return;
     }
@@ -252,45 +322,101 @@ static fill *fill_new(fill_table *t, const char *bucket, const char *key)
     return f;
 }
 
-sc_code fill_join(fill_table *t, const char *bucket, const char *key, fill **out, bool *started)
+/* Starts the transfer of a fill just listed, which holds a reference for it. */
+static void start_transfer(fill_table *t, fill *f)
 {
+    gw_stat_add(t->ctx->stats->upstream_fetches, 1);
+    up_req *req = NULL;
+    sc_code rc = origin_fetch(t->ctx->origin, f->bucket, f->key, &fill_handler, f, &req);
+    if (rc != SC_OK) {
+        relay_finish(f->relay, rc);
+        unlist_locked(f);
+        notify(f, rc);
+        fill_unref(f); /* the transfer's reference: it never started */
+        return;
+    }
     pthread_mutex_lock(&t->mu);
+    f->req = req;
+    bool abandoned = f->abandoned;
+    pthread_mutex_unlock(&t->mu);
+    relay_set_upstream(f->relay, req);
+    if (abandoned)
+        up_req_cancel(req);
+}
+
+/*
+ * Finds the fill of (bucket, key), or lists a new one when create (table locked), and
+ * takes a reference for the caller. *started tells whether it is new.
+ */
+static fill *join_locked(fill_table *t, const char *bucket, const char *key, bool create,
+                         bool *started)
+{
     fill *f = find(t, bucket, key);
-    *started = f == NULL;
-    if (f == NULL) {
+    *started = f == NULL && create;
+    if (f == NULL && create) {
         f = fill_new(t, bucket, key);
-        if (f == NULL) {
-            pthread_mutex_unlock(&t->mu);
-            return SC_ENOMEM;
-        }
-        /* One reference for the transfer, one for this reader. */
-        atomic_fetch_add(&f->refs, 1);
+        if (f == NULL)
+            return NULL;
+        atomic_fetch_add(&f->refs, 1); /* the transfer's; fill_new's is the caller's */
         f->listed = true;
         unsigned s = slot_of(bucket, key);
         f->next = t->slots[s];
         t->slots[s] = f;
-    } else {
+    } else if (f) {
         atomic_fetch_add(&f->refs, 1);
     }
-    atomic_fetch_add(&f->readers, 1);
-    pthread_mutex_unlock(&t->mu);
+    return f;
+}
 
-    if (*started) {
-        gw_stat_add(t->ctx->stats->upstream_fetches, 1);
-        up_req *req = NULL;
-        sc_code rc = origin_fetch(t->ctx->origin, bucket, key, &fill_handler, f, &req);
-        if (rc != SC_OK) {
-            relay_finish(f->relay, rc);
-            unlist_locked(f);
-            fill_unref(f); /* the transfer's reference: it never started */
-        } else {
-            pthread_mutex_lock(&t->mu);
-            f->req = req;
-            pthread_mutex_unlock(&t->mu);
-            relay_set_upstream(f->relay, req);
-        }
-    }
+static sc_code join_reader(fill_table *t, const char *bucket, const char *key, bool create,
+                           fill **out, bool *started)
+{
+    pthread_mutex_lock(&t->mu);
+    fill *f = join_locked(t, bucket, key, create, started);
+    if (f)
+        atomic_fetch_add(&f->readers, 1);
+    pthread_mutex_unlock(&t->mu);
+    if (f == NULL)
+        return create ? SC_ENOMEM : SC_ENOTFOUND;
+    if (*started)
+        start_transfer(t, f);
     *out = f;
+    return SC_OK;
+}
+
+sc_code fill_join(fill_table *t, const char *bucket, const char *key, fill **out, bool *started)
+{
+    return join_reader(t, bucket, key, true, out, started);
+}
+
+sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, fill **out)
+{
+    bool started = false;
+    return join_reader(t, bucket, key, false, out, &started);
+}
+
+sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_watch_fn done,
+                      void *arg)
+{
+    struct fill_watch *w = malloc(sizeof(*w));
+    if (w == NULL)
+        return SC_ENOMEM;
+    *w = (struct fill_watch){.fn = done, .arg = arg};
+    bool started = false;
+    pthread_mutex_lock(&t->mu);
+    fill *f = join_locked(t, bucket, key, true, &started);
+    if (f) {
+        w->next = f->watches;
+        f->watches = w;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (f == NULL) {
+        free(w);
+        return SC_ENOMEM;
+    }
+    if (started)
+        start_transfer(t, f);
+    fill_unref(f); /* the watch needs no reference: the fill notifies before it goes */
     return SC_OK;
 }
 

@@ -49,6 +49,35 @@ void fill_table_free(fill_table *t);
  */
 sc_code fill_join(fill_table *t, const char *bucket, const char *key, fill **out, bool *started);
 
+/*
+ * @brief Joins the running fill of (bucket, key) only if there is one.
+ * @return SC_OK (*out holds a reader's reference), SC_ENOTFOUND.
+ */
+sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, fill **out);
+
+/* How a watched fill ended (see fill_prefetch). */
+struct fill_result {
+    sc_code rc;    /* SC_OK: stored; SC_ENOTFOUND (404), SC_EUPSTREAM (other status or
+                      transfer failure), SC_ETOOBIG (over the maximum object size),
+                      SC_EMISMATCH (body/ETag or length mismatch), SC_EFULL (the store or
+                      its policy refused it), SC_ECANCELED (invalidated or shutting down) */
+    long status;   /* the upstream's HTTP status, 0 if no response */
+    uint64_t size; /* the object's size when known, else 0 */
+};
+
+typedef void (*fill_watch_fn)(void *arg, const struct fill_result *r);
+
+/*
+ * @brief Fetches (bucket, key) into the cache with no client reading it (a
+ * prefetch), joining the running fill if there is one. done() is called
+ * exactly once, on the upstream or store thread, when the object is stored or
+ * the fill has failed; it must not block.
+ * @return SC_OK (done() will follow), SC_ENOMEM, SC_ECANCELED (shutting down);
+ *         on error done() is not called.
+ */
+sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_watch_fn done,
+                      void *arg);
+
 /* @brief The relay to read the object from; valid while the reference is held. */
 relay *fill_relay(fill *f);
 

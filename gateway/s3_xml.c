@@ -7,6 +7,10 @@
  */
 #include "s3_xml.h"
 
+#include <stdio.h>
+
+#include "../common/uri.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -249,4 +253,119 @@ sc_code s3_xml_error_body_for(enum s3_xml_error e, const char *resource, const c
 {
     const struct s3_xml_error_info *info = s3_xml_error_info(e);
     return s3_xml_error_body(info->code, info->message, resource, request_id, out, out_len);
+}
+
+/* ---- reading: element text and entities ------------------------------------ */
+
+/* The first occurrence of needle in [p, end), or NULL. */
+static const char *find(const char *p, const char *end, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; p + n <= end; p++)
+        if (memcmp(p, needle, n) == 0)
+            return p;
+    return NULL;
+}
+
+/* Appends code point cp as UTF-8; false if it is not a valid XML character. */
+static bool put_utf8(char *dst, size_t *n, uint32_t cp)
+{
+    if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return false;
+    if (cp < 0x80) {
+        dst[(*n)++] = (char)cp;
+    } else if (cp < 0x800) {
+        dst[(*n)++] = (char)(0xC0 | cp >> 6);
+        dst[(*n)++] = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        dst[(*n)++] = (char)(0xE0 | cp >> 12);
+        dst[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        dst[(*n)++] = (char)(0x80 | (cp & 0x3F));
+    } else {
+        dst[(*n)++] = (char)(0xF0 | cp >> 18);
+        dst[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        dst[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        dst[(*n)++] = (char)(0x80 | (cp & 0x3F));
+    }
+    return true;
+}
+
+/* Decodes one entity at p ('&' .. ';'); returns the bytes consumed, 0 if malformed. */
+static size_t decode_entity(const char *p, const char *end, char *dst, size_t *n)
+{
+    static const struct {
+        const char *name;
+        char c;
+    } named[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+    for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++) {
+        size_t len = strlen(named[i].name);
+        if ((size_t)(end - p) >= len && memcmp(p, named[i].name, len) == 0) {
+            dst[(*n)++] = named[i].c;
+            return len;
+        }
+    }
+    if (end - p < 4 || p[1] != '#')
+        return 0;
+    bool hex = p[2] == 'x';
+    uint32_t cp = 0;
+    const char *q = p + (hex ? 3 : 2);
+    const char *digits = q;
+    for (; q < end && *q != ';' && q - digits < 8; q++) {
+        int d = uri_hex_digit(*q);
+        if (!hex && d > 9)
+            d = -1;
+        if (d < 0)
+            return 0;
+        cp = cp * (hex ? 16 : 10) + (uint32_t)d;
+    }
+    if (q == digits || q >= end || *q != ';' || !put_utf8(dst, n, cp))
+        return 0;
+    return (size_t)(q + 1 - p);
+}
+
+sc_code s3_xml_unescape(const char *text, size_t len, size_t max, char **out)
+{
+    const char *p = text, *end = text + len;
+    if (len > max * 6)
+        return SC_EINVAL;
+    char *dst = malloc((size_t)(end - p) + 1);
+    if (dst == NULL)
+        return SC_ENOMEM;
+    size_t n = 0;
+    while (p < end) {
+        size_t used = 1;
+        if (*p == '&')
+            used = decode_entity(p, end, dst, &n);
+        else if (*p == '<')
+            used = 0; /* markup inside text: not what the caller expects */
+        else
+            dst[n++] = *p;
+        if (used == 0 || n > max) {
+            free(dst);
+            return SC_EINVAL;
+        }
+        p += used;
+    }
+    dst[n] = '\0';
+    *out = dst;
+    return SC_OK;
+}
+
+sc_code s3_xml_element(const char **p, const char *end, const char *tag, const char **text,
+                       const char **text_end)
+{
+    char open[64], close[64];
+    if (snprintf(open, sizeof(open), "<%s>", tag) >= (int)sizeof(open) ||
+        snprintf(close, sizeof(close), "</%s>", tag) >= (int)sizeof(close))
+        return SC_EINVAL;
+    const char *o = find(*p, end, open);
+    if (o == NULL)
+        return SC_ENOTFOUND;
+    *text = o + strlen(open);
+    const char *c = find(*text, end, close);
+    if (c == NULL)
+        return SC_EINVAL;
+    *text_end = c;
+    *p = c + strlen(close);
+    return SC_OK;
 }

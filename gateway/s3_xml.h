@@ -94,4 +94,23 @@ sc_code s3_xml_error_body(const char *code, const char *message, const char *res
 sc_code s3_xml_error_body_for(enum s3_xml_error e, const char *resource, const char *request_id,
                               char **out, size_t *out_len);
 
+/*
+ * @brief Finds the next <tag>text</tag> at or after *p (no attributes, no
+ * nesting of the same tag): enough for S3's own response and request bodies.
+ * @param[in,out] p where to search from; on success moved past the closing tag.
+ * @param[out] text, text_end the element's raw text, pointing into the input.
+ * @return SC_OK, SC_ENOTFOUND (no more such elements), SC_EINVAL (unterminated).
+ */
+sc_code s3_xml_element(const char **p, const char *end, const char *tag, const char **text,
+                       const char **text_end);
+
+/*
+ * @brief Decodes element text: the five predefined entities and numeric
+ * character references; markup or a bad entity is an error.
+ * @param max the most bytes the result may have.
+ * @param[out] out malloc'd NUL-terminated text, owned by the caller.
+ * @return SC_OK, SC_EINVAL (malformed or longer than max), SC_ENOMEM.
+ */
+sc_code s3_xml_unescape(const char *text, size_t len, size_t max, char **out);
+
 #endif

@@ -312,7 +312,10 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     if (a.status == 206 && a.start > FILL_RANGE_SLACK && !relay_reached(q->relay, a.start) &&
         fetch_range(q, &a) == SC_OK)
         return gw_serve_relay(q);
-    struct MHD_Response *resp = relay_response(q, a.start, a.len);
+    bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
+    struct MHD_Response *resp =
+        head ? MHD_create_response_from_callback(a.len, 4096, no_body, NULL, NULL)
+             : relay_response(q, a.start, a.len);
     if (resp == NULL)
         return MHD_NO;
     add_relayed_headers(resp, h, true);
@@ -340,15 +343,23 @@ static enum MHD_Result serve_miss(struct gw_req *q)
 {
     struct gw *g = q->g;
     bool started = false;
+    fill *f = NULL;
     q->x_cache = "MISS";
     if (q->tgt.kind == S3_REQ_HEAD_OBJECT) {
-        gw_stat_add(g->stats.misses, 1);
-        size_t zero = 0;
-        return gw_proxy(q, NULL, &zero);
-    }
-    fill *f = NULL;
-    if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &f, &started) != SC_OK)
+        /* A fill complete in memory answers like a hit; anything else asks the upstream. */
+        if (fill_join_running(g->fills, q->tgt.bucket, q->tgt.key, &f) == SC_OK &&
+            !relay_has_all(fill_relay(f))) {
+            fill_leave(f);
+            f = NULL;
+        }
+        if (f == NULL) {
+            gw_stat_add(g->stats.misses, 1);
+            size_t zero = 0;
+            return gw_proxy(q, NULL, &zero);
+        }
+    } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &f, &started) != SC_OK) {
         return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+    }
     q->fill = f;
     q->relay = fill_relay(f);
     if (!started && relay_has_all(q->relay))

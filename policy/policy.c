@@ -8,11 +8,14 @@
 #include <string.h>
 
 extern const struct policy_ops policy_lru;
+extern const struct policy_ops policy_s3fifo;
+extern const struct policy_ops policy_fixed;
+extern const struct policy_ops policy_importance;
 extern const struct policy_ops policy_clairvoyant;
 
+/* The first entry is the default (see gateway/config.c). */
 static const struct policy_ops *const policies[] = {
-    &policy_lru,
-    &policy_clairvoyant,
+    &policy_s3fifo, &policy_lru, &policy_fixed, &policy_importance, &policy_clairvoyant,
 };
 
 #define N_POLICIES (sizeof(policies) / sizeof(policies[0]))

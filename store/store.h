@@ -78,6 +78,13 @@ void store_close(store *st);
  */
 sc_code store_obj_open(store *st, const char *bucket, const char *key, store_obj **out);
 
+/*
+ * @brief Whether (bucket, key) is cached, and its size, without counting a
+ * read with the policy (for the prefetcher's bookkeeping).
+ * @return SC_OK, SC_ENOTFOUND, SC_EINVAL (bad names), SC_EBUSY, SC_EIO.
+ */
+sc_code store_peek(store *st, const char *bucket, const char *key, uint64_t *size);
+
 /* @brief Body size of the object in bytes. */
 uint64_t store_obj_size(const store_obj *obj);
 

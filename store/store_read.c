@@ -48,7 +48,9 @@ static void report_corrupt(store_obj *o, uint32_t idx, const char *why)
     st_queue_removal(st, o->mkey, o->rec.id);
 }
 
-sc_code store_obj_open(store *st, const char *bucket, const char *key, store_obj **out)
+/* Opens a view; count_hit tells the policy about the read (a client's, not a peek). */
+static sc_code obj_open(store *st, const char *bucket, const char *key, bool count_hit,
+                        store_obj **out)
 {
     MDB_val k = {.mv_size = ST_MKEY_LEN};
     MDB_val v;
@@ -82,19 +84,36 @@ sc_code store_obj_open(store *st, const char *bucket, const char *key, store_obj
         rc = SC_ENOTFOUND; /* a SHA-256 collision: not this object */
     if (rc != SC_OK)
         goto out;
-    if (st->verify && o->rec.n_chunks > 0) {
+    if (st->verify && count_hit && o->rec.n_chunks > 0) {
         rc = SC_ENOMEM;
         o->verified = calloc(((size_t)o->rec.n_chunks + 7) / 8, 1);
         if (o->verified == NULL)
             goto out;
     }
-    pthread_mutex_lock(&st->pol_lock);
-    st->pol->on_hit(st->pol_state, o->rec.id);
-    pthread_mutex_unlock(&st->pol_lock);
+    if (count_hit) {
+        pthread_mutex_lock(&st->pol_lock);
+        st->pol->on_hit(st->pol_state, o->rec.id);
+        pthread_mutex_unlock(&st->pol_lock);
+    }
     *out = o;
     o = NULL;
     rc = SC_OK;
 out:
+    store_obj_close(o);
+    return rc;
+}
+
+sc_code store_obj_open(store *st, const char *bucket, const char *key, store_obj **out)
+{
+    return obj_open(st, bucket, key, true, out);
+}
+
+sc_code store_peek(store *st, const char *bucket, const char *key, uint64_t *size)
+{
+    store_obj *o = NULL;
+    sc_code rc = obj_open(st, bucket, key, false, &o);
+    if (rc == SC_OK)
+        *size = o->rec.size;
     store_obj_close(o);
     return rc;
 }

@@ -1,0 +1,41 @@
+/*
+ * plan_int.h - the inside of struct plan, shared by plan.c (parsing and the
+ * dataset), plan_order.c (orders) and plan_json.c (replies). Not for other modules.
+ */
+#ifndef PLAN_INT_H
+#define PLAN_INT_H
+
+#include "plan.h"
+
+struct plan {
+    struct plan_params prm; /* strings point at the owned copies below */
+    struct plan_limits lim;
+    char *bucket;
+    char *prefix;
+    char *name;
+
+    /* The dataset: key i is arena + off[i], NUL-terminated. */
+    char *arena;
+    size_t arena_len, arena_cap;
+    uint64_t *off;
+    uint32_t n, off_cap;
+    bool ready;
+
+    /* EPOCHS form: epoch e is acc[ep_start[e] .. ep_start[e + 1]). */
+    uint32_t *acc;
+    uint64_t *ep_start;
+
+    uint64_t per_epoch; /* KEYS/PREFIX: this rank's accesses per epoch */
+    uint64_t accesses;  /* this rank's accesses over all epochs */
+};
+
+/* Appends key[0..len) to the dataset as index p->n. @return SC_OK or SC_ENOMEM. */
+sc_code plan_arena_push(struct plan *p, const char *key, size_t len);
+
+/*
+ * Computes per_epoch and accesses for a KEYS/PREFIX plan with n keys and
+ * checks them. @return SC_OK, SC_EINVAL (no access), SC_ETOOBIG (over max_accesses).
+ */
+sc_code plan_derive(struct plan *p, struct api_err *err);
+
+#endif

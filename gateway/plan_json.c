@@ -1,0 +1,93 @@
+/*
+ * plan_json.c - the JSON a plan contributes to the admin API's replies
+ * (plan.h): the order endpoint's body and the static part of a progress object.
+ */
+#include <stdlib.h>
+
+#include "plan_int.h"
+
+/* Adds value under key to o, taking the reference; false if anything failed. */
+static bool put(json_t *o, const char *key, json_t *value)
+{
+    return value != NULL && json_object_set_new(o, key, value) == 0;
+}
+
+static json_t *order_arrays(const struct plan *p, const uint32_t *order, uint64_t n,
+                            json_t **indices)
+{
+    json_t *keys = json_array();
+    *indices = plan_has_indices(p) ? json_array() : json_null();
+    if (keys == NULL || *indices == NULL)
+        goto fail;
+    for (uint64_t i = 0; i < n; i++) {
+        if (json_array_append_new(keys, json_string_nocheck(plan_key(p, order[i]))) != 0)
+            goto fail;
+        if (plan_has_indices(p) && json_array_append_new(*indices, json_integer(order[i])) != 0)
+            goto fail;
+    }
+    return keys;
+fail:
+    json_decref(keys);
+    json_decref(*indices);
+    *indices = NULL;
+    return NULL;
+}
+
+json_t *plan_order_json(const struct plan *p, const char *id, uint32_t e)
+{
+    uint32_t *order = NULL;
+    uint64_t n;
+    json_t *indices = NULL;
+    json_t *keys = NULL;
+    json_t *o = NULL;
+    if (plan_epoch_order(p, e, &order, &n) != SC_OK)
+        goto out;
+    keys = order_arrays(p, order, n, &indices);
+    o = json_object();
+    if (keys == NULL || o == NULL)
+        goto fail;
+    if (!put(o, "id", json_string(id)) || !put(o, "epoch", json_integer(e)) ||
+        json_object_set(o, "indices", indices) != 0 || json_object_set(o, "keys", keys) != 0)
+        goto fail;
+    goto out;
+fail:
+    json_decref(o);
+    o = NULL;
+out:
+    json_decref(indices);
+    json_decref(keys);
+    free(order);
+    return o;
+}
+
+static json_t *sampling_json(const struct plan_params *prm)
+{
+    return json_pack("{s:I, s:b, s:I, s:I, s:I, s:b}", "num_epochs", (json_int_t)prm->num_epochs,
+                     "shuffle", prm->shuffle, "seed", (json_int_t)prm->seed, "world_size",
+                     (json_int_t)prm->world_size, "rank", (json_int_t)prm->rank, "drop_last",
+                     prm->drop_last);
+}
+
+json_t *plan_describe_json(const struct plan *p)
+{
+    static const char *const forms[] = {
+        [PLAN_FORM_KEYS] = "keys", [PLAN_FORM_EPOCHS] = "epochs", [PLAN_FORM_PREFIX] = "prefix"};
+    const struct plan_params *prm = &p->prm;
+    json_t *o = json_object();
+    if (o == NULL)
+        return NULL;
+    bool ok = put(o, "name", prm->name ? json_string(prm->name) : json_null()) &&
+              put(o, "bucket", json_string(prm->bucket)) &&
+              put(o, "form", json_string(forms[prm->form])) &&
+              (prm->prefix == NULL || put(o, "prefix", json_string(prm->prefix))) &&
+              put(o, "epochs", json_integer(plan_epochs(p))) &&
+              put(o, "accesses", json_integer((json_int_t)plan_accesses(p))) &&
+              put(o, "objects_total", json_integer(plan_objects(p))) &&
+              put(o, "prefetch", json_boolean(prm->prefetch)) &&
+              (prm->form == PLAN_FORM_EPOCHS || put(o, "sampling", sampling_json(prm)));
+    if (!ok) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}

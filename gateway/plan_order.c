@@ -1,0 +1,216 @@
+/*
+ * plan_order.c - a plan's deterministic access order (plan.h): splitmix64
+ * Fisher-Yates per epoch, PyTorch's DistributedSampler split, the walk over
+ * all epochs, and the plan's read-only accessors.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../policy/policy.h"
+#include "plan_int.h"
+
+/* splitmix64, exactly as the contract spells it: state starts at seed + epoch. */
+static uint64_t splitmix64_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+sc_code plan_derive(struct plan *p, struct api_err *err)
+{
+    uint64_t n = p->n, ws = p->prm.world_size;
+    p->per_epoch = p->prm.drop_last ? n / ws : (n + ws - 1) / ws;
+    p->accesses = p->per_epoch * p->prm.num_epochs;
+    if (p->per_epoch == 0) {
+        api_err_set(err, API_INVALID_FIELD,
+                    "drop_last with world_size %" PRIu64 " leaves no samples of the %" PRIu64
+                    " keys to any rank",
+                    ws, n);
+        return SC_EINVAL;
+    }
+    if (p->accesses > p->lim.max_accesses) {
+        api_err_set(err, API_TOO_LARGE,
+                    "the plan has %" PRIu64 " accesses for this rank (%" PRIu64
+                    " per epoch, %u epochs); the limit is %" PRIu64,
+                    p->accesses, p->per_epoch, p->prm.num_epochs, p->lim.max_accesses);
+        return SC_ETOOBIG;
+    }
+    return SC_OK;
+}
+
+/* Fills order[0..per_epoch) for epoch e of a KEYS/PREFIX plan. */
+static sc_code sampled_order(const struct plan *p, uint32_t e, uint32_t *order)
+{
+    uint32_t n = p->n;
+    uint64_t ws = p->prm.world_size;
+    uint32_t *perm = NULL;
+    if (p->prm.shuffle) {
+        uint64_t state = p->prm.seed + e;
+        perm = malloc((size_t)n * sizeof(*perm));
+        if (perm == NULL)
+            return SC_ENOMEM;
+        for (uint32_t i = 0; i < n; i++)
+            perm[i] = i;
+        for (uint32_t i = n - 1; i >= 1; i--) {
+            uint32_t j = (uint32_t)(splitmix64_next(&state) % ((uint64_t)i + 1));
+            uint32_t t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
+        }
+    }
+    /* Padded position k >= n repeats the permutation from its start: perm[k % n]. */
+    for (uint64_t j = 0; j < p->per_epoch; j++) {
+        uint32_t k = (uint32_t)((p->prm.rank + j * ws) % n);
+        order[j] = perm ? perm[k] : k;
+    }
+    free(perm);
+    return SC_OK;
+}
+
+uint64_t plan_epoch_length(const struct plan *p, uint32_t e)
+{
+    if (!p->ready || e >= p->prm.num_epochs)
+        return 0;
+    if (p->prm.form == PLAN_FORM_EPOCHS)
+        return p->ep_start[e + 1] - p->ep_start[e];
+    return p->per_epoch;
+}
+
+sc_code plan_epoch_order(const struct plan *p, uint32_t e, uint32_t **out, uint64_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!p->ready || e >= p->prm.num_epochs)
+        return SC_EINVAL;
+    uint64_t len = plan_epoch_length(p, e);
+    uint32_t *order = malloc((size_t)len * sizeof(*order));
+    if (order == NULL)
+        return SC_ENOMEM;
+    if (p->prm.form == PLAN_FORM_EPOCHS) {
+        memcpy(order, p->acc + p->ep_start[e], (size_t)len * sizeof(*order));
+    } else if (sampled_order(p, e, order) != SC_OK) {
+        free(order);
+        return SC_ENOMEM;
+    }
+    *out = order;
+    *n = len;
+    return SC_OK;
+}
+
+void plan_iter_init(struct plan_iter *it, const struct plan *p)
+{
+    memset(it, 0, sizeof(*it));
+    it->p = p;
+}
+
+sc_code plan_iter_next(struct plan_iter *it, uint32_t *idx, uint64_t *pos)
+{
+    while (it->order == NULL || it->at == it->len) {
+        if (it->order != NULL) {
+            free(it->order);
+            it->order = NULL;
+            it->epoch++;
+        }
+        if (!it->p->ready || it->epoch >= it->p->prm.num_epochs)
+            return SC_ENOTFOUND;
+        sc_code rc = plan_epoch_order(it->p, it->epoch, &it->order, &it->len);
+        if (rc != SC_OK)
+            return rc;
+        it->at = 0;
+    }
+    *idx = it->order[it->at++];
+    if (pos != NULL)
+        *pos = it->pos;
+    it->pos++;
+    return SC_OK;
+}
+
+void plan_iter_free(struct plan_iter *it)
+{
+    free(it->order);
+    it->order = NULL;
+    it->len = it->at = 0;
+}
+
+sc_code plan_key_hashes(const struct plan *p, uint64_t **out)
+{
+    *out = NULL;
+    if (!p->ready)
+        return SC_EINVAL;
+    uint64_t *h = malloc((size_t)p->n * sizeof(*h));
+    if (h == NULL)
+        return SC_ENOMEM;
+    for (uint32_t i = 0; i < p->n; i++)
+        h[i] = plan_key_hash(p, i);
+    *out = h;
+    return SC_OK;
+}
+
+sc_code plan_used_objects(const struct plan *p, uint32_t *used)
+{
+    struct plan_iter it;
+    uint32_t idx, count = 0;
+    sc_code rc;
+    *used = 0;
+    if (!p->ready)
+        return SC_EINVAL;
+    uint8_t *seen = calloc((size_t)p->n / 8 + 1, 1);
+    if (seen == NULL)
+        return SC_ENOMEM;
+    plan_iter_init(&it, p);
+    while ((rc = plan_iter_next(&it, &idx, NULL)) == SC_OK) {
+        if (!(seen[idx / 8] & (1u << (idx % 8)))) {
+            seen[idx / 8] |= (uint8_t)(1u << (idx % 8));
+            count++;
+        }
+    }
+    plan_iter_free(&it);
+    free(seen);
+    if (rc != SC_ENOTFOUND)
+        return rc;
+    *used = count;
+    return SC_OK;
+}
+
+const struct plan_params *plan_params(const struct plan *p)
+{
+    return &p->prm;
+}
+
+bool plan_ready(const struct plan *p)
+{
+    return p->ready;
+}
+
+uint32_t plan_objects(const struct plan *p)
+{
+    return p->ready ? p->n : 0;
+}
+
+const char *plan_key(const struct plan *p, uint32_t idx)
+{
+    return p->arena + p->off[idx];
+}
+
+uint64_t plan_key_hash(const struct plan *p, uint32_t idx)
+{
+    return policy_key_hash(p->bucket, plan_key(p, idx));
+}
+
+bool plan_has_indices(const struct plan *p)
+{
+    return p->prm.form != PLAN_FORM_EPOCHS;
+}
+
+uint32_t plan_epochs(const struct plan *p)
+{
+    return p->prm.num_epochs;
+}
+
+uint64_t plan_accesses(const struct plan *p)
+{
+    return p->ready ? p->accesses : 0;
+}
