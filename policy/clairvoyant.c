@@ -35,17 +35,15 @@
  * longer than about n / SWEEP_STEPS evictions. Every operation is O(log n)
  * amortized, plus a constant scan of the 65 class tops.
  *
- * The id -> node table is a private copy of lru.c's scheme (open addressing,
- * backward-shift deletion); it moves to policy/idmap.h once that lands.
+ * Store ids find their nodes through the shared idmap (idmap.h).
  */
 #include "future.h"
+#include "idmap.h"
 #include "policy.h"
 
 #include <stdlib.h>
 
-#define NIL         UINT32_MAX /* "no node" */
-#define EMPTY       0u         /* an unused table slot; slots hold node index + 1 */
-#define MIN_SLOTS   64u
+#define NIL         IDMAP_NONE /* "no node" */
 #define MIN_NODES   32u
 #define MAX_NODES   (UINT32_MAX - 1u)
 #define N_CLASSES   65 /* bit lengths 0..64 */
@@ -79,76 +77,20 @@ struct clv {
     uint32_t n_nodes;   /* high-water mark */
     uint32_t cap_nodes; /* allocated */
     uint32_t free_head;
-    uint32_t head; /* unneeded objects: most recently used */
-    uint32_t tail; /* unneeded objects: least recently used, the first victim */
-    uint32_t *slots;
-    size_t n_slots; /* a power of two */
-    size_t count;
-    uint32_t sweep; /* next node the round-robin re-check visits */
+    uint32_t head;    /* unneeded objects: most recently used */
+    uint32_t tail;    /* unneeded objects: least recently used, the first victim */
+    struct idmap ids; /* store id -> node */
+    uint32_t sweep;   /* next node the round-robin re-check visits */
     struct clv_heap heaps[N_CLASSES];
 };
 
-/* ---- id table ---------------------------------------------------------- */
+/* ---- nodes ------------------------------------------------------------ */
 
-static size_t hash_id(uint64_t id)
+/* The idmap's key of node v: its store id. */
+static uint64_t node_id(const void *ctx, uint32_t v)
 {
-    id ^= id >> 30;
-    id *= 0xbf58476d1ce4e5b9ull;
-    id ^= id >> 27;
-    id *= 0x94d049bb133111ebull;
-    return (size_t)(id ^ (id >> 31));
-}
-
-/* Returns the slot holding id, or the empty slot where it would go. */
-static size_t find_slot(const struct clv *c, uint64_t id)
-{
-    size_t mask = c->n_slots - 1;
-    size_t i = hash_id(id) & mask;
-    while (c->slots[i] != EMPTY && c->nodes[c->slots[i] - 1].id != id)
-        i = (i + 1) & mask;
-    return i;
-}
-
-static uint32_t lookup(const struct clv *c, uint64_t id)
-{
-    size_t i = find_slot(c, id);
-    return c->slots[i] == EMPTY ? NIL : c->slots[i] - 1;
-}
-
-/* Doubles the table; on failure the old one stays. */
-static sc_code grow_slots(struct clv *c)
-{
-    size_t old_n = c->n_slots;
-    uint32_t *old = c->slots;
-    uint32_t *fresh = calloc(old_n * 2, sizeof(*fresh));
-    if (fresh == NULL)
-        return SC_ENOMEM;
-    c->slots = fresh;
-    c->n_slots = old_n * 2;
-    for (size_t i = 0; i < old_n; i++)
-        if (old[i] != EMPTY)
-            c->slots[find_slot(c, c->nodes[old[i] - 1].id)] = old[i];
-    free(old);
-    return SC_OK;
-}
-
-/* Empties slot hole, moving back later entries of its probe run (no tombstones). */
-static void clear_slot(struct clv *c, size_t hole)
-{
-    size_t mask = c->n_slots - 1;
-    size_t i = hole;
-    for (;;) {
-        i = (i + 1) & mask;
-        if (c->slots[i] == EMPTY)
-            break;
-        size_t home = hash_id(c->nodes[c->slots[i] - 1].id) & mask;
-        bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
-        if (!stays) {
-            c->slots[hole] = c->slots[i];
-            hole = i;
-        }
-    }
-    c->slots[hole] = EMPTY;
+    const struct clv *c = ctx;
+    return c->nodes[v].id;
 }
 
 /* Hands out a node index, growing the pool; NIL on failure. */
@@ -408,8 +350,8 @@ static void clv_free(void *state)
     future_unref(c->fut);
     for (int k = 0; k < N_CLASSES; k++)
         free(c->heaps[k].at);
+    idmap_free(&c->ids);
     free(c->nodes);
-    free(c->slots);
     free(c);
 }
 
@@ -421,12 +363,10 @@ static sc_code clv_init(uint64_t capacity, void **state)
     if (c == NULL)
         goto out;
     c->nodes = malloc(MIN_NODES * sizeof(*c->nodes));
-    c->slots = calloc(MIN_SLOTS, sizeof(*c->slots));
-    if (c->nodes == NULL || c->slots == NULL)
+    if (c->nodes == NULL || idmap_init(&c->ids, node_id, c) != SC_OK)
         goto out;
     c->capacity = capacity;
     c->cap_nodes = MIN_NODES;
-    c->n_slots = MIN_SLOTS;
     c->free_head = NIL;
     c->head = NIL;
     c->tail = NIL;
@@ -441,7 +381,7 @@ out:
 static void clv_on_hit(void *state, uint64_t id)
 {
     struct clv *c = state;
-    uint32_t n = lookup(c, id);
+    uint32_t n = idmap_get(&c->ids, id);
     if (n != NIL)
         refresh(c, n, true);
 }
@@ -455,14 +395,12 @@ static uint64_t obj_khash(const struct policy_obj *obj)
 static sc_code clv_on_insert(void *state, const struct policy_obj *obj)
 {
     struct clv *c = state;
-    if (lookup(c, obj->id) != NIL) {
+    if (idmap_get(&c->ids, obj->id) != NIL) {
         clv_on_hit(c, obj->id);
         return SC_OK;
     }
     struct clv_heap *h = &c->heaps[size_class(obj->size)];
     if (heap_reserve(h, h->n + 1) != SC_OK)
-        return SC_ENOMEM;
-    if ((c->count + 1) * 2 > c->n_slots && grow_slots(c) != SC_OK)
         return SC_ENOMEM;
     uint32_t n = alloc_node(c);
     if (n == NIL)
@@ -472,13 +410,16 @@ static sc_code clv_on_insert(void *state, const struct policy_obj *obj)
                                     .size = obj->size,
                                     .stamp = ++c->clock,
                                     .cls = IS_FREE};
+    if (idmap_put(&c->ids, n) != SC_OK) {
+        c->nodes[n].b = c->free_head;
+        c->free_head = n;
+        return SC_ENOMEM;
+    }
     c->nodes[n].next_use = read_next_use(c, n);
     if (c->nodes[n].next_use == FUTURE_NEVER)
         list_push_head(c, n);
     else
         heap_push(c, n);
-    c->slots[find_slot(c, obj->id)] = n + 1;
-    c->count++;
     c->used += obj->size;
     return SC_OK;
 }
@@ -487,11 +428,9 @@ static sc_code clv_on_insert(void *state, const struct policy_obj *obj)
 static void clv_on_remove(void *state, uint64_t id)
 {
     struct clv *c = state;
-    size_t slot = find_slot(c, id);
-    if (c->slots[slot] == EMPTY)
+    uint32_t n = idmap_del(&c->ids, id);
+    if (n == NIL)
         return;
-    uint32_t n = c->slots[slot] - 1;
-    clear_slot(c, slot);
     if (c->nodes[n].cls == IN_LIST)
         list_unlink(c, n);
     else
@@ -500,18 +439,19 @@ static void clv_on_remove(void *state, uint64_t id)
     c->nodes[n].cls = IS_FREE;
     c->nodes[n].b = c->free_head;
     c->free_head = n;
-    c->count--;
 }
 
 static bool clv_pick_victim(void *state, uint64_t *id)
 {
     struct clv *c = state;
-    if (c->count == 0)
+    if (c->ids.count == 0)
         return false;
     sweep(c);
     uint32_t n = heap_victim(c); /* first, as it may find unneeded objects */
     if (c->tail != NIL)
         n = c->tail;
+    if (n == NIL)
+        return false; /* cannot happen: every tracked node is in the list or a heap */
     *id = c->nodes[n].id;
     return true;
 }
@@ -566,7 +506,7 @@ static sc_code clv_hint(void *state, const struct policy_hint *h)
     struct clv *c = state;
     if (h->kind != POLICY_HINT_FUTURE)
         return SC_OK;
-    struct by_stamp *order = malloc((c->count ? c->count : 1) * sizeof(*order));
+    struct by_stamp *order = malloc((c->ids.count ? c->ids.count : 1) * sizeof(*order));
     if (order == NULL || reserve_all(c) != SC_OK) {
         free(order);
         return SC_ENOMEM;

@@ -17,7 +17,7 @@
 #define N_OBJECTS 3000u
 #define CAPACITY  (200u * 1024u)
 
-static const char *const names[] = {"lru", "s3fifo", "fixed", "importance"};
+static const char *const names[] = {"lru", "s3fifo", "fixed", "importance", "clairvoyant"};
 #define N_NAMES (sizeof(names) / sizeof(names[0]))
 
 static void every_policy_is_registered_and_complete(void **state)
