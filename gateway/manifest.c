@@ -244,6 +244,8 @@ sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, 
         persist(r, id, body, len);
         pthread_mutex_lock(&m->mu);
         *reply = progress_locked(m, false);
+        if (*reply)
+            json_object_set_new(*reply, "objects", m->fut ? json_integer(m->used) : json_null());
         pthread_mutex_unlock(&m->mu);
         if (*reply == NULL)
             rc = SC_ENOMEM; /* the manifest stands; only the reply failed */
