@@ -202,7 +202,7 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
             *upload_size = 0; /* a body on GET or HEAD: read and dropped */
             return MHD_YES;
         }
-        if (*upload_size > 0) {
+        if (*upload_size > 0 && q->have_target && q->tgt.kind == S3_REQ_ADMIN) {
             collect_body(q, upload_data, *upload_size);
             *upload_size = 0;
             return MHD_YES;
