@@ -16,7 +16,7 @@ PKGS=(
     build-essential pkg-config clang clang-format
     libmicrohttpd-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev
     libcmocka-dev libssl-dev lmdb-utils
-    awscli python3-boto3 python3-pytest
+    awscli python3-boto3 python3-pytest python3-torch
     nginx wrk curl
     radosgw ceph-mon ceph-osd ceph-common
 )
