@@ -20,7 +20,9 @@
 #define PREFIX "/_s3cached/"
 #define ID_MAX 23
 
-static enum MHD_Result respond_text(struct gw_req *q, int status, char *text)
+/* Queues a JSON reply, taking ownership of text; location, if any, becomes the Location header. */
+static enum MHD_Result respond_json_text(struct gw_req *q, int status, char *text,
+                                         const char *location)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
@@ -30,6 +32,8 @@ static enum MHD_Result respond_text(struct gw_req *q, int status, char *text)
     }
     MHD_add_response_header(resp, "Content-Type", "application/json");
     MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (location != NULL)
+        MHD_add_response_header(resp, "Location", location);
     return gw_queue(q, status, resp);
 }
 
@@ -40,7 +44,7 @@ static enum MHD_Result respond_json(struct gw_req *q, int status, json_t *o)
     json_decref(o);
     if (text == NULL)
         return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
-    return respond_text(q, status, text);
+    return respond_json_text(q, status, text, NULL);
 }
 
 static enum MHD_Result respond_api_err(struct gw_req *q, const struct api_err *e)
@@ -48,7 +52,7 @@ static enum MHD_Result respond_api_err(struct gw_req *q, const struct api_err *e
     char *text = api_err_json(e);
     if (text == NULL)
         return MHD_NO;
-    return respond_text(q, (int)api_err_status(e->code), text);
+    return respond_json_text(q, (int)api_err_status(e->code), text, NULL);
 }
 
 static enum MHD_Result respond_problem(struct gw_req *q, enum api_err_code code, const char *msg)
@@ -95,15 +99,7 @@ static enum MHD_Result create_manifest(struct gw_req *q)
     json_decref(reply);
     if (text == NULL)
         return MHD_NO;
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (resp == NULL) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    MHD_add_response_header(resp, "Location", location);
-    return gw_queue(q, 201, resp);
+    return respond_json_text(q, 201, text, location);
 }
 
 static enum MHD_Result post_importance(struct gw_req *q)
@@ -192,7 +188,7 @@ enum MHD_Result gw_admin(struct gw_req *q)
         if (!is(q, "GET"))
             return not_allowed(q);
         char *text = gw_stats_json(&q->g->stats, q->g->st, q->g->cfg->policy);
-        return text ? respond_text(q, 200, text) : MHD_NO;
+        return text ? respond_json_text(q, 200, text, NULL) : MHD_NO;
     }
     if (strcmp(what, "manifests") == 0) {
         if (is(q, "POST"))

@@ -175,16 +175,8 @@ static void abandon_if_unread(fill *f)
 static void note_md5_etag(fill *f, const char *etag)
 {
     f->etag_md5[0] = '\0';
-    if (etag == NULL || strlen(etag) != 34 || etag[0] != '"' || etag[33] != '"')
+    if (!up_etag_md5(etag, f->etag_md5))
         return;
-    for (int i = 1; i <= 32; i++) {
-        char c = etag[i];
-        bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-        if (!hex)
-            return;
-        f->etag_md5[i - 1] = (char)(c >= 'A' && c <= 'F' ? c + 32 : c);
-    }
-    f->etag_md5[32] = '\0';
     f->md5 = EVP_MD_CTX_new();
     if (f->md5 == NULL || EVP_DigestInit_ex(f->md5, EVP_md5(), NULL) != 1) {
         EVP_MD_CTX_free(f->md5);

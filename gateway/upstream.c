@@ -19,10 +19,12 @@
 #include "../common/log.h"
 #include "../common/uri.h"
 #include "sigv4.h"
+#include "upsock.h"
 
 #define EMPTY_SHA256     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define MAX_RESP_HEADERS 128
 #define MAX_HEADER_BYTES (64 * 1024)
+#define TAIL_WATCH_MS    20 /* how long a body without an MD5 ETag is watched for excess */
 
 enum cmd_kind { CMD_SUBMIT, CMD_RESUME, CMD_CANCEL };
 
@@ -44,8 +46,11 @@ struct upstream {
     pthread_mutex_t mu; /* guards cmds and stopping */
     struct cmd *cmds, *cmds_tail;
     bool stopping;
-    up_req *waiting; /* requests waiting to be retried (loop thread only) */
-    up_req *live;    /* every started, unfinished request (loop thread only) */
+    up_req *waiting;  /* requests waiting to be retried (loop thread only) */
+    up_req *live;     /* every started, unfinished request (loop thread only) */
+    up_req *watching; /* held after their last byte, watched for excess (loop thread only) */
+    struct upsock_table socks; /* every open upstream socket (loop thread only) */
+    bool plain_http;           /* the upstream is http://: its sockets carry the bytes as sent */
 };
 
 struct up_req {
@@ -70,9 +75,15 @@ struct up_req {
     bool discard;   /* this attempt's response is being thrown away for a retry */
     bool finished;  /* on_done has run */
     bool in_multi;
-    bool live;             /* linked into upstream.live */
-    bool paused;           /* waiting on our side (client slow, or body not ready) */
-    bool excess;           /* the upstream sent more than its Content-Length */
+    bool live;          /* linked into upstream.live */
+    bool paused;        /* waiting on our side (client slow, or body not ready) */
+    bool excess;        /* the upstream sent more than its Content-Length */
+    bool watch_tail;    /* no MD5 ETag: hold the last byte and watch for excess */
+    bool tail_held;     /* the last body bytes went to on_body; curl holds them paused */
+    bool in_watch;      /* linked into upstream.watching */
+    long tail_until_ms; /* when the watch ends */
+    curl_socket_t fd;   /* this attempt's connection, for exact_length over plain http */
+    up_req *next_watching;
     int64_t body_expected; /* the final response's Content-Length, or -1 */
     int64_t body_seen;     /* body bytes handed to on_body */
     curl_off_t last_moved; /* bytes moved at the last progress check */
@@ -90,6 +101,23 @@ static long now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool up_etag_md5(const char *etag, char hex[33])
+{
+    if (etag == NULL || strlen(etag) != 34 || etag[0] != '"' || etag[33] != '"')
+        return false;
+    for (int i = 1; i <= 32; i++) {
+        char c = etag[i];
+        bool is_hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        if (!is_hex)
+            return false;
+        if (hex != NULL)
+            hex[i - 1] = (char)(c >= 'A' && c <= 'F' ? c + 32 : c);
+    }
+    if (hex != NULL)
+        hex[32] = '\0';
+    return true;
 }
 
 const char *up_header_get(const struct up_header *h, size_t n, const char *name)
@@ -180,12 +208,24 @@ static void unlink_live(up_req *r)
     r->prev_live = r->next_live = NULL;
 }
 
+static void unlink_watching(upstream *up, up_req *r)
+{
+    for (up_req **pp = &up->watching; *pp; pp = &(*pp)->next_watching)
+        if (*pp == r) {
+            *pp = r->next_watching;
+            r->in_watch = false;
+            return;
+        }
+}
+
 static void req_finish(up_req *r, sc_code rc)
 {
     if (r->finished)
         return;
     r->finished = true;
     unlink_live(r);
+    if (r->in_watch)
+        unlink_watching(r->up, r);
     if (r->in_multi) {
         curl_multi_remove_handle(r->up->multi, r->easy);
         r->in_multi = false;
@@ -289,6 +329,15 @@ static int on_curl_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, cur
 
 /* Bytes past Content-Length that arrive with the headers are reported only as an
  * informational line; a fill must fail (see also excess_pending()). */
+/* Learns which socket this attempt uses, just before the request goes out. */
+static int on_curl_prereq(void *arg, char *primary_ip, char *local_ip, int primary_port,
+                          int local_port)
+{
+    up_req *r = arg;
+    r->fd = upsock_find(&r->up->socks, local_port);
+    return CURL_PREREQFUNC_OK;
+}
+
 static int on_curl_debug(CURL *e, curl_infotype type, char *text, size_t len, void *arg)
 {
     up_req *r = arg;
@@ -338,6 +387,16 @@ static sc_code setup_easy(up_req *r)
     r->last_moved = 0;
     r->last_progress_ms = now_ms();
     r->excess = false;
+    r->tail_held = false;
+    r->fd = CURL_SOCKET_BAD;
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, upsock_open);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &up->socks);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, upsock_close);
+    curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, &up->socks);
+    if (r->exact_length && up->plain_http) {
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_curl_prereq);
+        curl_easy_setopt(e, CURLOPT_PREREQDATA, r);
+    }
     if (r->exact_length) {
         curl_easy_setopt(e, CURLOPT_VERBOSE, 1L);
         curl_easy_setopt(e, CURLOPT_DEBUGFUNCTION, on_curl_debug);
@@ -401,6 +460,8 @@ static void deliver_head(up_req *r, long status)
     r->delivered = true;
     r->body_expected = length;
     r->body_seen = 0;
+    r->watch_tail = r->exact_length && length > 0 &&
+                    !up_etag_md5(up_header_get(r->resp, r->n_resp, "etag"), NULL);
     r->h.on_head(r->arg, &head);
 }
 
@@ -447,20 +508,40 @@ static size_t on_curl_header(char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
+/*
+ * Keeps the connection of a transfer whose last byte has arrived, for TAIL_WATCH_MS: an
+ * upstream that announced less than it sends may still be sending, and without an MD5
+ * ETag nothing else would tell. The bytes were delivered; pausing makes curl hold them
+ * (and the connection) until watch_tails() lets go.
+ */
+static size_t hold_tail(up_req *r)
+{
+    r->tail_held = true;
+    r->in_watch = true;
+    r->tail_until_ms = now_ms() + TAIL_WATCH_MS;
+    r->next_watching = r->up->watching;
+    r->up->watching = r;
+    return CURL_WRITEFUNC_PAUSE;
+}
+
 static size_t on_curl_write(char *p, size_t size, size_t n, void *arg)
 {
     up_req *r = arg;
     size_t len = size * n;
-    if (r->discard)
-        return len;
+    if (r->discard || r->tail_held)
+        return len; /* thrown away, or the held last bytes handed back by curl_easy_pause */
     if (!r->delivered)
         return 0; /* body before a head: impossible with HTTP, refuse */
     if (r->h.on_body(r->arg, p, len)) {
         r->body_seen += (int64_t)len;
         /* Probe for excess while the connection is still this transfer's: once the
          * transfer is done libcurl may hand the connection to the next request. */
-        if (r->exact_length && r->body_seen == r->body_expected && excess_pending(r))
-            r->excess = true;
+        if (r->exact_length && r->body_seen == r->body_expected) {
+            if (excess_pending(r))
+                r->excess = true;
+            else if (r->watch_tail)
+                return hold_tail(r);
+        }
         return len;
     }
     r->paused = true;
@@ -511,11 +592,8 @@ static sc_code translate_curl(CURLcode cc)
  */
 static bool excess_pending(up_req *r)
 {
-    curl_socket_t fd = CURL_SOCKET_BAD;
-    if (curl_easy_getinfo(r->easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD)
-        return false;
     char probe;
-    return recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
+    return r->fd != CURL_SOCKET_BAD && recv(r->fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
 }
 
 static void on_transfer_done(up_req *r, CURLcode cc)
@@ -543,6 +621,27 @@ static void on_transfer_done(up_req *r, CURLcode cc)
         rc = SC_EMISMATCH;
     }
     req_finish(r, rc);
+}
+
+/* Ends the watches that are due or that saw excess; lowers *timeout to the next end. */
+static void watch_tails(upstream *up, long *timeout)
+{
+    long now = now_ms();
+    up_req **pp = &up->watching;
+    while (*pp) {
+        up_req *r = *pp;
+        if (excess_pending(r))
+            r->excess = true;
+        if (r->excess || r->tail_until_ms <= now) {
+            *pp = r->next_watching;
+            r->in_watch = false;
+            curl_easy_pause(r->easy, CURLPAUSE_CONT); /* curl hands back the held bytes */
+            continue;
+        }
+        if (r->tail_until_ms - now < *timeout)
+            *timeout = r->tail_until_ms - now;
+        pp = &r->next_watching;
+    }
 }
 
 static void run_due_retries(upstream *up, long *timeout)
@@ -580,7 +679,7 @@ static void run_command(upstream *up, struct cmd *c)
         start_attempt(r);
         break;
     case CMD_RESUME:
-        if (!r->finished && r->in_multi) {
+        if (!r->finished && r->in_multi && !r->in_watch) {
             r->paused = false;
             r->last_progress_ms = now_ms();
             curl_easy_pause(r->easy, CURLPAUSE_CONT);
@@ -618,6 +717,7 @@ static bool run_commands(upstream *up)
 static void cancel_everything(upstream *up)
 {
     up->waiting = NULL;
+    up->watching = NULL;
     while (up->live)
         req_finish(up->live, SC_ECANCELED);
 }
@@ -641,6 +741,7 @@ static void *upstream_thread(void *arg)
         }
         long timeout = 1000;
         run_due_retries(up, &timeout); /* after the transfers above may have scheduled some */
+        watch_tails(up, &timeout);
         long curl_timeout = -1;
         curl_multi_timeout(up->multi, &curl_timeout);
         if (curl_timeout >= 0 && curl_timeout < timeout)
@@ -776,6 +877,7 @@ static sc_code parse_base(upstream *up, const char *url)
     up->base_url = strndup(url, (size_t)(auth - url) + auth_len);
     up->host = strndup(auth, auth_len);
     up->base_path = strdup(slash ? slash : "");
+    up->plain_http = strncasecmp(url, "http://", 7) == 0;
     if (!up->base_url || !up->host || !up->base_path)
         return SC_ENOMEM;
     size_t n = strlen(up->base_path);
@@ -801,7 +903,8 @@ static sc_code copy_creds(upstream *up, const struct creds *c)
 static void upstream_destroy(upstream *up)
 {
     if (up->multi)
-        curl_multi_cleanup(up->multi);
+        curl_multi_cleanup(up->multi); /* closes the sockets, through upsock_close() */
+    upsock_table_free(&up->socks);
     creds_clear(&up->creds);
     free(up->base_url);
     free(up->host);

@@ -54,7 +54,9 @@ struct up_request {
     int64_t body_length; /* -1: no body; else bytes read_body will supply */
     bool idempotent;     /* may be retried */
     bool exact_length;   /* fail the transfer if the upstream sends more bytes
-                            than its Content-Length (cache fills) */
+                            than its Content-Length (cache fills); when the ETag
+                            is no MD5 to check the body against, the connection
+                            is watched for a moment after the last byte */
 };
 
 /* The final response's status line and headers, valid only during on_head. */
@@ -123,6 +125,12 @@ sc_code up_headers_copy(const struct up_header *h, size_t n, struct up_header **
 
 /* @brief Frees headers made by up_headers_copy(). NULL is a no-op. */
 void up_headers_free(struct up_header *h, size_t n);
+
+/*
+ * @brief Tells whether an ETag is a quoted 32-digit hex MD5 (a single-part upload's, which
+ * is the MD5 of the body); if so and hex is not NULL, writes the digest there in lower case.
+ */
+bool up_etag_md5(const char *etag, char hex[33]);
 
 /* @brief Finds a header by case-insensitive name; NULL if absent. */
 const char *up_header_get(const struct up_header *h, size_t n, const char *name);

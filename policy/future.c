@@ -208,25 +208,35 @@ static uint32_t live_cursor(future *f, uint32_t u)
     return c;
 }
 
-bool future_consume(future *f, uint64_t khash)
+/*
+ * The next planned use of khash at or after the trainer's position (minus the slack), or
+ * FUTURE_NEVER; with consume, that use is also taken as happening now.
+ */
+static uint64_t next_use(future *f, uint64_t khash, bool consume)
 {
     if (!f->sealed)
-        return false;
+        return FUTURE_NEVER;
     uint32_t u = find_key(f, khash);
     if (u == NO_KEY)
-        return false;
-    bool consumed = false;
+        return FUTURE_NEVER;
+    uint64_t next = FUTURE_NEVER;
     pthread_mutex_lock(&f->lock);
     uint32_t c = live_cursor(f, u);
     if (c < f->start[u + 1]) {
-        uint64_t pos = f->occ[c];
-        f->cursor[u] = c + 1;
-        if (pos + 1 > f->position)
-            f->position = pos + 1;
-        consumed = true;
+        next = f->occ[c];
+        if (consume) {
+            f->cursor[u] = c + 1;
+            if (next + 1 > f->position)
+                f->position = next + 1;
+        }
     }
     pthread_mutex_unlock(&f->lock);
-    return consumed;
+    return next;
+}
+
+bool future_consume(future *f, uint64_t khash)
+{
+    return next_use(f, khash, true) != FUTURE_NEVER;
 }
 
 uint64_t future_position(future *f)
@@ -239,18 +249,7 @@ uint64_t future_position(future *f)
 
 uint64_t future_next_use(future *f, uint64_t khash)
 {
-    if (!f->sealed)
-        return FUTURE_NEVER;
-    uint32_t u = find_key(f, khash);
-    if (u == NO_KEY)
-        return FUTURE_NEVER;
-    uint64_t next = FUTURE_NEVER;
-    pthread_mutex_lock(&f->lock);
-    uint32_t c = live_cursor(f, u);
-    if (c < f->start[u + 1])
-        next = f->occ[c];
-    pthread_mutex_unlock(&f->lock);
-    return next;
+    return next_use(f, khash, false);
 }
 
 bool future_contains(const future *f, uint64_t khash)
