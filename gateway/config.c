@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "../common/log.h"
 
 enum opt_type { OPT_STR, OPT_SIZE, OPT_UINT, OPT_BOOL, OPT_LISTEN, OPT_LOGLEVEL, OPT_ACTION };
@@ -76,6 +78,11 @@ static const struct opt options[] = {
      NULL, "do not verify the upstream's TLS certificate (never in production)"},
     {"prefetch-concurrency", "S3CACHED_PREFETCH_CONCURRENCY", OPT_UINT, OFF(prefetch_concurrency),
      1, 1024, "N", "manifest prefetches in flight at once (default 32)"},
+    {"admin-token", "S3CACHED_ADMIN_TOKEN", OPT_STR, OFF(admin_token), 0, 0, "TOKEN",
+     "bearer token the admin API (/_s3cached/) requires; without one it answers only loopback "
+     "clients (prefer the file or the environment: arguments show in ps)"},
+    {"admin-token-file", "S3CACHED_ADMIN_TOKEN_FILE", OPT_STR, OFF(admin_token_file), 0, 0, "FILE",
+     "read the admin token from the first line of FILE"},
     {"log-level", "S3CACHED_LOG_LEVEL", OPT_LOGLEVEL, OFF(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info)"},
     {"help", NULL, OPT_ACTION, OFF(show_help), 0, 0, NULL, "show this help"},
@@ -338,6 +345,39 @@ static sc_code finish_upstream(struct gw_config *cfg, char *err, size_t err_len)
     return SC_OK;
 }
 
+#define ADMIN_TOKEN_MIN 16
+#define ADMIN_TOKEN_MAX 4096
+
+/* Reads the admin token from its file (first line) and checks it is long enough to guess. */
+static sc_code finish_admin_token(struct gw_config *cfg, char *err, size_t err_len)
+{
+    if (cfg->admin_token_file != NULL) {
+        FILE *f = fopen(cfg->admin_token_file, "r");
+        if (f == NULL) {
+            snprintf(err, err_len, "cannot read --admin-token-file %s: %s", cfg->admin_token_file,
+                     strerror(errno));
+            return SC_EINVAL;
+        }
+        char line[ADMIN_TOKEN_MAX + 2];
+        bool got = fgets(line, sizeof(line), f) != NULL;
+        fclose(f);
+        line[got ? strcspn(line, "\r\n") : 0] = '\0';
+        sc_code rc = set_string(&cfg->admin_token, line);
+        OPENSSL_cleanse(line, sizeof(line));
+        if (rc != SC_OK)
+            return rc;
+    }
+    if (cfg->admin_token == NULL)
+        return SC_OK;
+    size_t n = strlen(cfg->admin_token);
+    if (n < ADMIN_TOKEN_MIN || n > ADMIN_TOKEN_MAX) {
+        snprintf(err, err_len, "the admin token must be %d to %d characters", ADMIN_TOKEN_MIN,
+                 ADMIN_TOKEN_MAX);
+        return SC_EINVAL;
+    }
+    return SC_OK;
+}
+
 sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err, size_t err_len)
 {
     sc_code rc = set_defaults(cfg);
@@ -347,6 +387,8 @@ sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err,
         rc = apply_argv(cfg, argc, argv, err, err_len);
     if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
         rc = finish_upstream(cfg, err, err_len);
+    if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
+        rc = finish_admin_token(cfg, err, err_len);
     if (rc == SC_OK && cfg->max_object_size > cfg->cache_size)
         cfg->max_object_size = cfg->cache_size;
     if (rc == SC_ENOMEM)
@@ -362,6 +404,10 @@ void gw_config_free(struct gw_config *cfg)
     free(cfg->cache_dir);
     free(cfg->policy);
     free(cfg->vhost_domain);
+    if (cfg->admin_token != NULL)
+        OPENSSL_cleanse(cfg->admin_token, strlen(cfg->admin_token));
+    free(cfg->admin_token);
+    free(cfg->admin_token_file);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -382,5 +428,5 @@ void gw_config_usage(const char *prog)
     printf("\nUpstream credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
            "or the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE). Without\n"
            "any, upstream requests are sent unsigned (public buckets).\n"
-           "Admin API: GET /_s3cached/stats\n");
+           "Admin API under /_s3cached/ (stats, manifests, importance): see docs/manifests.md.\n");
 }

@@ -35,6 +35,8 @@ struct gw_config {
     unsigned upstream_connect_timeout; /* seconds */
     unsigned upstream_stall_timeout;   /* seconds without a byte before a transfer is aborted */
     unsigned log_level;
+    char *admin_token;      /* NULL: none; see --admin-token; wiped by gw_config_free() */
+    char *admin_token_file; /* where admin_token was read from, if anywhere */
     bool show_help;
     bool show_version;
 };

@@ -32,6 +32,7 @@ struct gw {
     mf_registry *manifests;
     struct gw_stats stats;
     struct MHD_Daemon *daemon;
+    bool listen_loopback; /* the listener is on a loopback address */
 };
 
 /* Where a request is in its life; the access handler resumes from here. */
@@ -78,6 +79,9 @@ struct gw_req {
 enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
                                  const char *message);
 
+/* server.c: true for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. NULL is not loopback. */
+bool gw_addr_is_loopback(const struct sockaddr *sa);
+
 /* Adds the headers every response carries (request id). */
 void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp);
 
@@ -92,6 +96,8 @@ enum MHD_Result gw_serve_object(struct gw_req *q); /* serve.c: GET/HEAD through 
 enum MHD_Result gw_serve_relay(struct gw_req *q);  /* serve.c: answer from a relay's head */
 enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
 enum MHD_Result gw_admin(struct gw_req *q); /* admin.c: /_s3cached/... */
+bool gw_is_probe(const struct gw_req *q);   /* probe.c: GET /healthz or /readyz, no query */
+enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
 
 /*
  * proxy.c: fetches bytes [start, start + len) of the request's object with an explicit

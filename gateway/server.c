@@ -13,6 +13,7 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <netdb.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -207,6 +208,8 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
             *upload_size = 0;
             return MHD_YES;
         }
+        if (gw_is_probe(q))
+            return gw_probe(q);
         if (!q->have_target && (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED))
             return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
         return step_route(q, upload_data, upload_size);
@@ -276,6 +279,23 @@ static sc_code resolve_listen(const struct gw_config *cfg, struct sockaddr_stora
     return SC_OK;
 }
 
+bool gw_addr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa == NULL)
+        return false;
+    if (sa->sa_family == AF_INET) {
+        uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+        return (a >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a6))
+            return true;
+        return IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127;
+    }
+    return false;
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     char line[512];
@@ -295,6 +315,11 @@ sc_code server_start(struct gw *g)
         sc_err("cannot resolve listen address %s", cfg->listen_host);
         return SC_EINVAL;
     }
+    g->listen_loopback = gw_addr_is_loopback((struct sockaddr *)&ss);
+    if (!g->listen_loopback && cfg->admin_token == NULL)
+        sc_warn("listening on %s without an admin token: the admin API answers loopback clients "
+                "only (see --admin-token)",
+                cfg->listen_host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
     g->daemon = MHD_start_daemon(

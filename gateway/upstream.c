@@ -49,8 +49,10 @@ struct upstream {
     up_req *waiting;  /* requests waiting to be retried (loop thread only) */
     up_req *live;     /* every started, unfinished request (loop thread only) */
     up_req *watching; /* held after their last byte, watched for excess (loop thread only) */
-    struct upsock_table socks; /* every open upstream socket (loop thread only) */
-    bool plain_http;           /* the upstream is http://: its sockets carry the bytes as sent */
+    atomic_long last_answer_ms;      /* when an upstream response head last arrived */
+    atomic_long last_unreachable_ms; /* when a request last failed without any response */
+    struct upsock_table socks;       /* every open upstream socket (loop thread only) */
+    bool plain_http; /* the upstream is http://: its sockets carry the bytes as sent */
 };
 
 struct up_req {
@@ -457,6 +459,7 @@ static void deliver_head(up_req *r, long status)
             length = v;
     }
     struct up_head head = {status, r->resp, r->n_resp, length};
+    atomic_store(&r->up->last_answer_ms, now_ms());
     r->delivered = true;
     r->body_expected = length;
     r->body_seen = 0;
@@ -616,6 +619,8 @@ static void on_transfer_done(up_req *r, CURLcode cc)
     if (cc != CURLE_OK)
         sc_warn("upstream %s %s failed: %s", r->method, r->path, curl_easy_strerror(cc));
     sc_code rc = translate_curl(cc);
+    if (rc != SC_OK && !r->delivered)
+        atomic_store(&r->up->last_unreachable_ms, now_ms());
     if (rc == SC_OK && r->excess) {
         sc_warn("upstream %s %s sent more bytes than its Content-Length", r->method, r->path);
         rc = SC_EMISMATCH;
@@ -753,6 +758,11 @@ static void *upstream_thread(void *arg)
 }
 
 /* ---- public API ----------------------------------------------------------- */
+
+bool up_reachable(upstream *up)
+{
+    return atomic_load(&up->last_unreachable_ms) <= atomic_load(&up->last_answer_ms);
+}
 
 static sc_code queue_cmd(upstream *up, enum cmd_kind kind, up_req *r)
 {

@@ -106,6 +106,13 @@ void upstream_free(upstream *up);
 sc_code up_submit(upstream *up, const struct up_request *req, const struct up_handler *h, void *arg,
                   up_req **out);
 
+/*
+ * @brief False when the latest upstream outcome was a request that got no response at all
+ * (connection refused, DNS, TLS, timeout before the head); true otherwise, also before any
+ * request. Any thread.
+ */
+bool up_reachable(upstream *up);
+
 /* @brief Restarts a paused transfer (either direction). Any thread; no-op once done. */
 void up_req_resume(up_req *r);
 
