@@ -17,6 +17,7 @@
 #include "config.h"
 #include "fill.h"
 #include "manifest.h"
+#include "metrics.h"
 #include "origin.h"
 #include "relay.h"
 #include "s3_target.h"
@@ -31,6 +32,7 @@ struct gw {
     fill_table *fills;
     mf_registry *manifests;
     struct gw_stats stats;
+    struct gw_metrics metrics;
     struct MHD_Daemon *daemon;
     bool listen_loopback; /* the listener is on a loopback address */
 };
@@ -51,7 +53,9 @@ struct gw_req {
     struct MHD_Connection *conn;
     char *target; /* the raw request target, as received */
     char request_id[17];
-    const char *method; /* owned by libmicrohttpd, valid during the request */
+    struct timespec arrived; /* when the request line came in */
+    unsigned status;         /* the status queued, 0 before */
+    const char *method;      /* owned by libmicrohttpd, valid during the request */
     struct s3_target tgt;
     bool have_target;
     bool drain_body; /* a request body that is read and dropped */
@@ -96,7 +100,7 @@ enum MHD_Result gw_serve_object(struct gw_req *q); /* serve.c: GET/HEAD through 
 enum MHD_Result gw_serve_relay(struct gw_req *q);  /* serve.c: answer from a relay's head */
 enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
 enum MHD_Result gw_admin(struct gw_req *q); /* admin.c: /_s3cached/... */
-bool gw_is_probe(const struct gw_req *q);   /* probe.c: GET /healthz or /readyz, no query */
+bool gw_is_probe(const struct gw_req *q);   /* probe.c: GET /healthz, /readyz, /metrics, no query */
 enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
 
 /*

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/log.h"
 #include "s3_xml.h"
@@ -43,6 +44,7 @@ enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp
 {
     gw_add_common_headers(q, resp);
     enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, resp);
+    q->status = (unsigned)status;
     MHD_destroy_response(resp);
     q->phase = GW_PHASE_RESPONDED;
     return ret;
@@ -235,11 +237,24 @@ static void *on_request_start(void *cls, const char *uri, struct MHD_Connection 
     q->g = g;
     q->conn = conn;
     q->target = strndup(uri, MAX_TARGET_LEN + 1);
+    clock_gettime(CLOCK_MONOTONIC, &q->arrived);
     uint64_t n = atomic_fetch_add(&request_counter, 1);
     snprintf(q->request_id, sizeof(q->request_id), "%08X%08X", (unsigned)(uintptr_t)g ^ 0x5ca1ab1e,
              (unsigned)n);
     gw_waiter_init(q);
     return q;
+}
+
+/* Adds a finished request to the metrics. */
+static void count_request(struct gw_req *q)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double seconds =
+        (double)(now.tv_sec - q->arrived.tv_sec) + (double)(now.tv_nsec - q->arrived.tv_nsec) / 1e9;
+    enum gw_op op =
+        gw_is_probe(q) ? GW_OP_PROBE : gw_op_of(q->method, q->have_target ? &q->tgt : NULL);
+    gw_metrics_request(&q->g->metrics, op, q->status, seconds);
 }
 
 static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -248,6 +263,7 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
     struct gw_req *q = *con_cls;
     if (q == NULL)
         return;
+    count_request(q);
     if (q->relay) {
         relay_unpark(q->relay, &q->waiter);
         relay_detach(q->relay, &q->cursor);
