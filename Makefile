@@ -7,6 +7,7 @@
 #   make run        a local S3 server seeded with objects, and the gateway in front of it
 #   make lint       clang-format check, and a clang -Werror compile of every file
 #   make format     clang-format every C file in place
+#   make bench      every benchmark in bench/, results in bench/results/, plots in docs/img/
 
 CC      ?= cc
 PKGS    := libmicrohttpd libcurl jansson openssl
@@ -24,6 +25,7 @@ LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(STORE_SRC) $(GATEWAY_SRC)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 SIM_SRC     := $(wildcard tools/sim/*.c)
 CTL_SRC     := $(wildcard tools/ctl/*.c)
+RELAY_SRC   := $(wildcard tools/latency-relay/*.c)
 
 FORMAT_SRC := $(wildcard */*.c */*.h tests/unit/*.c tools/*/*.c tools/*/*.h)
 
@@ -31,7 +33,7 @@ OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
-.PHONY: all asan unit test integration run format lint clean deps
+.PHONY: all asan unit test integration run format lint clean deps bench
 all: build/s3cached build/s3cachectl build/s3cached-sim
 
 build/s3cached: build/obj/gateway/main.o $(OBJ)
@@ -62,6 +64,17 @@ build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
 
+# The benchmark's latency relay: epoll, no library but libc.
+build/latency-relay: $(RELAY_SRC:%.c=build/obj/%.o) build/obj/common/sc_err.o
+	$(CC) $(CFLAGS) -o $@ $^ -lm
+
+# test_latency_relay links the relay's pure pieces: everything in it but its main.
+RELAY_LIB_SRC := $(filter-out tools/latency-relay/main.c,$(RELAY_SRC))
+build/asan/tests/test_latency_relay: tests/unit/test_latency_relay.c $(ASAN_OBJ) \
+                                     $(RELAY_LIB_SRC:%.c=build/asan/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
+
 # test_sim also links the simulator's pieces: everything in tools/sim but its main.
 SIM_LIB_SRC := $(filter-out tools/sim/main.c,$(SIM_SRC))
 build/asan/tests/test_sim: tests/unit/test_sim.c $(ASAN_OBJ) $(SIM_LIB_SRC:%.c=build/asan/obj/%.o)
@@ -86,9 +99,15 @@ test: deps
 # gcc builds everything above; clang must accept every file too, with the same warnings.
 lint:
 	@clang-format --dry-run --Werror $(FORMAT_SRC)
-	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC); do \
+	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(RELAY_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean" 
+
+# Every benchmark, one after the other (bench/all.sh; about 15 minutes on 2 cores). Needs root
+# for the emulated cloud's network namespace; installs gnuplot for the plots.
+bench: all build/latency-relay
+	tools/install-deps.sh --bench
+	bench/all.sh
 
 run: deps all
 	tools/run-local.sh
