@@ -1,114 +1,115 @@
 #!/usr/bin/env bash
-# bench/hit.sh - hit-path throughput: s3cached serving cached objects against nginx serving the
-# same bytes as static files, side by side in one run, with wrk on loopback.
+# bench/hit.sh - the hit path: GET throughput and latency of cached objects (4 KiB, 100 KiB,
+# 4 MiB), with wrk on loopback, for
+#   s3cached                          the default (CRC32C of every chunk checked on each hit)
+#   s3cached --no-verify-checksums    what the check costs
+#   nginx proxy_cache                 nginx as a caching reverse proxy: how people cache S3
+#   nginx static                      nginx sending the same bytes as plain files (reference)
+# all in one run, one after the other, each with the same number of threads/workers. The
+# ratio s3cached / nginx proxy_cache is the comparison; the server's CPU (user+sys from
+# /proc/PID/stat over the run) is given per 10,000 hits.
 #
-# Usage: bench/hit.sh [DURATION_SECONDS] [CONNECTIONS]
-# Prints one table row per object size and setup, and the ratio s3cached / nginx.
-# The gateway is the optimized build (build/s3cached); build it with `make` first.
-set -euo pipefail
-REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Usage: bench/hit.sh [DURATION_S [CONNECTIONS]]     (defaults 10 and 32)
+# Settings: HIT_THREADS [1] gateway threads = nginx workers; wrk uses one thread, and the
+# two share the machine's cores. Results: bench/results/hit.json.
+# No emulated cloud: a hit never reaches the upstream (checked on the gateway's counters).
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$REPO/bench/lib/nginx.sh"
+
 DUR="${1:-10}"
 CONNS="${2:-32}"
-WORK="$(mktemp -d /tmp/s3cached-bench.XXXXXX)"
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+THREADS="${HIT_THREADS:-1}"
+SIZES=(4096 102400 4194304)
+need wrk nginx curl jq
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# The upstream: nginx serving a directory laid out as /bucket/key answers GETs like S3 does for
-# these tests; the gateway reads each object once from it, then only from its cache.
-mkdir -p "$WORK/www/bench" "$WORK/nginx"
-chmod 755 "$WORK"  # nginx workers run unprivileged when started as root
-for size in 4096 102400 4194304; do
-    head -c "$size" /dev/urandom > "$WORK/www/bench/obj-$size"
-done
+# The origin: static files under /bench/; every cache reads each object once from it.
+mkdir -p "$WORK/www/bench"
+for size in "${SIZES[@]}"; do head -c "$size" /dev/urandom >"$WORK/www/bench/obj-$size"; done
 chmod -R a+rX "$WORK/www"
-NGINX_PORT="$(free_port)"
-cat > "$WORK/nginx/nginx.conf" <<NGX
-worker_processes 1;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush off;
-    keepalive_requests 100000;
-    server {
-        listen 127.0.0.1:$NGINX_PORT;
-        root $WORK/www;
-    }
-}
-NGX
-nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" -g 'daemon off;' &
-PIDS+=($!)
+nginx_static_start static "$(free_port)" "$WORK/www" "$THREADS"
+STATIC_URL="$NGX_URL"
+STATIC_PID="$NGX_PID"
+nginx_proxy_cache_start proxycache "$(free_port)" "${STATIC_URL#http://}" 1g "$THREADS"
+PC_URL="$NGX_URL"
+PC_PID="$NGX_PID"
+gw_start "$(free_port)" "$WORK/cache" "$STATIC_URL" --cache-size 1G --threads "$THREADS"
+GW1_URL="$GW_URL"
+GW1_PID="$GW_PID"
+gw_start "$(free_port)" "$WORK/cache-nocrc" "$STATIC_URL" --cache-size 1G --threads "$THREADS" \
+    --no-verify-checksums
+GW2_URL="$GW_URL"
+GW2_PID="$GW_PID"
 
-# Two gateways on one cache layout each: the default (CRC32C of every chunk checked on each
-# hit) and --no-verify-checksums, to show what the check costs.
-start_gateway() { # port cachedir extra-args...
-    local port="$1" dir="$2"; shift 2
-    env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_PROFILE \
-        AWS_SHARED_CREDENTIALS_FILE=/nonexistent \
-        "$REPO/build/s3cached" --listen "127.0.0.1:$port" --upstream "http://127.0.0.1:$NGINX_PORT" \
-        --cache-dir "$dir" --cache-size 1G --threads 1 --log-level warn "$@" &
-    PIDS+=($!)
-}
-GW_PORT="$(free_port)"
-start_gateway "$GW_PORT" "$WORK/cache"
-GW_PID="${PIDS[-1]}"
-NOCRC_PORT="$(free_port)"
-start_gateway "$NOCRC_PORT" "$WORK/cache-nocrc" --no-verify-checksums
-NOCRC_PID="${PIDS[-1]}"
-sleep 1
-
-for port in "$GW_PORT" "$NOCRC_PORT"; do
-    for size in 4096 102400 4194304; do
-        curl -fsS -o /dev/null "http://127.0.0.1:$port/bench/obj-$size"  # miss: fills the cache
-    done
+# Warm every cache (the first read is a miss that fills it), then check the second is a hit.
+for url in "$GW1_URL" "$GW2_URL" "$PC_URL"; do
+    for size in "${SIZES[@]}"; do curl -fsS -o /dev/null "$url/bench/obj-$size"; done
 done
 sleep 0.5
-for port in "$GW_PORT" "$NOCRC_PORT"; do
-    for size in 4096 102400 4194304; do
-        hdr="$(curl -fsS -D - -o /dev/null "http://127.0.0.1:$port/bench/obj-$size" | tr -d '\r' | grep -i '^x-cache')"
-        [ "$hdr" = "X-Cache: HIT" ] || { echo "object $size is not a hit: $hdr" >&2; exit 1; }
+for url in "$GW1_URL" "$GW2_URL" "$PC_URL"; do
+    for size in "${SIZES[@]}"; do
+        hdr="$(curl -fsS -D - -o /dev/null "$url/bench/obj-$size" | tr -d '\r' | grep -i '^x-cache:' || true)"
+        [ "${hdr,,}" = "x-cache: hit" ] || die "$url/bench/obj-$size is not a hit: '$hdr'"
     done
 done
+misses0="$(( $(gw_stat "$GW1_URL" misses) + $(gw_stat "$GW2_URL" misses) ))"
 
-# CPU seconds (user+sys) a process has used, from /proc.
-cpu_of() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
-
-run_wrk() { # url -> "req/s MB/s p50 p99"
-    wrk -t 1 -c "$CONNS" -d "${DUR}s" --latency "$1" > "$WORK/wrk.out"
-    awk '/Requests\/sec/ {r=$2} /Transfer\/sec/ {t=$2}
-         /^ +50%/ {p50=$2} /^ +99%/ {p99=$2}
-         END {u=substr(t,length(t)-1); v=substr(t,1,length(t)-2)+0;
-              if (u=="GB") v*=1024; if (u=="KB") v/=1024; printf "%s %.1f %s %s", r, v, p50, p99}' "$WORK/wrk.out"
-}
-
-NGX_PID="$(cat "$WORK/nginx/nginx.pid")"
-NGX_WORKER="$(pgrep -P "$NGX_PID" | head -1)"
-printf '%-10s %-15s %12s %10s %10s %10s %14s\n' size server "requests/s" "MB/s" p50 p99 "cpu-ms/1k-req"
-for size in 4096 102400 4194304; do
-    for who in s3cached s3cached-nocrc nginx; do
+cat <<EOF
+== bench/hit.sh: hit path, all objects cached; wrk -t1 -c $CONNS -d ${DUR}s on loopback
+   servers: $THREADS gateway thread(s) = $THREADS nginx worker(s); objects 4 KiB, 100 KiB, 4 MiB
+   CPU: the server's user+sys from /proc over the run (the nginx rows: its workers)
+EOF
+printf '%-8s %-24s %12s %10s %9s %9s %16s\n' size server "requests/s" "MB/s" "p50 ms" "p99 ms" "CPU ms/10k hits"
+ROWS="$WORK/rows.jsonl"
+: >"$ROWS"
+for size in "${SIZES[@]}"; do
+    for who in s3cached s3cached-no-verify nginx-proxy-cache nginx-static; do
         case "$who" in
-        s3cached) url="http://127.0.0.1:$GW_PORT/bench/obj-$size"; pid="$GW_PID" ;;
-        s3cached-nocrc) url="http://127.0.0.1:$NOCRC_PORT/bench/obj-$size"; pid="$NOCRC_PID" ;;
-        nginx) url="http://127.0.0.1:$NGINX_PORT/bench/obj-$size"; pid="$NGX_WORKER" ;;
+        s3cached) url="$GW1_URL"; pids="$GW1_PID" ;;
+        s3cached-no-verify) url="$GW2_URL"; pids="$GW2_PID" ;;
+        nginx-proxy-cache) url="$PC_URL"; pids="$(nginx_workers "$PC_PID")" ;;
+        nginx-static) url="$STATIC_URL"; pids="$(nginx_workers "$STATIC_PID")" ;;
         esac
-        c0="$(cpu_of "$pid")"
-        read -r rps mbs p50 p99 <<<"$(run_wrk "$url")"
-        c1="$(cpu_of "$pid")"
-        total="$(awk '/requests in/ {print $1}' "$WORK/wrk.out")"
-        cpu="$(awk -v a="$c0" -v b="$c1" -v n="$total" 'BEGIN {printf "%.1f", (b-a)*1000*1000/n}')"
-        printf '%-10s %-15s %12s %10s %10s %10s %14s\n' "$size" "$who" "$rps" "$mbs" "$p50" "$p99" "$cpu"
-        echo "$size $who $rps" >> "$WORK/rows"
+        # shellcheck disable=SC2086
+        c0="$(cpu_of $pids)"
+        read -r rps mbs p50 p99 n errs <<<"$(wrk_run "$url/bench/obj-$size" "$DUR" "$CONNS")"
+        # shellcheck disable=SC2086
+        c1="$(cpu_of $pids)"
+        cpu10k="$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {printf "%.1f", n ? (b - a) * 1000 * 10000 / n : 0}')"
+        printf '%-8s %-24s %12s %10s %9s %9s %16s\n' "$size" "$who" "$rps" "$mbs" "$p50" "$p99" "$cpu10k"
+        jq -nc --arg size "$size" --arg who "$who" --arg rps "$rps" --arg mbs "$mbs" \
+            --arg p50 "$p50" --arg p99 "$p99" --arg n "$n" --arg errs "$errs" \
+            --arg cpu "$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.3f", b - a}')" --arg cpu10k "$cpu10k" \
+            '{size: ($size | tonumber), server: $who, requests_per_s: ($rps | tonumber),
+              mb_per_s: ($mbs | tonumber), p50_ms: ($p50 | tonumber), p99_ms: ($p99 | tonumber),
+              requests: ($n | tonumber), wrk_error_lines: ($errs | tonumber),
+              cpu_s: ($cpu | tonumber), cpu_ms_per_10k: ($cpu10k | tonumber)}' >>"$ROWS"
     done
 done
+misses1="$(( $(gw_stat "$GW1_URL" misses) + $(gw_stat "$GW2_URL" misses) ))"
+[ "$misses1" = "$misses0" ] || say "WARNING: the gateways missed $((misses1 - misses0)) times during the runs"
+
+RESULT="$(jq -s --argjson dur "$DUR" --argjson conns "$CONNS" --argjson threads "$THREADS" \
+    --argjson misses "$((misses1 - misses0))" '
+    def row(s; w): map(select(.size == s and .server == w))[0];
+    . as $rows
+    | {settings: {duration_s: $dur, connections: $conns, wrk_threads: 1, server_threads: $threads,
+                  sizes: [4096, 102400, 4194304]},
+       rows: $rows, gateway_misses_during_runs: $misses,
+       ratios: [ [4096, 102400, 4194304][] as $s
+                 | (row($s; "s3cached")) as $g | (row($s; "s3cached-no-verify")) as $g2
+                 | (row($s; "nginx-proxy-cache")) as $n | (row($s; "nginx-static")) as $st
+                 | {size: $s,
+                    rps_vs_proxy_cache: ($g.requests_per_s / $n.requests_per_s),
+                    rps_no_verify_vs_proxy_cache: ($g2.requests_per_s / $n.requests_per_s),
+                    rps_vs_static: ($g.requests_per_s / $st.requests_per_s),
+                    cpu_vs_proxy_cache: ($g.cpu_ms_per_10k / $n.cpu_ms_per_10k),
+                    cpu_no_verify_vs_proxy_cache: ($g2.cpu_ms_per_10k / $n.cpu_ms_per_10k)} ] }
+    | .bars = ((.ratios[] | select(.size == 102400)) as $r
+               | {rps_at_least_proxy_cache_100k: {want: ">= 1.0", got: $r.rps_vs_proxy_cache,
+                                                  met: ($r.rps_vs_proxy_cache >= 1.0)},
+                  cpu_at_most_0_8_proxy_cache_100k: {want: "<= 0.8", got: $r.cpu_vs_proxy_cache,
+                                                     met: ($r.cpu_vs_proxy_cache <= 0.8)}})' "$ROWS")"
 echo
-awk '{r[$1" "$2]=$3} END {for (s in r) {split(s,a," "); if (a[2]!="nginx") printf "ratio %s/nginx requests/s at %s bytes: %.2f\n", a[2], a[1], r[s]/r[a[1]" nginx"]}}' "$WORK/rows" | sort
-curl -fsS "http://127.0.0.1:$GW_PORT/_s3cached/stats"; echo
+jq -r '.ratios[] | "ratio s3cached / nginx proxy_cache at \(.size) bytes: requests/s \(.rps_vs_proxy_cache * 100 | round / 100) (no-verify \(.rps_no_verify_vs_proxy_cache * 100 | round / 100)), CPU per hit \(.cpu_vs_proxy_cache * 100 | round / 100) (no-verify \(.cpu_no_verify_vs_proxy_cache * 100 | round / 100))"' <<<"$RESULT"
+jq -r '.bars | to_entries[] | "bar \(.key): want \(.value.want), got \(.value.got * 100 | round / 100): \(if .value.met then "met" else "MISSED" end)"' <<<"$RESULT"
+bench_write_results "$RESULT"
