@@ -13,7 +13,7 @@
 # Last-Modified, ranges) about 30x faster, so nginx takes the GETs.
 #
 # Settings (environment, defaults in brackets):
-#   CLOUD_DELAY_MS [10]     one-way delay, each direction: a request on an open connection
+#   CLOUD_DELAY_MS [15]     one-way delay, each direction: a request on an open connection
 #                           waits 2x this for its first byte; a new connection one more
 #                           round trip (the TCP handshake)
 #   CLOUD_RATE [2gbit]      tbf rate, each direction (tc units: 2gbit, 500mbit, ...)
@@ -34,7 +34,7 @@
 # A namespace left over by a killed run (s3cb-PID with PID gone) is removed at the next start.
 # Needs root (CAP_NET_ADMIN) for the namespace and the qdiscs.
 
-CLOUD_DELAY_MS="${CLOUD_DELAY_MS:-10}"
+CLOUD_DELAY_MS="${CLOUD_DELAY_MS:-15}"
 CLOUD_RATE="${CLOUD_RATE:-2gbit}"
 CLOUD_WINDOW="${CLOUD_WINDOW:-4M}"
 CLOUD_GETS="${CLOUD_GETS:-nginx}"
@@ -114,6 +114,50 @@ cloud_etags() {
         done
     fi
     say "cloud: ETag map of $(wc -l <"$map") objects"
+}
+
+# Puts a trainsim dataset in the bucket: cloud_seed PREFIX OBJECTS [more trainsim dataset
+# options, e.g. --size 4M]. s3rver takes about 250 PUTs/s, so a seeded dataset is kept in
+# $BENCH_DATA_CACHE (default build/bench-data; `make clean` removes it) and hard-linked into
+# the next cloud that wants the same objects (the same options and at most as many objects).
+# Then refreshes the ETag map.
+cloud_seed() {
+    local prefix="$1" n="$2"
+    shift 2
+    [ -x "$TRAINSIM_BIN" ] || die "$TRAINSIM_BIN is missing: make build/s3cached-trainsim"
+    case "$prefix" in
+    */) ;;
+    *) die "cloud_seed: the prefix must end with / (it is kept as a directory)" ;;
+    esac
+    local sub="$CLOUD_BUCKET/${prefix%/}"
+    local root="${BENCH_DATA_CACHE:-$REPO/build/bench-data}" key have=0
+    # The objects' bytes are trainsim's: a change to its generator must not reuse old ones.
+    local gen="$REPO/tools/trainsim/dataset.c"
+    [ -f "$gen" ] || gen="$TRAINSIM_BIN"
+    key="$(printf '%s|%s|%s|%s' "$CLOUD_BUCKET" "$prefix" "$*" "$(md5sum <"$gen")" | md5sum | cut -c1-16)"
+    local cached="$root/$key"
+    [ -f "$cached/objects" ] && have="$(cat "$cached/objects")"
+    if [ "$have" -ge "$n" ]; then
+        mkdir -p "$(dirname "$CLOUD_DATA/$sub")"
+        cp -al "$cached/data/$sub" "$(dirname "$CLOUD_DATA/$sub")/"
+        say "cloud: $n objects under $prefix linked from $cached ($have seeded there)"
+    else
+        local t0=$SECONDS
+        "$TRAINSIM_BIN" seed --endpoint "$CLOUD_SEED_URL" --bucket "$CLOUD_BUCKET" \
+            --prefix "$prefix" --objects "$n" "$@" --workers 32 --quiet ||
+            die "seeding $n objects under $prefix failed"
+        say "cloud: seeded $n objects under $prefix in $((SECONDS - t0)) s"
+        rm -rf "$cached.tmp" "$cached"
+        mkdir -p "$(dirname "$cached.tmp/data/$sub")"
+        if cp -al "$CLOUD_DATA/$sub" "$(dirname "$cached.tmp/data/$sub")/" 2>/dev/null; then
+            printf '%s %s\n' "$prefix" "$*" >"$cached.tmp/options"
+            echo "$n" >"$cached.tmp/objects"
+            mv "$cached.tmp" "$cached"
+        else
+            rm -rf "$cached.tmp" # another file system: no cache, seed every time
+        fi
+    fi
+    cloud_etags
 }
 
 cloud_write_nginx_conf() {

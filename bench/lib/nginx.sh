@@ -142,6 +142,20 @@ NGX
     wait_http "$NGX_URL/"
 }
 
+# nginx enforces max_size from its cache manager process, which looks at the size at most every
+# 10 s while nothing expires: in between the cache grows past the budget. This samples the
+# cache directory's bytes every second into $WORK/NAME/size.log (start, then nginx_size_peak).
+nginx_size_sampler_start() {
+    local name="$1"
+    (while :; do du -sb "$WORK/$name/cache" 2>/dev/null | cut -f1; sleep 1; done) \
+        >"$WORK/$name/size.log" &
+    bench_track $!
+    NGX_SAMPLER_PID=$!
+}
+
+# The largest cache directory size sampled so far, in bytes.
+nginx_size_peak() { sort -n "$WORK/$1/size.log" | tail -n 1; }
+
 # HIT and MISS lines in a counting proxy's log since line FROM (1-based):
 # prints "hits misses lines".
 nginx_cache_counts() {
