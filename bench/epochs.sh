@@ -99,8 +99,8 @@ for setup in "${SETUPS[@]}"; do
         jq -s --slurpfile c "$WORK/ngx-0.json" '{config: $c[0].config, epochs: .}' \
             "$WORK/ngx-epochs.jsonl" >"$js"
         bench_stop "$NGX_SAMPLER_PID"
-        extra="$(jq -n --arg end "$(du -sb "$WORK/ngx/cache" | cut -f1)" --arg peak "$(nginx_size_peak ngx)" \
-            --argjson budget "$CACHE_B" '{cache_dir_bytes_at_end: ($end | tonumber),
+        extra="$(jq -n --arg atend "$(du -sb "$WORK/ngx/cache" | cut -f1)" --arg peak "$(nginx_size_peak ngx)" \
+            --argjson budget "$CACHE_B" '{cache_dir_bytes_at_end: ($atend | tonumber),
             cache_dir_bytes_peak: ($peak | tonumber), peak_over_budget: (($peak | tonumber) / $budget)}')"
         say "nginx cache directory: peak $(nginx_size_peak ngx) bytes for a max_size of $CACHE_B"
         bench_stop "$NGX_PID"

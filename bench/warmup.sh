@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# bench/warmup.sh - how fast a manifest warms the cache against the emulated cloud: 10,000
+# objects posted as one manifest to an empty gateway (a cache that holds them all), timed
+# from the POST until the manifest reports every object cached, and compared with the least
+# time the cloud's latency and bandwidth allow at the gateway's prefetch concurrency C:
+#
+#   one fetch on an open connection >= RTT + size / rate      (latency)
+#   allowed objects/s = min(C / (RTT + size / rate), rate / size)   (bandwidth)
+#   allowed time = one handshake (RTT) + N / allowed objects/s
+#   share = allowed time / measured time                       (the bar: >= 90 %)
+#
+# Usage: bench/warmup.sh [CONCURRENCY...]   (default: 32, the gateway's default, which the
+#        latency limits, and 128, which the bandwidth limits)
+# Settings: WARMUP_OBJECTS [10000] of WARMUP_SIZE [110K]; the cloud's CLOUD_* settings.
+# Results: bench/results/warmup.json (with each run's progress over time).
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+source "$REPO/bench/lib/cloud.sh"
+
+N="${WARMUP_OBJECTS:-10000}"
+SIZE="${WARMUP_SIZE:-110K}"
+CONCS=("$@")
+[ "${#CONCS[@]}" -gt 0 ] || CONCS=(32 128)
+PREFIX="trainsim/"
+need jq curl
+SIZE_B="$(numfmt --from=iec "$SIZE")"
+
+cloud_up
+cloud_seed "$PREFIX" "$N" --size "$SIZE"
+RATE_B="$(jq .rate_bytes_per_s <<<"$CLOUD_JSON")"
+RTT_S="$(awk -v d="$CLOUD_DELAY_MS" 'BEGIN {print 2 * d / 1000}')"
+
+BODY="$WORK/manifest.json"
+seq 0 $((N - 1)) | awk -v p="$PREFIX" '{printf "%s%08d.bin\n", p, $1}' | jq -R . |
+    jq -sc --arg b "$CLOUD_BUCKET" '{bucket: $b, keys: ., name: "bench/warmup.sh"}' >"$BODY"
+
+cat <<EOF
+== bench/warmup.sh: a manifest of $N objects x $SIZE ($((N * SIZE_B / 1048576)) MiB) into an empty gateway
+   cloud: ${CLOUD_DELAY_MS} ms each way ($((2 * CLOUD_DELAY_MS)) ms round trip), $CLOUD_RATE each way ($((RATE_B / 1000000)) MB/s)
+EOF
+printf '%-12s %9s %11s %9s %12s %9s  %s\n' concurrency "time s" "objects/s" "MB/s" "allowed s" share "limited by"
+OUT="$WORK/runs.jsonl"
+: >"$OUT"
+for c in "${CONCS[@]}"; do
+    gw_start "$(free_port)" "$WORK/cache-$c" "$CLOUD_URL" --cache-size $((N * SIZE_B * 2)) \
+        --prefetch-concurrency "$c"
+    t0="$(date +%s.%N)"
+    id="$(curl -fsS -X POST "$GW_URL/_s3cached/manifests" -H 'Content-Type: application/json' \
+        --data-binary @"$BODY" | jq -r .id)"
+    t_post="$(date +%s.%N)"
+    timeline="$WORK/timeline-$c"
+    : >"$timeline"
+    for i in $(seq 6000); do # 10 minutes at most
+        p="$(curl -fsS "$GW_URL/_s3cached/manifests/$id")"
+        now="$(date +%s.%N)"
+        read -r cached total failed state <<<"$(jq -r '"\(.objects_cached) \(.objects_total) \(.objects_failed) \(.state)"' <<<"$p")"
+        echo "$(awk -v a="$t0" -v b="$now" 'BEGIN {printf "%.3f", b - a}') $cached" >>"$timeline"
+        [ "$failed" = 0 ] || die "manifest $id: $failed objects failed: $p"
+        [ "$cached" = "$total" ] && [ "$total" = "$N" ] && break
+        sleep 0.05
+    done
+    [ "$cached" = "$N" ] || die "manifest $id did not warm: $p"
+    t1="$now"
+    stats="$(curl -fsS "$GW_URL/_s3cached/stats")"
+    bench_stop "$GW_PID"
+    rm -rf "$WORK/cache-$c"
+    row="$(jq -n --argjson c "$c" --argjson n "$N" --argjson size "$SIZE_B" --argjson rate "$RATE_B" \
+        --argjson rtt "$RTT_S" --arg t0 "$t0" --arg tp "$t_post" --arg t1 "$t1" --arg state "$state" \
+        --argjson stats "$stats" --rawfile tl "$timeline" '
+        (($t1 | tonumber) - ($t0 | tonumber)) as $t
+        | ($c / ($rtt + $size / $rate)) as $lat | ($rate / $size) as $bw
+        | ([$lat, $bw] | min) as $allowed_rate
+        | ($rtt + $n / $allowed_rate) as $allowed
+        | {concurrency: $c, seconds: $t, post_seconds: (($tp | tonumber) - ($t0 | tonumber)),
+           objects_per_s: ($n / $t), mb_per_s: ($n * $size / $t / 1e6),
+           allowed_seconds: $allowed, allowed_objects_per_s: $allowed_rate,
+           limited_by: (if $lat < $bw then "latency" else "bandwidth" end),
+           share: ($allowed / $t), final_state: $state,
+           prefetched_objects: $stats.prefetched_objects,
+           bytes_from_upstream: $stats.bytes_from_upstream,
+           timeline: [$tl | split("\n")[] | select(length > 0) | split(" ")
+                      | {t: (.[0] | tonumber), cached: (.[1] | tonumber)}]}')"
+    echo "$row" >>"$OUT"
+    jq -r '[.concurrency, (.seconds * 100 | round / 100), (.objects_per_s | round),
+            (.mb_per_s | round), (.allowed_seconds * 100 | round / 100),
+            ((.share * 1000 | round) / 10 | tostring) + "%", .limited_by] | @tsv' <<<"$row" |
+        awk -F'\t' '{printf "%-12s %9s %11s %9s %12s %9s  %s\n", $1, $2, $3, $4, $5, $6, $7}'
+done
+
+RESULT="$(jq -s --argjson n "$N" --arg size "$SIZE" --argjson sb "$SIZE_B" --argjson cloud "$CLOUD_JSON" '
+    {settings: {objects: $n, size: $size, size_bytes: $sb, manifest: "keys, one epoch, in order"},
+     cloud: $cloud, runs: .,
+     bars: [.[] | {concurrency, share, met: (.share >= 0.9)}]}' "$OUT")"
+echo
+jq -r '.bars[] | "bar: warm-up at concurrency \(.concurrency) reaches \((.share * 1000 | round) / 10)% of what latency and bandwidth allow (want >= 90%): \(if .met then "met" else "MISSED" end)"' <<<"$RESULT"
+bench_write_results "$RESULT"
