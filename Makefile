@@ -105,8 +105,9 @@ lint:
 
 # Every benchmark, one after the other (bench/all.sh; about 15 minutes on 2 cores). Needs root
 # for the emulated cloud's network namespace; installs gnuplot for the plots.
-bench: all build/latency-relay
+bench:
 	tools/install-deps.sh --bench
+	$(MAKE) all build/latency-relay $(if $(wildcard tools/trainsim/main.c),build/s3cached-trainsim)
 	bench/all.sh
 
 run: deps all

@@ -6,6 +6,9 @@
 # and `npm ci` runs only when node_modules is older than package-lock.json.
 # Runs as root, or through sudo otherwise. Prints one line per step; on failure
 # prints the failing step and the tail of its log.
+#
+#   tools/install-deps.sh           what `make test` needs
+#   tools/install-deps.sh --bench   that, plus what `make bench` needs (gnuplot for the plots)
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +23,17 @@ PKGS=(
     nginx wrk curl
     radosgw ceph-mon ceph-osd ceph-common
 )
+
+# Only `make bench` draws plots; `make test` does not need gnuplot.
+BENCH_PKGS=(gnuplot-nox)
+case "${1:-}" in
+--bench) PKGS+=("${BENCH_PKGS[@]}") ;;
+"") ;;
+*)
+    echo "usage: tools/install-deps.sh [--bench]" >&2
+    exit 2
+    ;;
+esac
 
 say() { printf 'install-deps: %s\n' "$*"; }
 

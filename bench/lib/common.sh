@@ -161,5 +161,8 @@ bench_write_results() {
 }
 export BENCH_NAME
 
-# The command line as run, for the header and the results file.
-BENCH_CMD="bench/$(basename "$0")$(printf ' %q' "$@")"
+# The command line as run, with the benchmark settings given in the environment, for the
+# header and the results file.
+BENCH_CMD="$(env | { grep -E '^(CLOUD|HIT|MISS|EPOCHS|WARMUP|CHURN|PLOTS)_[A-Z_]*=' || true; } | sort | tr '\n' ' ')"
+BENCH_CMD="${BENCH_CMD}bench/$(basename "$0")$(printf ' %q' "$@")"
+printf '$ %s\n' "$BENCH_CMD"
