@@ -28,8 +28,9 @@ declare -A ARGS=(
 for s in "${STEPS[@]}"; do
     [ -x "bench/$s.sh" ] || { echo "bench/all.sh: no bench/$s.sh" >&2; exit 2; }
 done
-for b in build/s3cached build/s3cached-sim build/latency-relay build/s3cached-trainsim; do
-    [ -x "${b}" ] || { echo "bench/all.sh: $b is missing: make bench builds it" >&2; exit 1; }
+for b in "${BENCH_GATEWAY:-build/s3cached}" build/s3cached-sim "${BENCH_RELAY:-build/latency-relay}" \
+    "${BENCH_TRAINSIM:-build/s3cached-trainsim}"; do
+    [ -x "$b" ] || { echo "bench/all.sh: $b is missing: make bench builds it" >&2; exit 1; }
 done
 
 T0=$SECONDS
