@@ -89,7 +89,7 @@ for chunk in "${CHUNKS[@]}"; do
     dir="$WORK/cache-$chunk"
     gw_start "$(free_port)" "$dir" "http://127.0.0.1:$ORIGIN_PORT" --cache-size "$CACHE_B" \
         --chunk-size "$chunk"
-    for r in 1 2 3; do
+    for _ in 1 2 3; do
         for i in $(seq $HOT); do curl -fsS -o /dev/null "$GW_URL/bench/hot/$i"; done
     done
     read -r _ _ idle_p50 idle_p99 _ _ <<<"$(wrk_run "$GW_URL/" "$HOTDUR" 2 1 "$WORK/hot.lua")"

@@ -60,6 +60,21 @@ cloud_gc() {
         pid="${ns#s3cb-}"
         kill -0 "$pid" 2>/dev/null && continue
         say "removing namespace $ns left by a run that is gone"
+        local ip relay
+        ip="$(ip netns exec "$ns" ip -4 -o addr show 2>/dev/null | awk '$2 != "lo" {sub(/\/.*/, "", $4); print $4; exit}')"
+        if [ -n "$ip" ]; then # its relay, left in this namespace
+            for relay in $(pgrep -f "latency-relay .*--target $ip:80 " || true); do
+                # and the gateways that used it as their upstream
+                local port gw
+                port="$(tr '\0' ' ' <"/proc/$relay/cmdline" 2>/dev/null | sed -n 's/.*--listen 127\.0\.0\.1:\([0-9]*\) .*/\1/p')"
+                if [ -n "$port" ]; then
+                    for gw in $(pgrep -f "s3cached .*--upstream http://127\.0\.0\.1:$port " || true); do
+                        kill "$gw" 2>/dev/null || true
+                    done
+                fi
+                kill "$relay" 2>/dev/null || true
+            done
+        fi
         for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
         ip netns del "$ns" 2>/dev/null || true
     done
