@@ -78,6 +78,14 @@ static const struct opt options[] = {
      NULL, "do not verify the upstream's TLS certificate (never in production)"},
     {"prefetch-concurrency", "S3CACHED_PREFETCH_CONCURRENCY", OPT_UINT, OFF(prefetch_concurrency),
      1, 1024, "N", "manifest prefetches in flight at once (default 32)"},
+    {"log-format", "S3CACHED_LOG_FORMAT", OPT_STR, OFF(log_format), 0, 0, "FORMAT",
+     "json (one object per line, the default) or text"},
+    {"log-file", "S3CACHED_LOG_FILE", OPT_STR, OFF(log_file), 0, 0, "FILE",
+     "append the log to FILE instead of stderr; SIGHUP reopens it (log rotation)"},
+    {"access-log", "S3CACHED_ACCESS_LOG", OPT_BOOL, OFF(access_log), 0, 0, NULL,
+     "log one line per request: id, client, method, bucket, key, status, bytes, cache, duration"},
+    {"shutdown-timeout", "S3CACHED_SHUTDOWN_TIMEOUT", OPT_UINT, OFF(shutdown_timeout), 0, 3600,
+     "SECONDS", "on SIGTERM, wait this long for requests in flight before closing (default 30)"},
     {"admin-token", "S3CACHED_ADMIN_TOKEN", OPT_STR, OFF(admin_token), 0, 0, "TOKEN",
      "bearer token the admin API (/_s3cached/) requires; without one it answers only loopback "
      "clients (prefer the file or the environment: arguments show in ps)"},
@@ -249,8 +257,10 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->upstream_stall_timeout = 30;
     cfg->prefetch_concurrency = 32;
     cfg->log_level = SC_LOG_INFO;
+    cfg->shutdown_timeout = 30;
     if (set_string(&cfg->listen_host, "127.0.0.1") ||
-        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "s3fifo"))
+        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "s3fifo") ||
+        set_string(&cfg->log_format, "json"))
         return SC_ENOMEM;
     const char *region = getenv("AWS_REGION");
     if (region == NULL || *region == '\0')
@@ -389,6 +399,11 @@ sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err,
         rc = finish_upstream(cfg, err, err_len);
     if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
         rc = finish_admin_token(cfg, err, err_len);
+    if (rc == SC_OK && strcmp(cfg->log_format, "json") != 0 &&
+        strcmp(cfg->log_format, "text") != 0) {
+        snprintf(err, err_len, "--log-format must be json or text");
+        rc = SC_EINVAL;
+    }
     if (rc == SC_OK && cfg->max_object_size > cfg->cache_size)
         cfg->max_object_size = cfg->cache_size;
     if (rc == SC_ENOMEM)
@@ -408,6 +423,8 @@ void gw_config_free(struct gw_config *cfg)
         OPENSSL_cleanse(cfg->admin_token, strlen(cfg->admin_token));
     free(cfg->admin_token);
     free(cfg->admin_token_file);
+    free(cfg->log_format);
+    free(cfg->log_file);
     memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -35,8 +35,12 @@ struct gw_config {
     unsigned upstream_connect_timeout; /* seconds */
     unsigned upstream_stall_timeout;   /* seconds without a byte before a transfer is aborted */
     unsigned log_level;
-    char *admin_token;      /* NULL: none; see --admin-token; wiped by gw_config_free() */
-    char *admin_token_file; /* where admin_token was read from, if anywhere */
+    char *log_format;          /* "json" (default) or "text" */
+    char *log_file;            /* NULL: stderr */
+    bool access_log;           /* one line per request */
+    unsigned shutdown_timeout; /* seconds SIGTERM waits for requests in flight */
+    char *admin_token;         /* NULL: none; see --admin-token; wiped by gw_config_free() */
+    char *admin_token_file;    /* where admin_token was read from, if anywhere */
     bool show_help;
     bool show_version;
 };

@@ -10,6 +10,7 @@
 #define GW_GW_H
 
 #include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -34,7 +35,9 @@ struct gw {
     struct gw_stats stats;
     struct gw_metrics metrics;
     struct MHD_Daemon *daemon;
-    bool listen_loopback; /* the listener is on a loopback address */
+    bool listen_loopback;        /* the listener is on a loopback address */
+    atomic_uint active_requests; /* started and not yet completed */
+    atomic_bool draining;        /* shutting down: new requests are refused */
 };
 
 /* Where a request is in its life; the access handler resumes from here. */
@@ -55,6 +58,8 @@ struct gw_req {
     char request_id[17];
     struct timespec arrived; /* when the request line came in */
     unsigned status;         /* the status queued, 0 before */
+    uint64_t bytes_out;      /* object body bytes handed to libmicrohttpd */
+    bool in_flight;          /* counted in gw.active_requests */
     const char *method;      /* owned by libmicrohttpd, valid during the request */
     struct s3_target tgt;
     bool have_target;

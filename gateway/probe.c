@@ -53,6 +53,8 @@ enum MHD_Result gw_probe(struct gw_req *q)
         return respond_metrics(q);
     if (strcmp(q->target, "/healthz") == 0)
         return respond_plain(q, 200, "ok\n");
+    if (atomic_load(&q->g->draining))
+        return respond_plain(q, 503, "not ready: shutting down\n");
     if (q->g->st == NULL)
         return respond_plain(q, 503, "not ready: the store is not open\n");
     if (q->g->up == NULL || !up_reachable(q->g->up))

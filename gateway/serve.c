@@ -170,6 +170,8 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
         store_obj_close(obj); /* nothing to send from the map */
     else
         gw_stat_add(q->g->stats.bytes_from_cache, a.len);
+    if (!head)
+        q->bytes_out = a.len;
     gw_stat_add(q->g->stats.hits, 1);
     *ret = gw_queue(q, a.status, resp);
     return SC_OK;
@@ -194,6 +196,7 @@ static ssize_t read_relay(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
+    q->bytes_out += (uint64_t)n;
     return n;
 }
 

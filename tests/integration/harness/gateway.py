@@ -75,7 +75,9 @@ class Gateway:
         return [binary(), "--listen", "%s:%d" % (self.listen_host, self.port),
                 "--upstream", self.upstream_endpoint, "--region", "us-east-1",
                 "--cache-dir", self.cache_dir, "--cache-size", str(self.cache_size),
-                "--policy", self.policy] + self.extra_args
+                "--policy", self.policy,
+                # below stop()'s grace, so a request a test leaves hanging never delays teardown
+                "--shutdown-timeout", "2"] + self.extra_args
 
     def env(self):
         env = dict(os.environ)
