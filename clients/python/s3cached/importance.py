@@ -22,6 +22,7 @@ __all__ = ["ImportanceReporter"]
 
 # The gateway's limits on one importance body (docs/manifests.md), with room to spare.
 MAX_BODY_BYTES = 6 * 1024 * 1024
+GATEWAY_BODY_BYTES = 8 * 1024 * 1024
 MAX_MINIBATCHES = 10000
 MAX_SAMPLES = 1000000
 
@@ -79,6 +80,9 @@ class ImportanceReporter:
                 continue
             if key not in mb or f > mb[key]:
                 mb[key] = f
+        if _minibatch_bytes(self.bucket, mb) > GATEWAY_BODY_BYTES:
+            raise ValueError("a minibatch of %d samples is larger than the gateway takes in one "
+                             "request (8 MiB of JSON)" % len(mb))
         with self._lock:
             self.dropped += dropped
             if mb:
@@ -134,12 +138,16 @@ class ImportanceReporter:
             k, "" if self.keys is None else " nor an index into keys"))
 
 
+def _minibatch_bytes(bucket, mb):
+    """An upper bound of the JSON size of one minibatch (a loss takes at most 24 bytes)."""
+    return len(json.dumps(bucket)) + 32 + sum(len(json.dumps(k)) + 26 for k in mb)
+
+
 def _chunks(bucket, minibatches):
     """Splits minibatches into bodies within the gateway's limits."""
     chunk, size, samples = [], 0, 0
-    overhead = len(json.dumps(bucket)) + 32
     for mb in minibatches:
-        mb_size = overhead + sum(len(json.dumps(k)) + 26 for k in mb)
+        mb_size = _minibatch_bytes(bucket, mb)
         if chunk and (len(chunk) >= MAX_MINIBATCHES or samples + len(mb) > MAX_SAMPLES
                       or size + mb_size > MAX_BODY_BYTES):
             yield chunk
