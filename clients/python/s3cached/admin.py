@@ -114,6 +114,22 @@ class Admin:
         self.token = token if token is not None else os.environ.get("S3CACHED_ADMIN_TOKEN")
         self.timeout = timeout
         self.retries = retries
+        self._opener = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_opener"] = None
+        return state
+
+    def _open(self, req):
+        """urlopen, never through an HTTP proxy for a gateway on loopback (the sidecar case:
+        a trainer's HTTP_PROXY is meant for the outside world)."""
+        if self._opener is None:
+            host = urllib.parse.urlsplit(self.endpoint).hostname or ""
+            loopback = host == "localhost" or host.startswith("127.") or host == "::1"
+            handlers = [urllib.request.ProxyHandler({})] if loopback else []
+            self._opener = urllib.request.build_opener(*handlers)
+        return self._opener.open(req, timeout=self.timeout)
 
     def __repr__(self):
         return "Admin(%r)" % self.endpoint
@@ -141,7 +157,7 @@ class Admin:
         for attempt in range(attempts):
             req = urllib.request.Request(url, data=data, method=method, headers=headers)
             try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                with self._open(req) as resp:
                     text = resp.read()
                 return json.loads(text) if text else None
             except urllib.error.HTTPError as e:

@@ -12,6 +12,7 @@ of them go in one POST /_s3cached/importance (flush() and leaving the `with` blo
 send the rest).
 """
 import json
+import operator
 import threading
 import warnings
 
@@ -132,8 +133,11 @@ class ImportanceReporter:
             return k
         if isinstance(k, bytes):
             return k.decode("utf-8")
-        if self.keys is not None and isinstance(k, int) and not isinstance(k, bool):
-            return self.keys[k]
+        if self.keys is not None and not isinstance(k, bool):
+            try:
+                return self.keys[operator.index(k)]  # ints, numpy and 0-d tensor integers
+            except TypeError:
+                pass
         raise TypeError("sample %r is not a key%s" % (
             k, "" if self.keys is None else " nor an index into keys"))
 

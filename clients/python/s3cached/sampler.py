@@ -226,7 +226,7 @@ class _GatewaySamplerCore:
                 self.register(epoch)
 
     def __iter__(self):
-        return iter(self.epoch_order(self.epoch))
+        return iter(self._order(self.epoch))
 
     def __len__(self):
         if self.keys is not None:
@@ -240,6 +240,10 @@ class _GatewaySamplerCore:
     def epoch_order(self, epoch=None):
         """The keys (or indices) this rank reads in `epoch` (default: the current one),
         as the gateway planned them."""
+        return list(self._order(epoch))
+
+    def _order(self, epoch):
+        """The kept order of an epoch (not to be modified)."""
         with self._lock:
             if epoch is None:
                 epoch = self.epoch
@@ -253,7 +257,7 @@ class _GatewaySamplerCore:
                     self._orders.popitem(last=False)
             if epoch == self.epoch:
                 self._iterated = True
-            return list(order)
+            return order
 
     def local_order(self, epoch=None):
         """keys only: the order computed locally (s3cached.order), as epoch_order yields it."""
@@ -301,6 +305,15 @@ class _GatewaySamplerCore:
             if prog["state"] != "listing" and prog.get("epochs"):
                 return prog
             time.sleep(interval)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     def __repr__(self):
         what = ("%d keys" % len(self.keys)) if self.keys is not None else "prefix %r" % self.prefix

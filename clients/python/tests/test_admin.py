@@ -118,6 +118,19 @@ class Requests(unittest.TestCase):
             self.admin.stats()
         self.assertEqual(self.gw.count("GET", "/_s3cached/stats"), 2 + 3)
 
+    def test_a_loopback_gateway_is_never_reached_through_a_proxy(self):
+        env = {"http_proxy": "http://127.0.0.1:1", "HTTP_PROXY": "http://127.0.0.1:1",
+               "no_proxy": "", "NO_PROXY": ""}
+        with mock.patch.dict(os.environ, env):
+            self.assertEqual(Admin(self.gw.endpoint).stats()["hits"], 1)
+
+    def test_pickles(self):
+        import pickle
+        self.admin.stats()
+        copy = pickle.loads(pickle.dumps(self.admin))
+        self.assertEqual((copy.endpoint, copy.token), (self.admin.endpoint, "sekrit"))
+        self.assertEqual(copy.stats()["hits"], 1)
+
     def test_unreachable(self):
         admin = Admin("http://127.0.0.1:1", retries=0, timeout=2)
         with self.assertRaises(GatewayUnreachable) as cm:

@@ -57,6 +57,13 @@ class Reporter(unittest.TestCase):
         rep = ImportanceReporter("bkt", admin=self.admin, batch=1, keys=["k0", "k1", "k2"])
         rep.report([2, 0], [1.0, 2.0])
         self.assertEqual(self.posts()[0][0]["losses"], {"k2": 1.0, "k0": 2.0})
+        try:
+            import numpy
+        except ImportError:
+            numpy = None
+        if numpy is not None:
+            rep.report(list(numpy.array([1])), numpy.array([3.0]))
+            self.assertEqual(self.posts()[1][0]["losses"], {"k1": 3.0})
         with self.assertRaises(TypeError):
             ImportanceReporter("bkt", admin=self.admin).report([1], [1.0])
         with self.assertRaises(ValueError):

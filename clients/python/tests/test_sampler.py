@@ -98,6 +98,17 @@ class Registration(WithFake):
         self.assertEqual(cm.exception.code, "InvalidField")
 
 
+    def test_copies_and_pickles(self):
+        import copy
+        import pickle
+        s = self.sampler(seed=4)
+        want = list(s)
+        for twin in (copy.deepcopy(s), pickle.loads(pickle.dumps(s))):
+            self.assertEqual(twin.manifest_id, s.manifest_id)
+            self.assertEqual(list(twin), want)
+        self.assertEqual(len(self.gw.posted_manifests()), 1)
+
+
 class Epochs(WithFake):
     def test_training_past_the_plan_registers_the_next_window(self):
         s = self.sampler(num_epochs=2, seed=10)
