@@ -271,10 +271,16 @@ class _GatewaySamplerCore:
     def _fetch(self, epoch):
         if self.offline:
             return self.local_order(epoch)
-        if self.manifest is None or not (
-                self.window_start <= epoch < self.window_start + self.num_epochs):
-            if self.register(epoch) is None:  # the admin API failed and we fall back
+        if self.manifest is None and self.register() is None:  # failed, falling back
+            return self.local_order(epoch)
+        if not self.window_start <= epoch < self.window_start + self.num_epochs:
+            # Only set_epoch() moves the plan; a look at another epoch does not.
+            if self.keys is not None:
                 return self.local_order(epoch)
+            raise ValueError("epoch %d is outside the registered plan (epochs %d..%d): "
+                             "set_epoch(%d) first" % (epoch, self.window_start,
+                                                      self.window_start + self.num_epochs - 1,
+                                                      epoch))
         try:
             if self.keys is None:
                 self._wait_listed()

@@ -132,6 +132,19 @@ class Epochs(WithFake):
         self.assertEqual(len(self.gw.posted_manifests()), 2)
         self.assertEqual(list(s), epoch_keys(KEYS, 7, shuffle=True, seed=1))
 
+    def test_looking_at_another_epoch_does_not_move_the_plan(self):
+        s = self.sampler(num_epochs=2, seed=5)
+        self.assertEqual(s.epoch_order(7), epoch_keys(KEYS, 7, shuffle=True, seed=5))
+        self.assertEqual(s.epoch_order(1), epoch_keys(KEYS, 1, shuffle=True, seed=5))
+        self.assertEqual(len(self.gw.posted_manifests()), 1)
+        self.gw.listing["p/"] = KEYS
+        p = GatewaySampler("bkt", prefix="p/", num_epochs=2, admin=self.admin, lazy=True)
+        p.set_epoch(1)
+        self.assertEqual(len(p), len(KEYS))  # registers from epoch 1, lazily
+        self.assertEqual(p.window_start, 1)
+        with self.assertRaises(ValueError):
+            p.epoch_order(0)
+
     def test_without_shuffle_the_seed_is_not_moved(self):
         s = self.sampler(num_epochs=1, shuffle=False, seed=4)
         list(s)
