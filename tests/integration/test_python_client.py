@@ -87,7 +87,7 @@ def hits_and_misses(before, after):
     return after["hits"] - before["hits"], after["misses"] - before["misses"]
 
 
-def settled_stats(gw, want_hits, timeout=10.0):
+def settled_stats(gw, want_hits, timeout=30.0):
     """Stats once the gateway has counted want_hits hits more (counters follow the bytes)."""
     return gw.stats_when(lambda st: st["hits"] >= want_hits, timeout=timeout)
 
@@ -440,7 +440,7 @@ def test_importance_reporter_losses_decide_what_is_evicted(s3rver, gateway, clie
         assert reporter.pending == 1 and reporter.scored == 0
     assert reporter.scored == capacity and reporter.posts == 1 and reporter.failures == 0
     assert len(set(losses.values())) == capacity  # distinct losses: ranks 1..16
-    st = gw.stats_when(lambda s: s["objects"] == capacity)
+    st = gw.stats_when(lambda s: s["objects"] == capacity, timeout=30)
     assert st["objects"] == capacity and st["used_bytes"] == capacity * size
 
     # A newcomer whose posted loss ranks 3rd of its minibatch (score log 13) beats the
@@ -450,7 +450,7 @@ def test_importance_reporter_losses_decide_what_is_evicted(s3rver, gateway, clie
     c = gw.client()
     stored = gw.stats()["fills_stored"]
     assert s3util.x_cache(c.get_object(Bucket=gw.bucket, Key=newcomer)) == "MISS"
-    st = gw.stats_when(lambda s: s["fills_stored"] > stored)
+    st = gw.stats_when(lambda s: s["fills_stored"] > stored, timeout=30)
     assert st["evictions"] == 1 and st["objects"] == capacity
     lowest = min(losses, key=losses.get)
     highest = max(losses, key=losses.get)
