@@ -1,7 +1,7 @@
 """A client for the gateway's admin API under /_s3cached/ (standard library only).
 
     from s3cached import Admin
-    admin = Admin()                      # $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else localhost:8080
+    admin = Admin()          # $AWS_ENDPOINT_URL_S3, $AWS_ENDPOINT_URL, else localhost:8080
     m = admin.create_manifest({"bucket": "demo", "prefix": "train/", "num_epochs": 3,
                                "shuffle": True, "seed": 42})
     admin.wait_warm(m["id"], timeout=600, callback=lambda p: print(p["percent"]))
