@@ -18,7 +18,16 @@
 
 #include "../common/log.h"
 
-enum opt_type { OPT_STR, OPT_SIZE, OPT_UINT, OPT_BOOL, OPT_LISTEN, OPT_LOGLEVEL, OPT_ACTION };
+enum opt_type {
+    OPT_STR,
+    OPT_SIZE,
+    OPT_UINT,
+    OPT_DURATION,
+    OPT_BOOL,
+    OPT_LISTEN,
+    OPT_LOGLEVEL,
+    OPT_ACTION
+};
 
 struct opt {
     const char *flag; /* without the leading "--" */
@@ -91,6 +100,10 @@ static const struct opt options[] = {
      "clients (prefer the file or the environment: arguments show in ps)"},
     {"admin-token-file", "S3CACHED_ADMIN_TOKEN_FILE", OPT_STR, OFF(admin_token_file), 0, 0, "FILE",
      "read the admin token from the first line of FILE"},
+    {"revalidate-after", "S3CACHED_REVALIDATE_AFTER", OPT_DURATION, OFF(revalidate_after), 0,
+     10ull * 365 * 86400, "DURATION",
+     "ask the upstream whether a hit older than this changed (If-None-Match) before serving it, "
+     "e.g. 30s, 10m, 1h, 7d (default 0: serve until evicted or invalidated)"},
     {"log-level", "S3CACHED_LOG_LEVEL", OPT_LOGLEVEL, OFF(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info)"},
     {"help", NULL, OPT_ACTION, OFF(show_help), 0, 0, NULL, "show this help"},
@@ -98,6 +111,41 @@ static const struct opt options[] = {
 };
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+sc_code gw_parse_duration(const char *s, uint64_t *seconds)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return SC_EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return SC_EINVAL;
+    uint64_t unit = 1;
+    switch (*end) {
+    case 's':
+        end++;
+        break;
+    case 'm':
+        unit = 60;
+        end++;
+        break;
+    case 'h':
+        unit = 3600;
+        end++;
+        break;
+    case 'd':
+        unit = 86400;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end != '\0' || v > UINT64_MAX / unit)
+        return SC_EINVAL;
+    *seconds = v * unit;
+    return SC_OK;
+}
 
 sc_code gw_parse_size(const char *s, uint64_t *out)
 {
@@ -204,13 +252,16 @@ static sc_code apply(struct gw_config *cfg, const struct opt *o, const char *val
         return set_listen(cfg, value);
     case OPT_SIZE:
     case OPT_UINT:
-        if ((o->type == OPT_SIZE ? gw_parse_size(value, &n) : parse_uint(value, &n)) != SC_OK)
+    case OPT_DURATION:
+        if ((o->type == OPT_SIZE       ? gw_parse_size(value, &n)
+             : o->type == OPT_DURATION ? gw_parse_duration(value, &n)
+                                       : parse_uint(value, &n)) != SC_OK)
             return SC_EINVAL;
         if (n < o->min || n > o->max)
             return SC_EINVAL;
         if (o->offset == OFF(chunk_size))
             cfg->chunk_size = (uint32_t)n;
-        else if (o->type == OPT_SIZE)
+        else if (o->type == OPT_SIZE || o->type == OPT_DURATION)
             *(uint64_t *)(base + o->offset) = n;
         else
             *(unsigned *)(base + o->offset) = (unsigned)n;

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "origin.h"
 #include "relay.h"
+#include "revalidate.h"
 #include "s3_target.h"
 #include "stats.h"
 #include "upstream.h"
@@ -42,11 +43,12 @@ struct gw {
 
 /* Where a request is in its life; the access handler resumes from here. */
 enum gw_phase {
-    GW_PHASE_NEW,       /* the request line and headers are in */
-    GW_PHASE_ROUTE,     /* second call: decide and act (see server.c for why not the first) */
-    GW_PHASE_UPLOAD,    /* pass-through: streaming the request body upstream */
-    GW_PHASE_WAIT_HEAD, /* waiting for the upstream's response head */
-    GW_PHASE_RESPONDED, /* a response is queued */
+    GW_PHASE_NEW,        /* the request line and headers are in */
+    GW_PHASE_ROUTE,      /* second call: decide and act (see server.c for why not the first) */
+    GW_PHASE_UPLOAD,     /* pass-through: streaming the request body upstream */
+    GW_PHASE_WAIT_HEAD,  /* waiting for the upstream's response head */
+    GW_PHASE_REVALIDATE, /* waiting for the upstream to say whether a cached copy changed */
+    GW_PHASE_RESPONDED,  /* a response is queued */
 };
 
 struct upload; /* proxy.c */
@@ -75,6 +77,7 @@ struct gw_req {
     bool ranged;                     /* a range of a miss fetched on its own, beside the fill */
     uint64_t want_start, want_len;   /* that range, in object offsets */
     struct upload *upload;           /* pass-through request body */
+    struct reval reval;              /* --revalidate-after: the question to the upstream */
     /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX). */
     char *body;
     size_t body_len, body_cap;
@@ -101,8 +104,9 @@ enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp
 void gw_waiter_init(struct gw_req *q);
 
 /* Request paths (one file each). Each returns what the access handler returns. */
-enum MHD_Result gw_serve_object(struct gw_req *q); /* serve.c: GET/HEAD through the cache */
-enum MHD_Result gw_serve_relay(struct gw_req *q);  /* serve.c: answer from a relay's head */
+enum MHD_Result gw_serve_object(struct gw_req *q);      /* serve.c: GET/HEAD through the cache */
+enum MHD_Result gw_serve_relay(struct gw_req *q);       /* serve.c: answer from a relay's head */
+enum MHD_Result gw_serve_revalidated(struct gw_req *q); /* serve.c: after gw_reval_start() */
 enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
 enum MHD_Result gw_admin(struct gw_req *q); /* admin.c: /_s3cached/... */
 bool gw_is_probe(const struct gw_req *q);   /* probe.c: GET /healthz, /readyz, /metrics, no query */

@@ -225,6 +225,9 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
     case GW_PHASE_WAIT_HEAD:
         *upload_size = 0;
         return gw_serve_relay(q);
+    case GW_PHASE_REVALIDATE:
+        *upload_size = 0;
+        return gw_serve_revalidated(q);
     case GW_PHASE_RESPONDED:
         *upload_size = 0;
         return MHD_YES;
@@ -303,6 +306,7 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
         relay_detach(q->relay, &q->cursor);
     }
     gw_proxy_cleanup(q);
+    gw_reval_cleanup(&q->reval);
     if (q->fill)
         fill_leave(q->fill);
     if (q->have_target)
