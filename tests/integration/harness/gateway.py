@@ -48,7 +48,7 @@ class Gateway:
     direct = False
 
     def __init__(self, upstream, upstream_endpoint=None, cache_size="64M", extra_args=(),
-                 cache_dir=None, secret_key=None, policy="lru", admin_token=None):
+                 cache_dir=None, secret_key=None, policy="lru", admin_token=None, binary_path=None):
         self.upstream = upstream
         self.upstream_endpoint = upstream_endpoint or upstream.endpoint
         self.access_key = upstream.access_key
@@ -58,6 +58,7 @@ class Gateway:
         self.cache_size = cache_size
         self.extra_args = list(extra_args)
         self.policy = policy
+        self.binary_path = binary_path or binary()
         self.listen_host = "127.0.0.1"  # clients still connect to 127.0.0.1
         self.admin_token = admin_token  # sent in the environment, never on the command line
         self.workdir = tempfile.mkdtemp(prefix="s3cached-it-gw-")
@@ -72,7 +73,7 @@ class Gateway:
         return "http://127.0.0.1:%d" % self.port
 
     def argv(self):
-        return [binary(), "--listen", "%s:%d" % (self.listen_host, self.port),
+        return [self.binary_path, "--listen", "%s:%d" % (self.listen_host, self.port),
                 "--upstream", self.upstream_endpoint, "--region", "us-east-1",
                 "--cache-dir", self.cache_dir, "--cache-size", str(self.cache_size),
                 "--policy", self.policy,
@@ -100,8 +101,8 @@ class Gateway:
 
     def start(self):
         """Starts the gateway and waits until GET /_s3cached/stats answers 200."""
-        if not os.access(binary(), os.X_OK):
-            raise RuntimeError("gateway binary %s missing: build it first" % binary())
+        if not os.access(self.binary_path, os.X_OK):
+            raise RuntimeError("gateway binary %s missing: build it first" % self.binary_path)
         os.makedirs(self.cache_dir, exist_ok=True)
         if self.port is None:
             self.port = proc.free_port()
