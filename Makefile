@@ -4,6 +4,7 @@
 #   make asan       build/asan/s3cached (AddressSanitizer + UBSan)
 #   make test       install what is missing, build, run unit and integration tests
 #   make unit       cmocka unit tests only (under ASan/UBSan)
+#   make valgrind   integration tests of the main request paths, gateway under valgrind memcheck
 #   make pyunit     unit tests of the Python client (clients/python)
 #   make run        a local S3 server seeded with objects, and the gateway in front of it
 #   make lint       clang-format check, and a clang -Werror compile of every file
@@ -32,7 +33,7 @@ OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
-.PHONY: all asan unit pyunit test integration run format lint clean deps
+.PHONY: all asan unit pyunit test integration run format lint clean deps valgrind
 all: build/s3cached build/s3cachectl build/s3cached-sim
 
 build/s3cached: build/obj/gateway/main.o $(OBJ)
@@ -81,12 +82,21 @@ deps:
 integration: all asan
 	tests/integration/run.sh
 
+# The optimized build under valgrind memcheck, over the tests of the everyday request paths
+# (against s3rver; timing-sensitive fault tests stay with the ASan run).
+VALGRIND_TESTS := test_downloads.py test_ranges.py test_conditional.py test_headers.py \
+                  test_uploads.py test_invalidation.py test_manifests.py test_freshness.py \
+                  test_metrics.py test_probes.py
+valgrind: all
+	S3CACHED_IT_VALGRIND=1 tests/integration/run.sh -k "not radosgw" $(VALGRIND_TESTS)
+
 test: deps
 	$(MAKE) lint
 	$(MAKE) all asan
 	$(MAKE) unit
 	$(MAKE) pyunit
 	tests/integration/run.sh
+	$(MAKE) valgrind
 
 # gcc builds everything above; clang must accept every file too, with the same warnings.
 lint:
