@@ -41,6 +41,8 @@ struct opt {
     (CMD(CTL_CMD_STATUS) | CMD(CTL_CMD_MANIFESTS) | CMD(CTL_CMD_SHOW) | CMD(CTL_CMD_CANCEL) |      \
      CMD(CTL_CMD_ORDER) | CMD(CTL_CMD_IMPORTANCE))
 #define MAX_POSITIONAL 8
+#define HELP_COL       26 /* where an option's help text starts */
+#define HELP_WIDTH     80
 
 static const struct opt options[] = {
     {"prefix", "S3URI", OPT_STR, OFF(prefix), 0, 0, WARM,
@@ -451,6 +453,27 @@ sc_code ctl_resolve_token(const char *flag, ctl_getenv_fn env, const char **out,
 
 /* ---- help -------------------------------------------------------------------- */
 
+/* Prints text from column HELP_COL, wrapped before column HELP_WIDTH. */
+static void print_wrapped(FILE *to, const char *text)
+{
+    size_t col = HELP_COL;
+    while (*text != '\0') {
+        size_t word = strcspn(text, " ");
+        if (col > HELP_COL && col + 1 + word > HELP_WIDTH) {
+            fprintf(to, "\n%*s", HELP_COL, "");
+            col = HELP_COL;
+        } else if (col > HELP_COL) {
+            fputc(' ', to);
+            col++;
+        }
+        fprintf(to, "%.*s", (int)word, text);
+        col += word;
+        text += word;
+        text += strspn(text, " ");
+    }
+    fputc('\n', to);
+}
+
 void ctl_print_options(FILE *to, enum ctl_cmd cmd)
 {
     for (size_t i = 0; i < N_OPTIONS; i++) {
@@ -460,9 +483,10 @@ void ctl_print_options(FILE *to, enum ctl_cmd cmd)
             continue;
         char left[48];
         snprintf(left, sizeof(left), "--%s%s%s", o->flag, o->arg ? " " : "", o->arg ? o->arg : "");
-        if (strlen(left) > 22)
-            fprintf(to, "  %s\n  %-22s  %s\n", left, "", o->help);
+        if (strlen(left) > HELP_COL - 4)
+            fprintf(to, "  %s\n%*s", left, HELP_COL, "");
         else
-            fprintf(to, "  %-22s  %s\n", left, o->help);
+            fprintf(to, "  %-*s  ", HELP_COL - 4, left);
+        print_wrapped(to, o->help);
     }
 }

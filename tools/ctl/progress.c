@@ -200,19 +200,53 @@ static void add_bytes(struct sbuf *b, const struct prog_snapshot *s)
         sbuf_add(b, "%s", cached);
 }
 
-/* Everything after the state (and the bar): percent, counts, bytes, rate, ETA, failures. */
-static void add_numbers(struct sbuf *b, const struct prog_snapshot *s)
+/* The parts of a progress line after the counts, most expendable last. */
+enum {
+    PART_FAILED = 1u << 0,
+    PART_ETA = 1u << 1,
+    PART_BYTES = 1u << 2,
+    PART_RATE = 1u << 3,
+    PART_ALL = (1u << 4) - 1,
+};
+
+/* Everything after the state (and the bar): percent, counts, then the parts asked for. */
+static void add_numbers(struct sbuf *b, const struct prog_snapshot *s, unsigned parts)
 {
     char rate[PROG_FIELD_MAX], eta[PROG_FIELD_MAX];
     sbuf_add(b, "%3u%%  ", prog_percent(s));
     add_objects(b, s);
-    sbuf_add(b, "  ");
-    add_bytes(b, s);
-    if (s->rate_bytes_per_s > 0)
+    if (parts & PART_BYTES) {
+        sbuf_add(b, "  ");
+        add_bytes(b, s);
+    }
+    if ((parts & PART_RATE) && s->rate_bytes_per_s > 0)
         sbuf_add(b, "  %s", prog_rate(rate, sizeof(rate), s->rate_bytes_per_s));
-    if (!prog_state_is_final(s->state))
+    if ((parts & PART_ETA) && !prog_state_is_final(s->state))
         sbuf_add(b, "  ETA %s", prog_duration(eta, sizeof(eta), s->eta_seconds));
-    sbuf_add(b, "  %llu failed", (unsigned long long)s->objects_failed);
+    if ((parts & PART_FAILED) || s->objects_failed > 0)
+        sbuf_add(b, "  %llu failed", (unsigned long long)s->objects_failed);
+}
+
+/*
+ * The terminal line's numbers (into r) and bar width (0: none) for width
+ * columns: the bar gets at least BAR_MIN, found by leaving out rate, bytes,
+ * a zero failure count and the ETA, in that order.
+ */
+static unsigned fit_terminal(struct sbuf *r, const struct prog_snapshot *s, size_t head,
+                             unsigned width)
+{
+    static const unsigned tries[] = {PART_ALL, PART_ALL & ~PART_RATE,
+                                     PART_ALL & ~(PART_RATE | PART_BYTES), PART_ETA, 0};
+    long avail = 0;
+    for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+        r->len = 0;
+        r->p[0] = '\0';
+        add_numbers(r, s, tries[i]);
+        avail = (long)width - 1 - (long)head - 2 - (long)r->len;
+        if (avail >= BAR_MIN)
+            return avail > BAR_MAX ? BAR_MAX : (unsigned)avail;
+    }
+    return 0; /* the smallest line, without a bar; prog_line cuts it */
 }
 
 /* Cuts buf to at most max bytes, at a UTF-8 character boundary. */
@@ -241,12 +275,12 @@ char *prog_line(char *buf, size_t cap, const struct prog_snapshot *s, bool tty, 
     } else if (s->state == PROG_PLANNED) {
         sbuf_add(&b, "%s planned: prefetch is off", id);
     } else {
-        add_numbers(&r, s);
-        long avail = (long)width - 1 - (long)strlen(id) - (long)strlen(state) - 3 - (long)r.len;
-        bar[0] = '\0';
-        if (tty && avail >= BAR_MIN)
-            prog_bar(bar, sizeof(bar), (double)prog_percent(s) / 100.0,
-                     avail > BAR_MAX ? BAR_MAX : (unsigned)avail);
+        unsigned bar_width = 0;
+        if (tty)
+            bar_width = fit_terminal(&r, s, strlen(id) + 1 + strlen(state), width);
+        else
+            add_numbers(&r, s, PART_ALL);
+        prog_bar(bar, sizeof(bar), (double)prog_percent(s) / 100.0, bar_width);
         if (bar[0] != '\0')
             sbuf_add(&b, "%s %s %s %s", id, state, bar, rest);
         else
