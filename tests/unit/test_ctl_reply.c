@@ -146,8 +146,8 @@ static void odd_progress_objects_give_safe_defaults(void **state)
 {
     const char *odd[] = {
         "{}",
-        "{\"id\":5,\"state\":[],\"objects_total\":null,\"objects_cached\":\"many\","
-        "\"eta_seconds\":null,\"rate_bytes_per_s\":-4}",
+        ("{\"id\":5,\"state\":[],\"objects_total\":null,\"objects_cached\":\"many\","
+         "\"eta_seconds\":null,\"rate_bytes_per_s\":-4}"),
         "{\"state\":\"frozen\",\"objects_total\":-1,\"eta_seconds\":-2}",
         "[1,2,3]",
     };
