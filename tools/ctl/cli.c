@@ -108,6 +108,15 @@ static enum ctl_cmd find_cmd(const char *name)
     return CTL_CMD_NONE;
 }
 
+/* The first word naming a command; only to point a usage error at the right --help. */
+static enum ctl_cmd guess_cmd(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (find_cmd(argv[i]) != CTL_CMD_NONE)
+            return find_cmd(argv[i]);
+    return CTL_CMD_NONE;
+}
+
 static void set_defaults(struct ctl_args *a)
 {
     memset(a, 0, sizeof(*a));
@@ -351,8 +360,10 @@ sc_code ctl_parse_args(int argc, char **argv, struct ctl_args *a, char *err, siz
         if (!options_end && strcmp(arg, "--") == 0) {
             options_end = true;
         } else if (!options_end && arg[0] == '-' && arg[1] != '\0') {
-            if (take_option(a, argc, argv, &i, seen, err, err_len) != SC_OK)
+            if (take_option(a, argc, argv, &i, seen, err, err_len) != SC_OK) {
+                a->cmd = guess_cmd(argc, argv); /* for the "Try ... --help" line */
                 return SC_EINVAL;
+            }
         } else if (n == MAX_POSITIONAL) {
             snprintf(err, err_len, "unexpected argument '%s'", arg);
             return SC_EINVAL;

@@ -12,18 +12,19 @@ struct cmd_help {
 
 static const struct cmd_help helps[] = {
     [CTL_CMD_WARM] =
-        {"warm (FILE|- | --prefix s3://BUCKET/PREFIX | --keys-from FILE --bucket NAME) "
-         "[OPTIONS]",
+        {"warm FILE|- [OPTIONS]\n"
+         "       s3cachectl warm --prefix s3://BUCKET/PREFIX [OPTIONS]\n"
+         "       s3cachectl warm --keys-from FILE|- [--bucket NAME] [OPTIONS]",
          "register a manifest and wait until the cache is warm",
-         "Registers a manifest with the gateway, prints its id, then follows its progress\n"
-         "until it is warm: one updating line on a terminal, a plain line at most every 2 s\n"
-         "otherwise. Objects that could not be fetched are listed at the end. The manifest\n"
-         "is a JSON file (docs/manifests.md), or is built from a prefix or a list of keys;\n"
-         "the sampling options build a plan like PyTorch's DistributedSampler (and override\n"
-         "the same fields of a FILE).\n\n"
+         "Registers a manifest with the gateway, prints its id, then follows its\n"
+         "progress until it is warm: one updating line on a terminal, a plain line at\n"
+         "most every 2 s otherwise. Objects that could not be fetched are listed at the\n"
+         "end. The manifest is a JSON file (docs/manifests.md), or is built from a\n"
+         "prefix or a list of keys; the sampling options build a plan like PyTorch's\n"
+         "DistributedSampler (and override the same fields of a FILE).\n\n"
          "Examples:\n"
          "  s3cachectl warm manifest.json\n"
-         "  s3cachectl warm --prefix s3://datasets/imagenet/train/ --epochs 3 --shuffle --seed 42\n"
+         "  s3cachectl warm --prefix s3://datasets/train/ --epochs 3 --shuffle --seed 42\n"
          "  s3cachectl warm --keys-from keys.txt --bucket datasets --world-size 8 --rank 3\n"
          "  id=$(s3cachectl warm manifest.json --no-wait)\n"},
     [CTL_CMD_STATUS] = {"status [--json]", "the gateway's counters: cache use, hits, misses",
@@ -73,9 +74,10 @@ static void tool_usage(FILE *to)
     fprintf(to, "\nGlobal options (before or after the command):\n");
     ctl_print_options(to, CTL_CMD_NONE);
     fprintf(to,
-            "\nThe endpoint, as for the AWS CLI: --endpoint-url, else $AWS_ENDPOINT_URL_S3, else\n"
-            "$AWS_ENDPOINT_URL (both ignored when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true), else\n"
-            "%s. The admin token: --admin-token, else $S3CACHED_ADMIN_TOKEN.\n\n"
+            "\nThe endpoint, as for the AWS CLI: --endpoint-url, else $AWS_ENDPOINT_URL_S3,\n"
+            "else $AWS_ENDPOINT_URL (both ignored when\n"
+            "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true), else %s.\n"
+            "The admin token: --admin-token, else $S3CACHED_ADMIN_TOKEN.\n\n"
             "Exit status: 0 success; 1 the gateway refused the request or an error; 2 bad\n"
             "usage; 3 the gateway cannot be reached; 4 the manifest failed; 5 it was\n"
             "canceled; 6 warm but some objects failed; 7 --wait-timeout passed; 130\n"
