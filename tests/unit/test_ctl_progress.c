@@ -136,6 +136,25 @@ static void states_parse_by_name_and_only_settled_ones_are_final(void **state)
     assert_true(prog_state_is_final(PROG_FAILED));
 }
 
+static void eta_counts_every_object_left_at_the_mean_rate(void **state)
+{
+    struct prog_snapshot s = warming(40, 100);
+    s.objects_failed = 10;
+    s.eta_seconds = 1; /* the gateway's, from its in-flight window only */
+    s.rate_objects_per_s = 5;
+    assert_true(prog_eta(&s) == 10.0);
+    s.objects_cached = 95; /* an odd reply: more done than planned */
+    assert_true(prog_eta(&s) == 0.0);
+    s.rate_objects_per_s = 0; /* no rate yet: the gateway's estimate */
+    assert_true(prog_eta(&s) == 1.0);
+    s.rate_objects_per_s = NAN;
+    assert_true(prog_eta(&s) == 1.0);
+    s.rate_objects_per_s = 5;
+    s.total_known = false;
+    s.eta_seconds = -1;
+    assert_true(prog_eta(&s) < 0);
+}
+
 static void sanitize_replaces_control_characters_and_keeps_utf8(void **state)
 {
     char b[64];
@@ -327,6 +346,7 @@ int main(void)
         cmocka_unit_test(formatters_cut_to_a_small_buffer),
         cmocka_unit_test(percent_rounds_down_and_is_100_only_when_all_are_cached),
         cmocka_unit_test(states_parse_by_name_and_only_settled_ones_are_final),
+        cmocka_unit_test(eta_counts_every_object_left_at_the_mean_rate),
         cmocka_unit_test(sanitize_replaces_control_characters_and_keeps_utf8),
         cmocka_unit_test(plain_line_has_counts_bytes_rate_eta_and_failures_but_no_bar),
         cmocka_unit_test(terminal_line_has_a_bar_and_never_reaches_the_last_column),

@@ -97,7 +97,7 @@ static sc_code details(struct ctl_table *t, const json_t *o, const struct prog_s
         {"fit in cache", prog_count(n3, sizeof(n3), s->fits),
          s->total_known && s->fits > 0 && s->fits < s->objects_total},
         {"rate", rate, true},
-        {"eta", prog_duration(eta, sizeof(eta), s->eta_seconds), true},
+        {"eta", prog_duration(eta, sizeof(eta), prog_eta(s)), !prog_state_is_final(s->state)},
         {"created", created, true},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

@@ -154,6 +154,15 @@ unsigned prog_percent(const struct prog_snapshot *s)
     return (unsigned)(s->objects_cached * 100 / s->objects_total);
 }
 
+double prog_eta(const struct prog_snapshot *s)
+{
+    if (!s->total_known || !(s->rate_objects_per_s > 0) || !isfinite(s->rate_objects_per_s))
+        return s->eta_seconds;
+    uint64_t done = s->objects_cached + s->objects_failed;
+    uint64_t left = s->objects_total > done ? s->objects_total - done : 0;
+    return (double)left / s->rate_objects_per_s;
+}
+
 /* Length of the C1 control character (U+0080..U+009F, as UTF-8) at p, or 0. */
 static size_t c1_len(const unsigned char *p)
 {
@@ -222,7 +231,7 @@ static void add_numbers(struct sbuf *b, const struct prog_snapshot *s, unsigned 
     if ((parts & PART_RATE) && s->rate_bytes_per_s > 0)
         sbuf_add(b, "  %s", prog_rate(rate, sizeof(rate), s->rate_bytes_per_s));
     if ((parts & PART_ETA) && !prog_state_is_final(s->state))
-        sbuf_add(b, "  ETA %s", prog_duration(eta, sizeof(eta), s->eta_seconds));
+        sbuf_add(b, "  ETA %s", prog_duration(eta, sizeof(eta), prog_eta(s)));
     if ((parts & PART_FAILED) || s->objects_failed > 0)
         sbuf_add(b, "  %llu failed", (unsigned long long)s->objects_failed);
 }

@@ -94,6 +94,16 @@ char *prog_bar(char *buf, size_t cap, double fraction, unsigned width);
 /* @brief Percent done, 0..100, rounded down (100 only when all are cached). */
 unsigned prog_percent(const struct prog_snapshot *s);
 
+/*
+ * @brief Seconds until every object is cached or failed, at the mean fetch
+ *        rate so far; the gateway's eta_seconds when the rate or the total is
+ *        not known yet (< 0: unknown).
+ * @note The gateway's own estimate counts only the objects its prefetcher
+ *       has reached, which under a low --prefetch-concurrency is the few in
+ *       flight; this one counts the whole plan.
+ */
+double prog_eta(const struct prog_snapshot *s);
+
 /* @brief A copy of s (NULL gives "-") with control bytes replaced by '?'. */
 char *prog_sanitize(char *buf, size_t cap, const char *s);
 
