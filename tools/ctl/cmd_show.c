@@ -26,10 +26,12 @@ static void plan_text(const json_t *o, const struct prog_snapshot *s, char *buf,
     ctl_juint(smp, "seed", &seed);
     ctl_juint(smp, "rank", &rank);
     ctl_juint(smp, "world_size", &world);
-    snprintf(buf + n, cap - (size_t)n, "; %s%llu; rank %llu of %llu%s",
-             json_is_true(json_object_get(smp, "shuffle")) ? "shuffled with seed "
-                                                           : "in order, seed ",
-             (unsigned long long)seed, (unsigned long long)rank, (unsigned long long)world,
+    bool shuffled = json_is_true(json_object_get(smp, "shuffle"));
+    char order[64] = "in order";
+    if (shuffled)
+        snprintf(order, sizeof(order), "shuffled with seed %llu", (unsigned long long)seed);
+    snprintf(buf + n, cap - (size_t)n, "; %s; rank %llu of %llu%s", order, (unsigned long long)rank,
+             (unsigned long long)world,
              json_is_true(json_object_get(smp, "drop_last")) ? ", drop_last" : "");
 }
 
