@@ -204,7 +204,8 @@ sc_code ctl_manifest_body(const struct ctl_args *a, const char *data, size_t len
     *body = NULL;
     *body_len = 0;
     if (a->input != NULL && !has_overrides(a)) { /* as given: the gateway's messages apply */
-        if ((*body = malloc(len + 1)) == NULL)
+        *body = malloc(len + 1);
+        if (*body == NULL)
             return SC_ENOMEM;
         memcpy(*body, data, len);
         (*body)[len] = '\0';
@@ -221,7 +222,9 @@ sc_code ctl_manifest_body(const struct ctl_args *a, const char *data, size_t len
         snprintf(err, err_len, "--bucket or --name is not valid UTF-8");
         rc = SC_EINVAL;
     }
-    if (rc == SC_OK && (*body = json_dumps(o, JSON_COMPACT)) == NULL)
+    if (rc == SC_OK)
+        *body = json_dumps(o, JSON_COMPACT);
+    if (rc == SC_OK && *body == NULL)
         rc = SC_ENOMEM;
     if (rc == SC_OK)
         *body_len = strlen(*body);

@@ -63,7 +63,8 @@ enum ctl_exit ctl_cmd_warm(struct ctl_ctx *c)
         goto out;
     }
     const char *got = ctl_jstr(reply, "id");
-    if (got == NULL || (id = strdup(got)) == NULL) {
+    id = got ? strdup(got) : NULL;
+    if (id == NULL) {
         fprintf(c->err, "s3cachectl: the gateway's reply names no manifest id\n");
         goto out;
     }

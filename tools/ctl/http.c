@@ -183,54 +183,62 @@ static double now_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-sc_code ctl_http_request(ctl_http *h, const char *method, const char *path, const char *body,
-                         size_t len, struct ctl_http_reply *reply, char *err, size_t err_len)
+/* Runs the transfer set up on h->easy; on success hands the body collected in s to reply. */
+static sc_code perform(ctl_http *h, const char *method, const char *url, size_t len, struct sink *s,
+                       struct ctl_http_reply *reply, char *err, size_t err_len)
 {
     char errbuf[CURL_ERROR_SIZE] = "";
-    struct sink s = {.max = h->cfg.max_reply};
-    struct curl_slist *headers = NULL;
-    char *url = NULL;
-    sc_code rc = SC_ENOMEM;
-    memset(reply, 0, sizeof(*reply));
-    snprintf(err, err_len, "out of memory");
-    size_t url_len = strlen(h->base_url) + strlen(path) + 1;
-    url = malloc(url_len);
-    headers = make_headers(h, body != NULL);
-    if (url == NULL || headers == NULL)
-        goto out;
-    snprintf(url, url_len, "%s%s", h->base_url, path);
-    curl_easy_reset(h->easy);
-    if (!set_options(h, method, url, body, len, headers, &s) ||
-        curl_easy_setopt(h->easy, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK) {
-        snprintf(err, err_len, "libcurl refused an option");
-        rc = SC_EIO;
-        goto out;
-    }
+    if (curl_easy_setopt(h->easy, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK)
+        return SC_EIO;
     if (h->cfg.debug)
-        fprintf(h->cfg.debug, "> %s %s (%zu bytes)\n", method, url, body ? len : 0);
+        fprintf(h->cfg.debug, "> %s %s (%zu bytes)\n", method, url, len);
     double start = now_ms();
     CURLcode cc = curl_easy_perform(h->easy);
-    rc = translate(cc, &s);
+    curl_easy_setopt(h->easy, CURLOPT_ERRORBUFFER, NULL); /* errbuf goes out of scope */
+    sc_code rc = translate(cc, s);
     if (rc != SC_OK) {
         snprintf(err, err_len, "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
         if (h->cfg.debug)
             fprintf(h->cfg.debug, "< failed: %s\n", err);
-        goto out;
+        return rc;
     }
     curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &reply->status);
     if (h->cfg.debug)
-        fprintf(h->cfg.debug, "< %ld (%zu bytes in %.0f ms)\n", reply->status, s.len,
+        fprintf(h->cfg.debug, "< %ld (%zu bytes in %.0f ms)\n", reply->status, s->len,
                 now_ms() - start);
-    if (s.p == NULL && (s.p = calloc(1, 1)) == NULL) {
-        rc = SC_ENOMEM;
+    if (s->p == NULL)
+        s->p = calloc(1, 1);
+    if (s->p == NULL)
+        return SC_ENOMEM;
+    reply->body = s->p;
+    reply->len = s->len;
+    s->p = NULL;
+    return SC_OK;
+}
+
+sc_code ctl_http_request(ctl_http *h, const char *method, const char *path, const char *body,
+                         size_t len, struct ctl_http_reply *reply, char *err, size_t err_len)
+{
+    struct sink s = {.max = h->cfg.max_reply};
+    sc_code rc = SC_ENOMEM;
+    memset(reply, 0, sizeof(*reply));
+    snprintf(err, err_len, "out of memory");
+    size_t url_len = strlen(h->base_url) + strlen(path) + 1;
+    char *url = malloc(url_len);
+    struct curl_slist *headers = make_headers(h, body != NULL);
+    if (url == NULL || headers == NULL)
+        goto out;
+    snprintf(url, url_len, "%s%s", h->base_url, path);
+    curl_easy_reset(h->easy);
+    if (!set_options(h, method, url, body, len, headers, &s)) {
+        snprintf(err, err_len, "libcurl refused an option");
+        rc = SC_EIO;
         goto out;
     }
-    reply->body = s.p;
-    reply->len = s.len;
-    s.p = NULL;
-    err[0] = '\0';
+    rc = perform(h, method, url, body ? len : 0, &s, reply, err, err_len);
+    if (rc == SC_OK)
+        err[0] = '\0';
 out:
-    curl_easy_setopt(h->easy, CURLOPT_ERRORBUFFER, NULL); /* errbuf goes out of scope */
     free(s.p);
     free(url);
     curl_slist_free_all(headers);
