@@ -18,7 +18,6 @@ import subprocess
 import termios
 import threading
 import time
-import urllib.request
 
 import pytest
 
@@ -228,6 +227,9 @@ def test_status_shows_the_counters_as_a_table_and_as_json(s3rver, gateway, tmp_p
     assert fields["prefetched objects"] == "10"
     raw = json.loads(ctl("status", "--json", endpoint=gw.endpoint).out)
     assert raw["prefetched_objects"] == 10 and raw["objects"] == st["objects"]
+    with_token = ctl("status", "--json", endpoint=gw.endpoint,
+                     env={"S3CACHED_ADMIN_TOKEN": "t0ken"})  # the gateway does not check it yet
+    assert with_token.code == EXIT_OK and json.loads(with_token.out)["objects"] == st["objects"]
 
 
 def test_no_wait_prints_only_the_id_then_cancel_and_show(s3rver, gateway, tmp_path):
