@@ -223,8 +223,10 @@ static void terminal_line_cuts_at_a_character_boundary(void **state)
                               .state = PROG_LISTING,
                               .bucket = "b",
                               .prefix = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9"};
-    prog_line(b, sizeof(b), &s, true, 22); /* "m1 listing s3://b/" is 18 bytes */
-    assert_string_equal(b, "m1 listing s3://b/\xc3\xa9");
+    prog_line(b, sizeof(b), &s, true, 22); /* "m1 listing s3://b/" is 18 columns */
+    assert_string_equal(b, "m1 listing s3://b/\xc3\xa9\xc3\xa9\xc3\xa9");
+    assert_int_equal(prog_width(b), 21);
+    assert_int_equal(prog_width(""), 0);
 }
 
 static void listing_and_planned_lines_say_what_is_happening(void **state)

@@ -127,6 +127,11 @@ const char *ctl_cmd_name(enum ctl_cmd cmd);
  */
 sc_code ctl_parse_args(int argc, char **argv, struct ctl_args *a, char *err, size_t err_len);
 
+/* @brief Option lines of cmd's --help (CTL_CMD_NONE: the global options). */
+void ctl_print_options(FILE *to, enum ctl_cmd cmd);
+
+/* ---- endpoint.c ------------------------------------------------------------ */
+
 /*
  * @brief Picks the endpoint like the AWS CLI: flag (--endpoint-url), else
  *        AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL (both skipped when
@@ -146,9 +151,6 @@ sc_code ctl_resolve_endpoint(const char *flag, ctl_getenv_fn env, struct ctl_end
  */
 sc_code ctl_resolve_token(const char *flag, ctl_getenv_fn env, const char **out, char *err,
                           size_t err_len);
-
-/* @brief Option lines of cmd's --help (CTL_CMD_NONE: the global options). */
-void ctl_print_options(FILE *to, enum ctl_cmd cmd);
 
 /* ---- help.c ---------------------------------------------------------------- */
 

@@ -163,6 +163,14 @@ double prog_eta(const struct prog_snapshot *s)
     return (double)left / s->rate_objects_per_s;
 }
 
+size_t prog_width(const char *s)
+{
+    size_t n = 0;
+    for (; *s != '\0'; s++)
+        n += ((unsigned char)*s & 0xc0) != 0x80;
+    return n;
+}
+
 /* Length of the C1 control character (U+0080..U+009F, as UTF-8) at p, or 0. */
 static size_t c1_len(const unsigned char *p)
 {
@@ -258,15 +266,18 @@ static unsigned fit_terminal(struct sbuf *r, const struct prog_snapshot *s, size
     return 0; /* the smallest line, without a bar; prog_line cuts it */
 }
 
-/* Cuts buf to at most max bytes, at a UTF-8 character boundary. */
+/* Cuts buf to at most max columns, at a UTF-8 character boundary. */
 static void cut_at(char *buf, size_t max)
 {
-    size_t n = strlen(buf);
-    if (n <= max)
-        return;
-    while (max > 0 && ((unsigned char)buf[max] & 0xc0) == 0x80)
-        max--;
-    buf[max] = '\0';
+    size_t cols = 0;
+    for (size_t i = 0; buf[i] != '\0'; i++) {
+        if (((unsigned char)buf[i] & 0xc0) == 0x80)
+            continue;
+        if (cols++ == max) {
+            buf[i] = '\0';
+            return;
+        }
+    }
 }
 
 char *prog_line(char *buf, size_t cap, const struct prog_snapshot *s, bool tty, unsigned width)
@@ -286,7 +297,7 @@ char *prog_line(char *buf, size_t cap, const struct prog_snapshot *s, bool tty, 
     } else {
         unsigned bar_width = 0;
         if (tty)
-            bar_width = fit_terminal(&r, s, strlen(id) + 1 + strlen(state), width);
+            bar_width = fit_terminal(&r, s, prog_width(id) + 1 + prog_width(state), width);
         else
             add_numbers(&r, s, PART_ALL);
         prog_bar(bar, sizeof(bar), (double)prog_percent(s) / 100.0, bar_width);

@@ -104,6 +104,9 @@ unsigned prog_percent(const struct prog_snapshot *s);
  */
 double prog_eta(const struct prog_snapshot *s);
 
+/* @brief Terminal columns of UTF-8 text s: its characters (bytes not continuing one). */
+size_t prog_width(const char *s);
+
 /* @brief A copy of s (NULL gives "-") with control bytes replaced by '?'. */
 char *prog_sanitize(char *buf, size_t cap, const char *s);
 

@@ -41,15 +41,6 @@ sc_code ctl_table_add(struct ctl_table *t, const char *const *cells)
     return SC_OK;
 }
 
-/* Characters in s: bytes that do not continue a UTF-8 sequence. */
-static size_t width_of(const char *s)
-{
-    size_t n = 0;
-    for (; *s != '\0'; s++)
-        n += ((unsigned char)*s & 0xc0) != 0x80;
-    return n;
-}
-
 static void pad(FILE *to, size_t n)
 {
     while (n-- > 0)
@@ -63,13 +54,13 @@ void ctl_table_print(const struct ctl_table *t, FILE *to)
         return;
     for (size_t r = 0; r < t->rows; r++)
         for (size_t c = 0; c < t->cols; c++) {
-            size_t w = width_of(t->cells[r * t->cols + c]);
+            size_t w = prog_width(t->cells[r * t->cols + c]);
             widths[c] = w > widths[c] ? w : widths[c];
         }
     for (size_t r = 0; r < t->rows; r++) {
         for (size_t c = 0; c < t->cols; c++) {
             const char *cell = t->cells[r * t->cols + c];
-            size_t gap = widths[c] - width_of(cell);
+            size_t gap = widths[c] - prog_width(cell);
             bool right = t->align != NULL && t->align[c] == 'r';
             bool last = c + 1 == t->cols;
             if (c > 0)

@@ -59,7 +59,7 @@ static unsigned term_width(void)
 /* Replaces the terminal line with line (padding over a longer previous one). */
 static void tty_show(struct watch *w, const char *line)
 {
-    size_t n = strlen(line);
+    size_t n = prog_width(line);
     fprintf(w->c->out, "\r%s", line);
     for (size_t i = n; i < w->shown; i++)
         fputc(' ', w->c->out);
