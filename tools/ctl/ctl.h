@@ -110,7 +110,7 @@ struct ctl_ctx {
     FILE *out;
     FILE *err;
     bool tty;                           /* out is a terminal: progress updates one line */
-    volatile sig_atomic_t *interrupted; /* set by SIGINT/SIGTERM */
+    volatile sig_atomic_t *interrupted; /* set by SIGINT (Ctrl-C) */
 };
 
 /* ---- cli.c: the command line ------------------------------------------------ */
