@@ -51,9 +51,12 @@ build/obj/%.o: %.c $(wildcard */*.h tools/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-asan: build/asan/s3cached
+asan: build/asan/s3cached build/asan/s3cachectl
 
 build/asan/s3cached: build/asan/obj/gateway/main.o $(ASAN_OBJ)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
+
+build/asan/s3cachectl: $(CTL_SRC:%.c=build/asan/obj/%.o) $(COMMON_SRC:%.c=build/asan/obj/%.o)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
 build/asan/obj/%.o: %.c $(wildcard */*.h tools/*/*.h)
@@ -67,6 +70,14 @@ build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ)
 # test_sim also links the simulator's pieces: everything in tools/sim but its main.
 SIM_LIB_SRC := $(filter-out tools/sim/main.c,$(SIM_SRC))
 build/asan/tests/test_sim: tests/unit/test_sim.c $(ASAN_OBJ) $(SIM_LIB_SRC:%.c=build/asan/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
+
+# test_ctl_* link s3cachectl's pieces (everything in tools/ctl but its main) and common/.
+CTL_LIB_SRC  := $(filter-out tools/ctl/main.c,$(CTL_SRC))
+CTL_UNIT_BIN := $(filter build/asan/tests/test_ctl_%,$(UNIT_BIN))
+$(CTL_UNIT_BIN): build/asan/tests/%: tests/unit/%.c $(CTL_LIB_SRC:%.c=build/asan/obj/%.o) \
+                 $(COMMON_SRC:%.c=build/asan/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
 
