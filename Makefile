@@ -76,8 +76,9 @@ build/asan/tests/test_sim: tests/unit/test_sim.c $(ASAN_OBJ) $(SIM_LIB_SRC:%.c=b
 
 # test_trainsim_* also link the emulator's pieces: everything in tools/trainsim but its main.
 TRAINSIM_LIB_SRC := $(filter-out tools/trainsim/main.c,$(TRAINSIM_SRC))
-build/asan/tests/test_trainsim_%: tests/unit/test_trainsim_%.c $(ASAN_OBJ) \
-                                  $(TRAINSIM_LIB_SRC:%.c=build/asan/obj/%.o)
+TRAINSIM_TESTS   := $(filter build/asan/tests/test_trainsim_%,$(UNIT_BIN))
+$(TRAINSIM_TESTS): build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ) \
+                   $(TRAINSIM_LIB_SRC:%.c=build/asan/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
 
