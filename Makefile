@@ -4,6 +4,7 @@
 #   make asan       build/asan/s3cached (AddressSanitizer + UBSan)
 #   make test       install what is missing, build, run unit and integration tests
 #   make unit       cmocka unit tests only (under ASan/UBSan)
+#   make pyunit     unit tests of the Python client (clients/python)
 #   make run        a local S3 server seeded with objects, and the gateway in front of it
 #   make lint       clang-format check, and a clang -Werror compile of every file
 #   make format     clang-format every C file in place
@@ -32,7 +33,7 @@ OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
-.PHONY: all asan unit test integration run format lint clean deps
+.PHONY: all asan unit pyunit test integration run format lint clean deps
 all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim
 
 build/s3cached: build/obj/gateway/main.o $(OBJ)
@@ -85,6 +86,9 @@ $(TRAINSIM_TESTS): build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ) \
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
+pyunit:
+	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m unittest discover -s clients/python/tests
+
 deps:
 	tools/install-deps.sh
 
@@ -95,6 +99,7 @@ test: deps
 	$(MAKE) lint
 	$(MAKE) all asan
 	$(MAKE) unit
+	$(MAKE) pyunit
 	tests/integration/run.sh
 
 # gcc builds everything above; clang must accept every file too, with the same warnings.

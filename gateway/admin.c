@@ -10,12 +10,21 @@
  *   GET    /_s3cached/manifests/{id}/order?epoch=E  the keys in the gateway's order
  *   DELETE /_s3cached/manifests/{id}                cancel
  *   POST   /_s3cached/importance                    a trainer's per-sample losses
+ *   POST   /_s3cached/invalidate                    drop cached keys, or a prefix
+ *
+ * Who may call it: with an admin token configured, whoever sends it as
+ * "Authorization: Bearer <token>"; without one, anyone when the listener is
+ * loopback, else loopback clients only.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
 
 #include "gw.h"
 #include "importance_req.h"
+#include "invalidate_req.h"
 
 #define PREFIX "/_s3cached/"
 #define ID_MAX 23
@@ -175,10 +184,77 @@ static enum MHD_Result one_manifest(struct gw_req *q, const char *rest)
     return respond_json(q, 200, o);
 }
 
+/* Drops what the body names from in-flight fills and from the store; replies {"removed": n}. */
+static enum MHD_Result post_invalidate(struct gw_req *q)
+{
+    struct invalidate_req r;
+    struct api_err err = {0};
+    sc_code rc = invalidate_parse(q->body ? q->body : "", q->body_len, &r, &err);
+    if (rc == SC_ENOMEM && err.code == API_OK)
+        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+    if (rc != SC_OK)
+        return respond_api_err(q, &err);
+    uint64_t removed = 0;
+    if (r.prefix != NULL) {
+        fill_invalidate_bucket(q->g->fills, r.bucket);
+        rc = store_remove_prefix(q->g->st, r.bucket, r.prefix, &removed);
+    } else {
+        for (size_t i = 0; i < r.n_keys && rc == SC_OK; i++) {
+            fill_invalidate(q->g->fills, r.bucket, r.keys[i]);
+            rc = store_remove(q->g->st, r.bucket, r.keys[i]);
+            removed++;
+        }
+    }
+    invalidate_req_free(&r);
+    if (rc != SC_OK)
+        return gw_respond_error(q, 503, "ServiceUnavailable", "The cache could not drop the keys");
+    gw_stat_add(q->g->stats.invalidations, removed);
+    return respond_json(q, 200, json_pack("{s:I}", "removed", (json_int_t)removed));
+}
+
+/* True if the request carries the admin token; compared in constant time. */
+static bool has_token(struct gw_req *q, const char *token)
+{
+    const char *auth = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Authorization");
+    if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+        return false;
+    const char *given = auth + 7;
+    size_t n = strlen(token);
+    return strlen(given) == n && CRYPTO_memcmp(given, token, n) == 0;
+}
+
+static bool client_is_loopback(struct gw_req *q)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return ci != NULL && gw_addr_is_loopback(ci->client_addr);
+}
+
+/* Answers 401 or 403 and returns false when this client may not use the admin API. */
+static bool admin_allowed(struct gw_req *q, enum MHD_Result *ret)
+{
+    const char *token = q->g->cfg->admin_token;
+    if (token != NULL) {
+        if (has_token(q, token))
+            return true;
+        *ret = respond_problem(q, API_UNAUTHORIZED,
+                               "the admin API needs \"Authorization: Bearer <admin token>\"");
+        return false;
+    }
+    if (q->g->listen_loopback || client_is_loopback(q))
+        return true;
+    *ret = respond_problem(q, API_FORBIDDEN,
+                           "the admin API answers loopback clients only; start the gateway "
+                           "with --admin-token to open it to others");
+    return false;
+}
+
 enum MHD_Result gw_admin(struct gw_req *q)
 {
     const char *path = q->tgt.raw_path;
     enum MHD_Result ret;
+    if (!admin_allowed(q, &ret))
+        return ret;
     if (body_refused(q, &ret))
         return ret;
     if (strncmp(path, PREFIX, strlen(PREFIX)) != 0)
@@ -199,5 +275,7 @@ enum MHD_Result gw_admin(struct gw_req *q)
         return one_manifest(q, what + 10);
     if (strcmp(what, "importance") == 0)
         return is(q, "POST") ? post_importance(q) : not_allowed(q);
+    if (strcmp(what, "invalidate") == 0)
+        return is(q, "POST") ? post_invalidate(q) : not_allowed(q);
     return respond_problem(q, API_NOT_FOUND, "no such admin endpoint");
 }

@@ -23,6 +23,8 @@ static const struct {
     [API_TOO_LARGE] = {"TooLarge", 413},
     [API_NOT_FOUND] = {"NotFound", 404},
     [API_METHOD_NOT_ALLOWED] = {"MethodNotAllowed", 405},
+    [API_UNAUTHORIZED] = {"Unauthorized", 401},
+    [API_FORBIDDEN] = {"AccessDenied", 403},
 };
 
 #define NCODES (sizeof(codes) / sizeof(codes[0]))

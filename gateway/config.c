@@ -14,9 +14,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "../common/log.h"
 
-enum opt_type { OPT_STR, OPT_SIZE, OPT_UINT, OPT_BOOL, OPT_LISTEN, OPT_LOGLEVEL, OPT_ACTION };
+enum opt_type {
+    OPT_STR,
+    OPT_SIZE,
+    OPT_UINT,
+    OPT_DURATION,
+    OPT_BOOL,
+    OPT_LISTEN,
+    OPT_LOGLEVEL,
+    OPT_ACTION
+};
 
 struct opt {
     const char *flag; /* without the leading "--" */
@@ -76,6 +87,23 @@ static const struct opt options[] = {
      NULL, "do not verify the upstream's TLS certificate (never in production)"},
     {"prefetch-concurrency", "S3CACHED_PREFETCH_CONCURRENCY", OPT_UINT, OFF(prefetch_concurrency),
      1, 1024, "N", "manifest prefetches in flight at once (default 32)"},
+    {"log-format", "S3CACHED_LOG_FORMAT", OPT_STR, OFF(log_format), 0, 0, "FORMAT",
+     "json (one object per line, the default) or text"},
+    {"log-file", "S3CACHED_LOG_FILE", OPT_STR, OFF(log_file), 0, 0, "FILE",
+     "append the log to FILE instead of stderr; SIGHUP reopens it (log rotation)"},
+    {"access-log", "S3CACHED_ACCESS_LOG", OPT_BOOL, OFF(access_log), 0, 0, NULL,
+     "log one line per request: id, client, method, bucket, key, status, bytes, cache, duration"},
+    {"shutdown-timeout", "S3CACHED_SHUTDOWN_TIMEOUT", OPT_UINT, OFF(shutdown_timeout), 0, 3600,
+     "SECONDS", "on SIGTERM, wait this long for requests in flight before closing (default 30)"},
+    {"admin-token", "S3CACHED_ADMIN_TOKEN", OPT_STR, OFF(admin_token), 0, 0, "TOKEN",
+     "bearer token the admin API (/_s3cached/) requires; without one it answers only loopback "
+     "clients (prefer the file or the environment: arguments show in ps)"},
+    {"admin-token-file", "S3CACHED_ADMIN_TOKEN_FILE", OPT_STR, OFF(admin_token_file), 0, 0, "FILE",
+     "read the admin token from the first line of FILE"},
+    {"revalidate-after", "S3CACHED_REVALIDATE_AFTER", OPT_DURATION, OFF(revalidate_after), 0,
+     10ull * 365 * 86400, "DURATION",
+     "ask the upstream whether a hit older than this changed (If-None-Match) before serving it, "
+     "e.g. 30s, 10m, 1h, 7d (default 0: serve until evicted or invalidated)"},
     {"log-level", "S3CACHED_LOG_LEVEL", OPT_LOGLEVEL, OFF(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info)"},
     {"help", NULL, OPT_ACTION, OFF(show_help), 0, 0, NULL, "show this help"},
@@ -83,6 +111,41 @@ static const struct opt options[] = {
 };
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+sc_code gw_parse_duration(const char *s, uint64_t *seconds)
+{
+    if (s == NULL || *s < '0' || *s > '9')
+        return SC_EINVAL;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return SC_EINVAL;
+    uint64_t unit = 1;
+    switch (*end) {
+    case 's':
+        end++;
+        break;
+    case 'm':
+        unit = 60;
+        end++;
+        break;
+    case 'h':
+        unit = 3600;
+        end++;
+        break;
+    case 'd':
+        unit = 86400;
+        end++;
+        break;
+    default:
+        break;
+    }
+    if (*end != '\0' || v > UINT64_MAX / unit)
+        return SC_EINVAL;
+    *seconds = v * unit;
+    return SC_OK;
+}
 
 sc_code gw_parse_size(const char *s, uint64_t *out)
 {
@@ -189,13 +252,16 @@ static sc_code apply(struct gw_config *cfg, const struct opt *o, const char *val
         return set_listen(cfg, value);
     case OPT_SIZE:
     case OPT_UINT:
-        if ((o->type == OPT_SIZE ? gw_parse_size(value, &n) : parse_uint(value, &n)) != SC_OK)
+    case OPT_DURATION:
+        if ((o->type == OPT_SIZE       ? gw_parse_size(value, &n)
+             : o->type == OPT_DURATION ? gw_parse_duration(value, &n)
+                                       : parse_uint(value, &n)) != SC_OK)
             return SC_EINVAL;
         if (n < o->min || n > o->max)
             return SC_EINVAL;
         if (o->offset == OFF(chunk_size))
             cfg->chunk_size = (uint32_t)n;
-        else if (o->type == OPT_SIZE)
+        else if (o->type == OPT_SIZE || o->type == OPT_DURATION)
             *(uint64_t *)(base + o->offset) = n;
         else
             *(unsigned *)(base + o->offset) = (unsigned)n;
@@ -242,8 +308,10 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->upstream_stall_timeout = 30;
     cfg->prefetch_concurrency = 32;
     cfg->log_level = SC_LOG_INFO;
+    cfg->shutdown_timeout = 30;
     if (set_string(&cfg->listen_host, "127.0.0.1") ||
-        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "s3fifo"))
+        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "s3fifo") ||
+        set_string(&cfg->log_format, "json"))
         return SC_ENOMEM;
     const char *region = getenv("AWS_REGION");
     if (region == NULL || *region == '\0')
@@ -338,6 +406,39 @@ static sc_code finish_upstream(struct gw_config *cfg, char *err, size_t err_len)
     return SC_OK;
 }
 
+#define ADMIN_TOKEN_MIN 16
+#define ADMIN_TOKEN_MAX 4096
+
+/* Reads the admin token from its file (first line) and checks it is long enough to guess. */
+static sc_code finish_admin_token(struct gw_config *cfg, char *err, size_t err_len)
+{
+    if (cfg->admin_token_file != NULL) {
+        FILE *f = fopen(cfg->admin_token_file, "r");
+        if (f == NULL) {
+            snprintf(err, err_len, "cannot read --admin-token-file %s: %s", cfg->admin_token_file,
+                     strerror(errno));
+            return SC_EINVAL;
+        }
+        char line[ADMIN_TOKEN_MAX + 2];
+        bool got = fgets(line, sizeof(line), f) != NULL;
+        fclose(f);
+        line[got ? strcspn(line, "\r\n") : 0] = '\0';
+        sc_code rc = set_string(&cfg->admin_token, line);
+        OPENSSL_cleanse(line, sizeof(line));
+        if (rc != SC_OK)
+            return rc;
+    }
+    if (cfg->admin_token == NULL)
+        return SC_OK;
+    size_t n = strlen(cfg->admin_token);
+    if (n < ADMIN_TOKEN_MIN || n > ADMIN_TOKEN_MAX) {
+        snprintf(err, err_len, "the admin token must be %d to %d characters", ADMIN_TOKEN_MIN,
+                 ADMIN_TOKEN_MAX);
+        return SC_EINVAL;
+    }
+    return SC_OK;
+}
+
 sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err, size_t err_len)
 {
     sc_code rc = set_defaults(cfg);
@@ -347,6 +448,13 @@ sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err,
         rc = apply_argv(cfg, argc, argv, err, err_len);
     if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
         rc = finish_upstream(cfg, err, err_len);
+    if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
+        rc = finish_admin_token(cfg, err, err_len);
+    if (rc == SC_OK && strcmp(cfg->log_format, "json") != 0 &&
+        strcmp(cfg->log_format, "text") != 0) {
+        snprintf(err, err_len, "--log-format must be json or text");
+        rc = SC_EINVAL;
+    }
     if (rc == SC_OK && cfg->max_object_size > cfg->cache_size)
         cfg->max_object_size = cfg->cache_size;
     if (rc == SC_ENOMEM)
@@ -362,6 +470,12 @@ void gw_config_free(struct gw_config *cfg)
     free(cfg->cache_dir);
     free(cfg->policy);
     free(cfg->vhost_domain);
+    if (cfg->admin_token != NULL)
+        OPENSSL_cleanse(cfg->admin_token, strlen(cfg->admin_token));
+    free(cfg->admin_token);
+    free(cfg->admin_token_file);
+    free(cfg->log_format);
+    free(cfg->log_file);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -382,5 +496,5 @@ void gw_config_usage(const char *prog)
     printf("\nUpstream credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
            "or the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE). Without\n"
            "any, upstream requests are sent unsigned (public buckets).\n"
-           "Admin API: GET /_s3cached/stats\n");
+           "Admin API under /_s3cached/ (stats, manifests, importance): see docs/manifests.md.\n");
 }

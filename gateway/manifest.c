@@ -349,6 +349,24 @@ json_t *mf_list(mf_registry *r)
     return a ? json_pack("{s:o}", "manifests", a) : NULL;
 }
 
+void mf_get_totals(mf_registry *r, struct mf_totals *t)
+{
+    *t = (struct mf_totals){.prefetch_inflight = atomic_load(&r->inflight)};
+    pthread_rwlock_rdlock(&r->list_lock);
+    for (struct mf *m = r->list; m; m = m->next) {
+        pthread_mutex_lock(&m->mu);
+        if (m->state <= MF_PLANNED) {
+            t->active++;
+            t->objects += m->used;
+            t->cached += m->cached;
+            t->inflight += m->inflight;
+            t->failed += m->failed;
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
+    pthread_rwlock_unlock(&r->list_lock);
+}
+
 json_t *mf_order(mf_registry *r, const char *id, uint32_t e, struct api_err *err)
 {
     json_t *o = NULL;

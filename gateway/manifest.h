@@ -86,6 +86,16 @@ json_t *mf_order(mf_registry *r, const char *id, uint32_t e, struct api_err *err
  */
 json_t *mf_cancel(mf_registry *r, const char *id);
 
+/* Sums over the manifests still at work (listing, warming, warm, planned), for metrics. */
+struct mf_totals {
+    uint32_t active;
+    uint64_t objects, cached, inflight, failed; /* distinct objects of this rank */
+    uint64_t prefetch_inflight; /* fills the prefetcher has running, all manifests */
+};
+
+/* @brief Fills t. Any thread. */
+void mf_get_totals(mf_registry *r, struct mf_totals *t);
+
 /* @brief The trainer read (bucket, key): moves the plans that name it forward. */
 void mf_observe(mf_registry *r, const char *bucket, const char *key);
 

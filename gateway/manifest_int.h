@@ -22,6 +22,7 @@
 #define MF_MAX_FAILURES 100 /* failures listed in progress; all are counted */
 
 enum mf_state {
+    /* The active states come first: mf_get_totals() counts those up to MF_PLANNED. */
     MF_LISTING, /* a prefix manifest waiting for its keys */
     MF_WARMING, /* fetching ahead of the trainer */
     MF_WARM,    /* everything that fits before its next use is cached */

@@ -135,8 +135,9 @@ static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const str
     return resp;
 }
 
-/* Answers from a cached object; SC_ECORRUPT (or another failure) means: treat as a miss. */
-static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
+/* Answers from a cached object; SC_ECORRUPT (or another failure) means: treat as a miss.
+ * A stale copy (revalidation failed) says so in its headers. */
+static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_Result *ret)
 {
     size_t hlen = 0;
     const char *hdrs = store_obj_headers(obj, &hlen);
@@ -166,10 +167,16 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
     while (hdrblob_next(hdrs, hlen, &pos, &name, &value))
         MHD_add_response_header(resp, name, value);
     add_range_headers(resp, &a, size);
+    if (stale) {
+        MHD_add_response_header(resp, "Warning", "111 s3cached \"Revalidation Failed\"");
+        MHD_add_response_header(resp, "x-s3cached-stale", "true");
+    }
     if (head)
         store_obj_close(obj); /* nothing to send from the map */
     else
         gw_stat_add(q->g->stats.bytes_from_cache, a.len);
+    if (!head)
+        q->bytes_out = a.len;
     gw_stat_add(q->g->stats.hits, 1);
     *ret = gw_queue(q, a.status, resp);
     return SC_OK;
@@ -194,6 +201,7 @@ static ssize_t read_relay(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
+    q->bytes_out += (uint64_t)n;
     return n;
 }
 
@@ -368,23 +376,68 @@ static enum MHD_Result serve_miss(struct gw_req *q)
     return gw_serve_relay(q);
 }
 
-enum MHD_Result gw_serve_object(struct gw_req *q)
+/* Serves the cached copy if there is a usable one; otherwise, or when it is due for
+ * revalidation, returns false and leaves *ret alone. */
+static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum MHD_Result *ret)
 {
     store_obj *obj = NULL;
+    sc_code rc = store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj);
+    if (rc != SC_OK) {
+        if (rc != SC_ENOTFOUND)
+            sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+        return false;
+    }
+    if (may_revalidate && gw_reval_due(q, store_obj_stored_at(obj))) {
+        size_t hlen = 0;
+        const char *hdrs = store_obj_headers(obj, &hlen);
+        char etag[sizeof(q->reval.etag)];
+        snprintf(etag, sizeof(etag), "%s", hdrblob_get(hdrs, hlen, "ETag") ?: "");
+        store_obj_close(obj);
+        *ret = (enum MHD_Result)gw_reval_start(q, etag);
+        return true;
+    }
+    rc = serve_hit(q, obj, stale, ret);
+    if (rc == SC_OK)
+        return true;
+    sc_warn("cached %s/%s unusable (%s): fetching again", q->tgt.bucket, q->tgt.key,
+            sc_strerror(rc));
+    return false;
+}
+
+enum MHD_Result gw_serve_object(struct gw_req *q)
+{
     /* The trainer's position moves before the store counts the read, so that a policy
      * planning by a manifest sees the object's next use, not this one. */
     if (q->tgt.kind == S3_REQ_GET_OBJECT)
         mf_observe(q->g->manifests, q->tgt.bucket, q->tgt.key);
-    sc_code rc = store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj);
-    if (rc == SC_OK) {
-        enum MHD_Result ret = MHD_NO;
-        rc = serve_hit(q, obj, &ret);
-        if (rc == SC_OK)
+    enum MHD_Result ret = MHD_NO;
+    if (serve_cached(q, true, false, &ret))
+        return ret;
+    return serve_miss(q);
+}
+
+enum MHD_Result gw_serve_revalidated(struct gw_req *q)
+{
+    enum reval_outcome outcome = gw_reval_outcome(&q->reval);
+    gw_reval_cleanup(&q->reval);
+    q->phase = GW_PHASE_ROUTE;
+    enum MHD_Result ret = MHD_NO;
+    switch (outcome) {
+    case REVAL_FRESH:
+        store_touch(q->g->st, q->tgt.bucket, q->tgt.key);
+        if (serve_cached(q, false, false, &ret))
             return ret;
-        sc_warn("cached %s/%s unusable (%s): fetching again", q->tgt.bucket, q->tgt.key,
-                sc_strerror(rc));
-    } else if (rc != SC_ENOTFOUND) {
-        sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+        break;
+    case REVAL_UNREACHABLE:
+        sc_warn("revalidating %s/%s failed (%s, status %ld): serving the stale copy", q->tgt.bucket,
+                q->tgt.key, sc_strerror(q->reval.result), q->reval.status);
+        if (serve_cached(q, false, true, &ret))
+            return ret;
+        break;
+    case REVAL_CHANGED:
+        fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
+        store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
+        break;
     }
     return serve_miss(q);
 }

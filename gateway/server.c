@@ -13,11 +13,13 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <netdb.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/log.h"
 #include "s3_xml.h"
@@ -42,6 +44,7 @@ enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp
 {
     gw_add_common_headers(q, resp);
     enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, resp);
+    q->status = (unsigned)status;
     MHD_destroy_response(resp);
     q->phase = GW_PHASE_RESPONDED;
     return ret;
@@ -186,6 +189,8 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_NO;
     switch (q->phase) {
     case GW_PHASE_NEW:
+        atomic_fetch_add(&q->g->active_requests, 1); /* its headers are in: it is in flight */
+        q->in_flight = true;
         q->conn = conn;
         q->method = method;
         q->phase = GW_PHASE_ROUTE;
@@ -207,6 +212,11 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
             *upload_size = 0;
             return MHD_YES;
         }
+        if (gw_is_probe(q))
+            return gw_probe(q);
+        if (atomic_load(&q->g->draining))
+            return gw_respond_error(q, 503, "ServiceUnavailable",
+                                    "The gateway is shutting down. Please try again.");
         if (!q->have_target && (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED))
             return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
         return step_route(q, upload_data, upload_size);
@@ -215,6 +225,9 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
     case GW_PHASE_WAIT_HEAD:
         *upload_size = 0;
         return gw_serve_relay(q);
+    case GW_PHASE_REVALIDATE:
+        *upload_size = 0;
+        return gw_serve_revalidated(q);
     case GW_PHASE_RESPONDED:
         *upload_size = 0;
         return MHD_YES;
@@ -232,11 +245,51 @@ static void *on_request_start(void *cls, const char *uri, struct MHD_Connection 
     q->g = g;
     q->conn = conn;
     q->target = strndup(uri, MAX_TARGET_LEN + 1);
+    clock_gettime(CLOCK_MONOTONIC, &q->arrived);
     uint64_t n = atomic_fetch_add(&request_counter, 1);
     snprintf(q->request_id, sizeof(q->request_id), "%08X%08X", (unsigned)(uintptr_t)g ^ 0x5ca1ab1e,
              (unsigned)n);
     gw_waiter_init(q);
     return q;
+}
+
+/* Adds a finished request to the metrics. */
+static void count_request(struct gw_req *q)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double seconds =
+        (double)(now.tv_sec - q->arrived.tv_sec) + (double)(now.tv_nsec - q->arrived.tv_nsec) / 1e9;
+    enum gw_op op =
+        gw_is_probe(q) ? GW_OP_PROBE : gw_op_of(q->method, q->have_target ? &q->tgt : NULL);
+    gw_metrics_request(&q->g->metrics, op, q->status, seconds);
+}
+
+static void log_access(struct gw_req *q)
+{
+    char client[INET6_ADDRSTRLEN] = "";
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, client, sizeof(client));
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, client, sizeof(client));
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    struct sc_access a = {
+        .request_id = q->request_id,
+        .client = client,
+        .method = q->method,
+        .bucket = q->have_target ? q->tgt.bucket : NULL,
+        .key = q->have_target ? q->tgt.key : NULL,
+        .status = q->status,
+        .bytes = q->bytes_out,
+        .cache = q->x_cache,
+        .seconds = (double)(now.tv_sec - q->arrived.tv_sec) +
+                   (double)(now.tv_nsec - q->arrived.tv_nsec) / 1e9,
+    };
+    sc_log_access(&a);
 }
 
 static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
@@ -245,15 +298,21 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
     struct gw_req *q = *con_cls;
     if (q == NULL)
         return;
+    count_request(q);
+    if (q->g->cfg->access_log)
+        log_access(q);
     if (q->relay) {
         relay_unpark(q->relay, &q->waiter);
         relay_detach(q->relay, &q->cursor);
     }
     gw_proxy_cleanup(q);
+    gw_reval_cleanup(&q->reval);
     if (q->fill)
         fill_leave(q->fill);
     if (q->have_target)
         s3_target_free(&q->tgt);
+    if (q->in_flight)
+        atomic_fetch_sub(&q->g->active_requests, 1);
     free(q->body);
     free(q->target);
     free(q);
@@ -276,6 +335,23 @@ static sc_code resolve_listen(const struct gw_config *cfg, struct sockaddr_stora
     return SC_OK;
 }
 
+bool gw_addr_is_loopback(const struct sockaddr *sa)
+{
+    if (sa == NULL)
+        return false;
+    if (sa->sa_family == AF_INET) {
+        uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+        return (a >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a6))
+            return true;
+        return IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127;
+    }
+    return false;
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     char line[512];
@@ -295,6 +371,11 @@ sc_code server_start(struct gw *g)
         sc_err("cannot resolve listen address %s", cfg->listen_host);
         return SC_EINVAL;
     }
+    g->listen_loopback = gw_addr_is_loopback((struct sockaddr *)&ss);
+    if (!g->listen_loopback && cfg->admin_token == NULL)
+        sc_warn("listening on %s without an admin token: the admin API answers loopback clients "
+                "only (see --admin-token)",
+                cfg->listen_host);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
     g->daemon = MHD_start_daemon(

@@ -19,6 +19,7 @@
 #include "../common/log.h"
 #include "../common/uri.h"
 #include "sigv4.h"
+#include "histogram.h"
 #include "upsock.h"
 
 #define EMPTY_SHA256     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -49,8 +50,13 @@ struct upstream {
     up_req *waiting;  /* requests waiting to be retried (loop thread only) */
     up_req *live;     /* every started, unfinished request (loop thread only) */
     up_req *watching; /* held after their last byte, watched for excess (loop thread only) */
-    struct upsock_table socks; /* every open upstream socket (loop thread only) */
-    bool plain_http;           /* the upstream is http://: its sockets carry the bytes as sent */
+    atomic_long last_answer_ms;      /* when an upstream response head last arrived */
+    atomic_long last_unreachable_ms; /* when a request last failed without any response */
+    atomic_uint_fast64_t retries;    /* attempts scheduled again */
+    atomic_uint_fast64_t failures;   /* requests that ended in an error (not canceled) */
+    struct gw_hist head_latency;     /* from an attempt's start to its response head */
+    struct upsock_table socks;       /* every open upstream socket (loop thread only) */
+    bool plain_http; /* the upstream is http://: its sockets carry the bytes as sent */
 };
 
 struct up_req {
@@ -75,14 +81,15 @@ struct up_req {
     bool discard;   /* this attempt's response is being thrown away for a retry */
     bool finished;  /* on_done has run */
     bool in_multi;
-    bool live;          /* linked into upstream.live */
-    bool paused;        /* waiting on our side (client slow, or body not ready) */
-    bool excess;        /* the upstream sent more than its Content-Length */
-    bool watch_tail;    /* no MD5 ETag: hold the last byte and watch for excess */
-    bool tail_held;     /* the last body bytes went to on_body; curl holds them paused */
-    bool in_watch;      /* linked into upstream.watching */
-    long tail_until_ms; /* when the watch ends */
-    curl_socket_t fd;   /* this attempt's connection, for exact_length over plain http */
+    bool live;                     /* linked into upstream.live */
+    bool paused;                   /* waiting on our side (client slow, or body not ready) */
+    bool excess;                   /* the upstream sent more than its Content-Length */
+    bool watch_tail;               /* no MD5 ETag: hold the last byte and watch for excess */
+    bool tail_held;                /* the last body bytes went to on_body; curl holds them paused */
+    bool in_watch;                 /* linked into upstream.watching */
+    long tail_until_ms;            /* when the watch ends */
+    struct timespec attempt_start; /* for the head latency */
+    curl_socket_t fd;              /* this attempt's connection, for exact_length over plain http */
     up_req *next_watching;
     int64_t body_expected; /* the final response's Content-Length, or -1 */
     int64_t body_seen;     /* body bytes handed to on_body */
@@ -422,6 +429,7 @@ static sc_code setup_easy(up_req *r)
 
 static void start_attempt(up_req *r)
 {
+    clock_gettime(CLOCK_MONOTONIC, &r->attempt_start);
     r->discard = false;
     free_resp_headers(r);
     sc_code rc = setup_easy(r);
@@ -457,6 +465,12 @@ static void deliver_head(up_req *r, long status)
             length = v;
     }
     struct up_head head = {status, r->resp, r->n_resp, length};
+    atomic_store(&r->up->last_answer_ms, now_ms());
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    gw_hist_observe(&r->up->head_latency,
+                    (double)(now.tv_sec - r->attempt_start.tv_sec) +
+                        (double)(now.tv_nsec - r->attempt_start.tv_nsec) / 1e9);
     r->delivered = true;
     r->body_expected = length;
     r->body_seen = 0;
@@ -604,6 +618,7 @@ static void on_transfer_done(up_req *r, CURLcode cc)
     if (failed && may_retry(r)) {
         sc_debug("upstream %s %s: attempt %u failed (%s), retrying", r->method, r->path,
                  r->attempt + 1, r->discard ? "retryable status" : curl_easy_strerror(cc));
+        atomic_fetch_add_explicit(&r->up->retries, 1, memory_order_relaxed);
         schedule_retry(r);
         return;
     }
@@ -616,6 +631,10 @@ static void on_transfer_done(up_req *r, CURLcode cc)
     if (cc != CURLE_OK)
         sc_warn("upstream %s %s failed: %s", r->method, r->path, curl_easy_strerror(cc));
     sc_code rc = translate_curl(cc);
+    if (rc != SC_OK && !r->delivered)
+        atomic_store(&r->up->last_unreachable_ms, now_ms());
+    if (rc != SC_OK || r->excess)
+        atomic_fetch_add_explicit(&r->up->failures, 1, memory_order_relaxed);
     if (rc == SC_OK && r->excess) {
         sc_warn("upstream %s %s sent more bytes than its Content-Length", r->method, r->path);
         rc = SC_EMISMATCH;
@@ -753,6 +772,18 @@ static void *upstream_thread(void *arg)
 }
 
 /* ---- public API ----------------------------------------------------------- */
+
+void up_get_metrics(upstream *up, struct up_metrics *m)
+{
+    m->retries = atomic_load_explicit(&up->retries, memory_order_relaxed);
+    m->failures = atomic_load_explicit(&up->failures, memory_order_relaxed);
+    m->head_latency = &up->head_latency;
+}
+
+bool up_reachable(upstream *up)
+{
+    return atomic_load(&up->last_unreachable_ms) <= atomic_load(&up->last_answer_ms);
+}
 
 static sc_code queue_cmd(upstream *up, enum cmd_kind kind, up_req *r)
 {

@@ -24,6 +24,7 @@
 
 #include "../common/sc_err.h"
 #include "creds.h"
+#include "histogram.h"
 
 typedef struct upstream upstream;
 typedef struct up_req up_req;
@@ -105,6 +106,22 @@ void upstream_free(upstream *up);
  */
 sc_code up_submit(upstream *up, const struct up_request *req, const struct up_handler *h, void *arg,
                   up_req **out);
+
+struct up_metrics {
+    uint64_t retries;             /* attempts made again after a retryable failure */
+    uint64_t failures;            /* requests that ended in an error, retries exhausted */
+    struct gw_hist *head_latency; /* seconds from an attempt's start to its response head */
+};
+
+/* @brief Reads the client's counters; head_latency points into up. Any thread. */
+void up_get_metrics(upstream *up, struct up_metrics *m);
+
+/*
+ * @brief False when the latest upstream outcome was a request that got no response at all
+ * (connection refused, DNS, TLS, timeout before the head); true otherwise, also before any
+ * request. Any thread.
+ */
+bool up_reachable(upstream *up);
 
 /* @brief Restarts a paused transfer (either direction). Any thread; no-op once done. */
 void up_req_resume(up_req *r);

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -19,7 +20,9 @@ static int clear_env(void **state)
                           "AWS_REGION",
                           "AWS_DEFAULT_REGION",
                           "S3CACHED_NO_VERIFY_CHECKSUMS",
-                          "S3CACHED_THREADS"};
+                          "S3CACHED_THREADS",
+                          "S3CACHED_ADMIN_TOKEN",
+                          "S3CACHED_ADMIN_TOKEN_FILE"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;
@@ -29,6 +32,80 @@ static sc_code parse(struct gw_config *cfg, int argc, char **argv)
 {
     char err[256];
     return gw_config_parse(cfg, argc, argv, err, sizeof(err));
+}
+
+static void admin_token_is_read_from_first_line_of_file(void **state)
+{
+    char path[] = "/tmp/s3cached-token-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char text[] = "0123456789abcdefXYZ\nsecond line\n";
+    assert_int_equal(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+    close(fd);
+    struct gw_config cfg;
+    char *argv[] = {"s3cached", "--admin-token-file", path};
+    assert_int_equal(parse(&cfg, 3, argv), SC_OK);
+    assert_string_equal(cfg.admin_token, "0123456789abcdefXYZ");
+    gw_config_free(&cfg);
+    unlink(path);
+}
+
+static void admin_token_shorter_than_16_is_refused(void **state)
+{
+    struct gw_config cfg;
+    char err[256] = "";
+    char *argv[] = {"s3cached", "--admin-token", "short"};
+    assert_int_equal(gw_config_parse(&cfg, 3, argv, err, sizeof(err)), SC_EINVAL);
+    assert_non_null(strstr(err, "admin token"));
+    gw_config_free(&cfg);
+}
+
+static void missing_admin_token_file_is_an_error_naming_it(void **state)
+{
+    struct gw_config cfg;
+    char err[256] = "";
+    char *argv[] = {"s3cached", "--admin-token-file", "/nonexistent/token"};
+    assert_int_equal(gw_config_parse(&cfg, 3, argv, err, sizeof(err)), SC_EINVAL);
+    assert_non_null(strstr(err, "/nonexistent/token"));
+    gw_config_free(&cfg);
+}
+
+static void admin_token_comes_from_the_environment(void **state)
+{
+    setenv("S3CACHED_ADMIN_TOKEN", "from-the-environment-0123", 1);
+    struct gw_config cfg;
+    char *argv[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, argv), SC_OK);
+    assert_string_equal(cfg.admin_token, "from-the-environment-0123");
+    gw_config_free(&cfg);
+    unsetenv("S3CACHED_ADMIN_TOKEN");
+}
+
+static void durations_accept_units(void **state)
+{
+    uint64_t v;
+    assert_int_equal(gw_parse_duration("90", &v), SC_OK);
+    assert_int_equal(v, 90);
+    assert_int_equal(gw_parse_duration("30s", &v), SC_OK);
+    assert_int_equal(v, 30);
+    assert_int_equal(gw_parse_duration("10m", &v), SC_OK);
+    assert_int_equal(v, 600);
+    assert_int_equal(gw_parse_duration("1h", &v), SC_OK);
+    assert_int_equal(v, 3600);
+    assert_int_equal(gw_parse_duration("7d", &v), SC_OK);
+    assert_int_equal(v, 7 * 86400);
+}
+
+static void durations_refuse_garbage(void **state)
+{
+    uint64_t v;
+    assert_int_equal(gw_parse_duration("", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("h", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("5w", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("5mm", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("-5s", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("99999999999999999999d", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("999999999999999999d", &v), SC_EINVAL);
 }
 
 static void sizes_accept_binary_suffixes(void **state)
@@ -154,6 +231,12 @@ int main(void)
         cmocka_unit_test_setup(ipv6_listen_address_is_unbracketed, clear_env),
         cmocka_unit_test_setup(max_object_size_never_exceeds_cache_size, clear_env),
         cmocka_unit_test_setup(checksum_flag_turns_verification_off, clear_env),
+        cmocka_unit_test_setup(admin_token_is_read_from_first_line_of_file, clear_env),
+        cmocka_unit_test(durations_accept_units),
+        cmocka_unit_test(durations_refuse_garbage),
+        cmocka_unit_test_setup(admin_token_shorter_than_16_is_refused, clear_env),
+        cmocka_unit_test_setup(missing_admin_token_file_is_an_error_naming_it, clear_env),
+        cmocka_unit_test_setup(admin_token_comes_from_the_environment, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

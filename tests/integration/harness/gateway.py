@@ -48,7 +48,7 @@ class Gateway:
     direct = False
 
     def __init__(self, upstream, upstream_endpoint=None, cache_size="64M", extra_args=(),
-                 cache_dir=None, secret_key=None, policy="lru"):
+                 cache_dir=None, secret_key=None, policy="lru", admin_token=None):
         self.upstream = upstream
         self.upstream_endpoint = upstream_endpoint or upstream.endpoint
         self.access_key = upstream.access_key
@@ -58,6 +58,8 @@ class Gateway:
         self.cache_size = cache_size
         self.extra_args = list(extra_args)
         self.policy = policy
+        self.listen_host = "127.0.0.1"  # clients still connect to 127.0.0.1
+        self.admin_token = admin_token  # sent in the environment, never on the command line
         self.workdir = tempfile.mkdtemp(prefix="s3cached-it-gw-")
         self.cache_dir = cache_dir or os.path.join(self.workdir, "cache")
         self.port = None
@@ -70,10 +72,12 @@ class Gateway:
         return "http://127.0.0.1:%d" % self.port
 
     def argv(self):
-        return [binary(), "--listen", "127.0.0.1:%d" % self.port,
+        return [binary(), "--listen", "%s:%d" % (self.listen_host, self.port),
                 "--upstream", self.upstream_endpoint, "--region", "us-east-1",
                 "--cache-dir", self.cache_dir, "--cache-size", str(self.cache_size),
-                "--policy", self.policy] + self.extra_args
+                "--policy", self.policy,
+                # below stop()'s grace, so a request a test leaves hanging never delays teardown
+                "--shutdown-timeout", "2"] + self.extra_args
 
     def env(self):
         env = dict(os.environ)
@@ -86,7 +90,13 @@ class Gateway:
             "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         })
+        if self.admin_token:
+            env["S3CACHED_ADMIN_TOKEN"] = self.admin_token
         return env
+
+    def admin_headers(self):
+        """The headers the admin API needs from this test: the bearer token, if any."""
+        return {"Authorization": "Bearer " + self.admin_token} if self.admin_token else {}
 
     def start(self):
         """Starts the gateway and waits until GET /_s3cached/stats answers 200."""
@@ -99,12 +109,16 @@ class Gateway:
         log = os.path.join(self.workdir, "stderr.%d.log" % self.runs)
         self.proc = proc.Proc("s3cached", self.argv(), log, env=self.env())
         url = self.endpoint + "/_s3cached/stats"
-        proc.wait_until("s3cached", lambda: proc.http_status(url) == 200, 20, self.proc)
+        headers = self.admin_headers()
+        proc.wait_until("s3cached", lambda: proc.http_status(url, headers=headers) == 200, 20,
+                        self.proc)
         return self
 
     def stats(self):
         """GET /_s3cached/stats as a dict."""
-        with urllib.request.urlopen(self.endpoint + "/_s3cached/stats", timeout=10) as r:
+        req = urllib.request.Request(self.endpoint + "/_s3cached/stats",
+                                     headers=self.admin_headers())
+        with urllib.request.urlopen(req, timeout=10) as r:
             assert r.status == 200
             return json.loads(r.read())
 

@@ -1,0 +1,186 @@
+/*
+ * metrics.c - request metrics and the Prometheus text view of the whole gateway
+ * (see metrics.h). Names follow the Prometheus conventions: counters end in _total,
+ * durations are in _seconds, sizes in _bytes.
+ */
+#include "metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gw.h"
+
+static const char *const op_names[GW_OP_N] = {
+    [GW_OP_GET_OBJECT] = "GetObject",
+    [GW_OP_HEAD_OBJECT] = "HeadObject",
+    [GW_OP_PUT] = "Put",
+    [GW_OP_POST] = "Post",
+    [GW_OP_DELETE] = "Delete",
+    [GW_OP_LIST] = "ListOrOther",
+    [GW_OP_ADMIN] = "Admin",
+    [GW_OP_PROBE] = "Probe",
+    [GW_OP_OTHER] = "Other",
+};
+
+enum gw_op gw_op_of(const char *method, const struct s3_target *target)
+{
+    if (target == NULL || method == NULL)
+        return GW_OP_OTHER;
+    switch (target->kind) {
+    case S3_REQ_GET_OBJECT:
+        return GW_OP_GET_OBJECT;
+    case S3_REQ_HEAD_OBJECT:
+        return GW_OP_HEAD_OBJECT;
+    case S3_REQ_ADMIN:
+        return GW_OP_ADMIN;
+    case S3_REQ_PASS:
+        break;
+    }
+    if (strcmp(method, "PUT") == 0)
+        return GW_OP_PUT;
+    if (strcmp(method, "POST") == 0)
+        return GW_OP_POST;
+    if (strcmp(method, "DELETE") == 0)
+        return GW_OP_DELETE;
+    if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0)
+        return GW_OP_LIST;
+    return GW_OP_OTHER;
+}
+
+void gw_metrics_request(struct gw_metrics *m, enum gw_op op, unsigned status, double seconds)
+{
+    if (op >= GW_OP_N)
+        op = GW_OP_OTHER;
+    atomic_fetch_add_explicit(&m->requests[op][status < GW_STATUS_MAX ? status : 0], 1,
+                              memory_order_relaxed);
+    gw_hist_observe(&m->duration[op], seconds);
+}
+
+#define LOAD(field) ((unsigned long long)atomic_load_explicit(&(field), memory_order_relaxed))
+
+static void header(FILE *out, const char *name, const char *type, const char *help)
+{
+    fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void one(FILE *out, const char *name, const char *type, const char *help,
+                unsigned long long v)
+{
+    header(out, name, type, help);
+    fprintf(out, "%s %llu\n", name, v);
+}
+
+static void write_requests(FILE *out, struct gw_metrics *m)
+{
+    header(out, "s3cached_requests_total", "counter",
+           "Requests answered, by operation and HTTP status (0: none sent).");
+    for (int op = 0; op < GW_OP_N; op++)
+        for (int st = 0; st < GW_STATUS_MAX; st++) {
+            unsigned long long n = LOAD(m->requests[op][st]);
+            if (n > 0)
+                fprintf(out, "s3cached_requests_total{operation=\"%s\",status=\"%d\"} %llu\n",
+                        op_names[op], st, n);
+        }
+    header(out, "s3cached_request_duration_seconds", "histogram",
+           "Time from a request's arrival to its last byte sent, by operation.");
+    for (int op = 0; op < GW_OP_N; op++) {
+        char labels[64];
+        snprintf(labels, sizeof(labels), "operation=\"%s\"", op_names[op]);
+        gw_hist_write(out, "s3cached_request_duration_seconds", labels, &m->duration[op]);
+    }
+}
+
+static void write_cache(FILE *out, struct gw *g)
+{
+    struct gw_stats *s = &g->stats;
+    struct store_stats ss;
+    store_get_stats(g->st, &ss);
+    header(
+        out, "s3cached_cache_requests_total", "counter",
+        "Object GETs and HEADs by cache result: hit, miss (filled), bypass (streamed uncached).");
+    fprintf(out, "s3cached_cache_requests_total{result=\"hit\"} %llu\n", LOAD(s->hits));
+    fprintf(out, "s3cached_cache_requests_total{result=\"miss\"} %llu\n", LOAD(s->misses));
+    fprintf(out, "s3cached_cache_requests_total{result=\"bypass\"} %llu\n", LOAD(s->bypasses));
+    header(out, "s3cached_served_bytes_total", "counter",
+           "Object bytes sent, by where they came from.");
+    fprintf(out, "s3cached_served_bytes_total{source=\"cache\"} %llu\n", LOAD(s->bytes_from_cache));
+    fprintf(out, "s3cached_served_bytes_total{source=\"upstream\"} %llu\n",
+            LOAD(s->bytes_from_upstream));
+    one(out, "s3cached_cached_objects", "gauge", "Objects in the cache.", ss.objects);
+    one(out, "s3cached_cached_bytes", "gauge", "Object bytes in the cache.", ss.used_bytes);
+    one(out, "s3cached_capacity_bytes", "gauge", "Most object bytes the cache keeps.",
+        ss.capacity_bytes);
+    header(out, "s3cached_evictions_total", "counter", "Objects evicted, by policy.");
+    fprintf(out, "s3cached_evictions_total{policy=\"%s\"} %llu\n", g->cfg->policy,
+            (unsigned long long)ss.evictions);
+    header(
+        out, "s3cached_fills_total", "counter",
+        "Cache fills by outcome: stored, or failed (error, truncated, mismatched; never stored).");
+    fprintf(out, "s3cached_fills_total{result=\"stored\"} %llu\n", LOAD(s->fills_stored));
+    fprintf(out, "s3cached_fills_total{result=\"failed\"} %llu\n", LOAD(s->fills_failed));
+    one(out, "s3cached_corrupt_chunks_total", "counter",
+        "Stored chunks that failed their CRC32C check (the object was dropped).",
+        (unsigned long long)ss.corrupt);
+    one(out, "s3cached_invalidations_total", "counter",
+        "Cached objects dropped because a write went through the gateway.", LOAD(s->invalidations));
+}
+
+static void write_manifests(FILE *out, struct gw *g)
+{
+    struct mf_totals t = {0};
+    if (g->manifests)
+        mf_get_totals(g->manifests, &t);
+    one(out, "s3cached_prefetched_objects_total", "counter",
+        "Objects stored by the manifest prefetcher.", LOAD(g->stats.prefetched));
+    one(out, "s3cached_prefetch_inflight", "gauge", "Prefetches running now (all manifests).",
+        (unsigned long long)t.prefetch_inflight);
+    one(out, "s3cached_manifests_active", "gauge", "Manifests listing, warming, warm or planned.",
+        t.active);
+    header(out, "s3cached_manifest_objects", "gauge",
+           "Objects of the active manifests, by state (total counts each once per manifest).");
+    fprintf(out, "s3cached_manifest_objects{state=\"total\"} %llu\n",
+            (unsigned long long)t.objects);
+    fprintf(out, "s3cached_manifest_objects{state=\"cached\"} %llu\n",
+            (unsigned long long)t.cached);
+    fprintf(out, "s3cached_manifest_objects{state=\"inflight\"} %llu\n",
+            (unsigned long long)t.inflight);
+    fprintf(out, "s3cached_manifest_objects{state=\"failed\"} %llu\n",
+            (unsigned long long)t.failed);
+}
+
+static void write_upstream(FILE *out, struct gw *g)
+{
+    struct up_metrics um;
+    up_get_metrics(g->up, &um);
+    one(out, "s3cached_upstream_retries_total", "counter",
+        "Upstream attempts made again after a connection error or a 5xx.",
+        (unsigned long long)um.retries);
+    one(out, "s3cached_upstream_errors_total", "counter",
+        "Upstream requests that failed after their retries.", (unsigned long long)um.failures);
+    one(out, "s3cached_upstream_reachable", "gauge",
+        "1 unless the upstream's latest request got no answer at all.",
+        up_reachable(g->up) ? 1ull : 0ull);
+    header(out, "s3cached_upstream_response_seconds", "histogram",
+           "Time from sending an upstream request to its response head.");
+    gw_hist_write(out, "s3cached_upstream_response_seconds", "", um.head_latency);
+}
+
+char *gw_metrics_text(struct gw *g, size_t *len)
+{
+    char *text = NULL;
+    FILE *out = open_memstream(&text, len);
+    if (out == NULL)
+        return NULL;
+    write_requests(out, &g->metrics);
+    write_cache(out, g);
+    write_manifests(out, g);
+    write_upstream(out, g);
+    if (ferror(out)) {
+        fclose(out);
+        free(text);
+        return NULL;
+    }
+    fclose(out);
+    return text;
+}

@@ -1,0 +1,63 @@
+/*
+ * probe.c - what orchestrators and monitoring ask: GET /healthz, GET /readyz, GET /metrics.
+ *
+ * Kubernetes probes and Prometheus scrapes come from elsewhere on the network and
+ * carry no token, so these answer anyone: "ok" or why not ready, and counters.
+ * /healthz: the process serves requests. /readyz: the store is open and the
+ * upstream's latest outcome was an answer (see up_reachable()).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gw.h"
+
+static enum MHD_Result respond_plain(struct gw_req *q, int status, const char *text)
+{
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    return gw_queue(q, status, resp);
+}
+
+bool gw_is_probe(const struct gw_req *q)
+{
+    if (strcmp(q->method, "GET") != 0 && strcmp(q->method, "HEAD") != 0)
+        return false;
+    return q->target != NULL &&
+           (strcmp(q->target, "/healthz") == 0 || strcmp(q->target, "/readyz") == 0 ||
+            strcmp(q->target, "/metrics") == 0);
+}
+
+static enum MHD_Result respond_metrics(struct gw_req *q)
+{
+    size_t len = 0;
+    char *text = gw_metrics_text(q->g, &len);
+    if (text == NULL)
+        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    return gw_queue(q, 200, resp);
+}
+
+enum MHD_Result gw_probe(struct gw_req *q)
+{
+    if (strcmp(q->target, "/metrics") == 0)
+        return respond_metrics(q);
+    if (strcmp(q->target, "/healthz") == 0)
+        return respond_plain(q, 200, "ok\n");
+    if (atomic_load(&q->g->draining))
+        return respond_plain(q, 503, "not ready: shutting down\n");
+    if (q->g->st == NULL)
+        return respond_plain(q, 503, "not ready: the store is not open\n");
+    if (q->g->up == NULL || !up_reachable(q->g->up))
+        return respond_plain(q, 503, "not ready: the upstream did not answer the last request\n");
+    return respond_plain(q, 200, "ok\n");
+}
