@@ -31,7 +31,7 @@ def binary():
 
 def trainsim(mode, endpoint, up, *args, creds=True, extra_env=None, timeout=300):
     """Runs the emulator against endpoint with up's bucket (and key pair when creds)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3CACHED_"))}
     if creds:
         env.update({"AWS_ACCESS_KEY_ID": up.access_key, "AWS_SECRET_ACCESS_KEY": up.secret_key})
     env.update(extra_env or {})
@@ -142,6 +142,26 @@ def test_gateway_order_reads_each_epoch_in_the_manifest_order(upstream, gateway,
             e["order_sha256"] for e in run["epochs"]]
         assert again["config"]["manifest_id"] == (mid if extra else None)
         assert [e["hit_ratio"] for e in again["epochs"]] == [1.0, 1.0]
+
+
+def test_the_admin_token_comes_from_the_environment(upstream, gateway, tmp_path):
+    token = "trainsim-admin-token-0123456789"
+    gw = gateway(upstream, admin_token=token)
+    gw.require_real()
+    prefix = s3util.unique_key("trainsim-token") + "/"
+    data = ["--prefix", prefix, "--objects", 10, "--size", "1K"]
+    ok(trainsim("seed", gw.endpoint, upstream, *data, "--quiet"))
+    run = ["--epochs", 1, "--compute-ms", 0, "--quiet"]
+    res = ok(trainsim("train", gw.endpoint, upstream, *data, *run))
+    assert "n/a" in res.stdout  # the stats answer 401 without the token
+    res = trainsim("train", gw.endpoint, upstream, *data, *run, "--gateway-order")
+    assert res.returncode == 1 and "answered 401" in res.stderr
+    out = tmp_path / "token.json"
+    env = {"S3CACHED_ADMIN_TOKEN": token}
+    ok(trainsim("train", gw.endpoint, upstream, *data, *run, "--gateway-order", "--json", out,
+                extra_env=env))
+    epoch = json.loads(out.read_text())["epochs"][0]
+    assert epoch["hits"] + epoch["misses"] == 10 and epoch["hit_ratio"] is not None
 
 
 def test_a_corrupted_object_is_named_and_exits_3(upstream, tmp_path):

@@ -1,9 +1,11 @@
 /*
  * admin.c - the calls to the gateway's admin API (docs/manifests.md): the
  * stats counters, registering a manifest, and a manifest's order per epoch.
- * Each is one blocking request outside the timed part of an epoch.
+ * Each is one blocking request outside the timed part of an epoch, with
+ * "Authorization: Bearer $S3CACHED_ADMIN_TOKEN" when that is set.
  */
 #include <jansson.h>
+#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,6 +38,44 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
     return add;
 }
 
+/* The request's headers: the admin token if set, and the body's type. NULL is a valid list. */
+static sc_code admin_headers(bool json_body, struct curl_slist **out)
+{
+    const char *token = getenv("S3CACHED_ADMIN_TOKEN");
+    struct curl_slist *list = NULL, *grown = NULL;
+    *out = NULL;
+    if (token && *token) {
+        size_t need = strlen(token) + sizeof("Authorization: Bearer ");
+        char *line = malloc(need);
+        if (line == NULL)
+            return SC_ENOMEM;
+        snprintf(line, need, "Authorization: Bearer %s", token);
+        list = curl_slist_append(NULL, line);
+        OPENSSL_cleanse(line, need);
+        free(line);
+        if (list == NULL)
+            return SC_ENOMEM;
+    }
+    if (json_body) {
+        grown = curl_slist_append(list, "Content-Type: application/json");
+        if (grown == NULL) {
+            curl_slist_free_all(list);
+            return SC_ENOMEM;
+        }
+        list = grown;
+    }
+    *out = list;
+    return SC_OK;
+}
+
+/* Frees a header list, wiping each line first (one may hold the token). */
+static void free_headers(struct curl_slist *list)
+{
+    for (struct curl_slist *l = list; l; l = l->next)
+        OPENSSL_cleanse(l->data, strlen(l->data));
+    curl_slist_free_all(list);
+}
+
 /*
  * One request: GET, or POST of a JSON body. *status is the HTTP status (0 if
  * none came); r->body is NUL-terminated ("" when empty) and the caller's.
@@ -43,22 +83,19 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 static sc_code http_call(const char *url, const char *post_json, long timeout_s, long *status,
                          struct reply *r)
 {
-    sc_code rc = SC_ENOMEM;
     struct curl_slist *h = NULL;
     CURL *c = curl_easy_init();
     *status = 0;
     memset(r, 0, sizeof(*r));
     r->body = calloc(1, 1);
-    if (c == NULL || r->body == NULL)
+    sc_code rc = c && r->body ? admin_headers(post_json != NULL, &h) : SC_ENOMEM;
+    if (rc != SC_OK)
         goto out;
     if (post_json) {
-        h = curl_slist_append(NULL, "Content-Type: application/json");
-        if (h == NULL)
-            goto out;
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_json);
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(post_json));
     }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
@@ -70,7 +107,7 @@ static sc_code http_call(const char *url, const char *post_json, long timeout_s,
     if (cc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 out:
-    curl_slist_free_all(h);
+    free_headers(h);
     curl_easy_cleanup(c);
     if (rc != SC_OK) {
         free(r->body);
