@@ -1,6 +1,6 @@
 # s3cached - build, test and run.
 #
-#   make            build/s3cached, build/s3cachectl, build/s3cached-sim (optimized)
+#   make            build/s3cached, build/s3cachectl, build/s3cached-sim, build/s3cached-trainsim
 #   make asan       build/asan/s3cached (AddressSanitizer + UBSan)
 #   make test       install what is missing, build, run unit and integration tests
 #   make unit       cmocka unit tests only (under ASan/UBSan)
@@ -26,6 +26,7 @@ LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(STORE_SRC) $(GATEWAY_SRC)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 SIM_SRC     := $(wildcard tools/sim/*.c)
 CTL_SRC     := $(wildcard tools/ctl/*.c)
+TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
 
 FORMAT_SRC := $(wildcard */*.c */*.h tests/unit/*.c tools/*/*.c tools/*/*.h)
 
@@ -34,7 +35,7 @@ ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
 .PHONY: all asan unit pyunit test integration run format lint clean deps valgrind
-all: build/s3cached build/s3cachectl build/s3cached-sim
+all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim
 
 build/s3cached: build/obj/gateway/main.o $(OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -43,6 +44,11 @@ build/s3cached: build/obj/gateway/main.o $(OBJ)
 build/s3cached-sim: $(SIM_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o) \
                     $(POLICY_SRC:%.c=build/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lm -lpthread
+
+# The DataLoader emulator signs with the gateway's SigV4 code, nothing else of it.
+build/s3cached-trainsim: $(TRAINSIM_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o) \
+                         build/obj/gateway/sigv4.o
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 build/s3cachectl: $(CTL_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -81,6 +87,14 @@ $(CTL_UNIT_BIN): build/asan/tests/%: tests/unit/%.c $(CTL_LIB_SRC:%.c=build/asan
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
 
+# test_trainsim_* also link the emulator's pieces: everything in tools/trainsim but its main.
+TRAINSIM_LIB_SRC := $(filter-out tools/trainsim/main.c,$(TRAINSIM_SRC))
+TRAINSIM_TESTS   := $(filter build/asan/tests/test_trainsim_%,$(UNIT_BIN))
+$(TRAINSIM_TESTS): build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ) \
+                   $(TRAINSIM_LIB_SRC:%.c=build/asan/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
+
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
@@ -112,7 +126,7 @@ test: deps
 # gcc builds everything above; clang must accept every file too, with the same warnings.
 lint:
 	@clang-format --dry-run --Werror $(FORMAT_SRC)
-	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC); do \
+	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean" 
 
