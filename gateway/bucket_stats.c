@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOAD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define LOAD(x)   atomic_load_explicit(&(x), memory_order_relaxed)
 #define ADD(x, v) atomic_fetch_add_explicit(&(x), (v), memory_order_relaxed)
 
 _Static_assert((GW_BUCKETS_SLOTS & (GW_BUCKETS_SLOTS - 1)) == 0, "slots: a power of two");

@@ -16,9 +16,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define GW_BUCKETS_MAX   64  /* buckets with a row of their own */
-#define GW_BUCKETS_SLOTS 128 /* hash slots: a power of two, at least twice GW_BUCKETS_MAX */
-#define GW_BUCKET_NAME_MAX 63 /* longer (legacy) names count in "other" */
+#define GW_BUCKETS_MAX     64  /* buckets with a row of their own */
+#define GW_BUCKETS_SLOTS   128 /* hash slots: a power of two, at least twice GW_BUCKETS_MAX */
+#define GW_BUCKET_NAME_MAX 63  /* longer (legacy) names count in "other" */
 
 /* What one object read was, as X-Cache says. */
 enum gw_read_result { GW_READ_HIT, GW_READ_MISS, GW_READ_BYPASS };

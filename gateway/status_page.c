@@ -4,8 +4,9 @@
  * One static HTML page with its CSS and JS inline, compiled in (status_page.h). It polls
  * the admin API's JSON endpoints from the browser and draws them; the gateway only
  * serves the bytes, with headers that keep the browser from loading or running anything
- * else: a Content-Security-Policy that admits the page's own <script> and <style> by hash
- * and fetches to this origin only, nosniff, no caching, no framing, no referrer.
+ * else: a Content-Security-Policy that admits the page's own <script> and <style> by hash,
+ * fetches to this origin only and data: images (its empty favicon, so that browsers do not
+ * ask for /favicon.ico, which is an S3 path), nosniff, no caching, no framing, no referrer.
  */
 #include <stdio.h>
 
@@ -17,7 +18,7 @@ enum MHD_Result gw_status_page(struct gw_req *q, int status)
     char csp[384];
     snprintf(csp, sizeof(csp),
              "default-src 'none'; script-src '%s'; style-src '%s'; connect-src 'self'; "
-             "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+             "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
              gw_status_page_script_hash, gw_status_page_style_hash);
     /* The bytes are constant: libmicrohttpd points at them, no copy. */
     struct MHD_Response *resp = MHD_create_response_from_buffer(

@@ -67,8 +67,8 @@ static int element_hash(const char *page, const char *tag, char out[64])
     const char *end = strcasestr(page, close);
     if (count(page, open) != 1 || count(page, close) != 1 || start[strlen(open)] != '>' ||
         end < start) {
-        fprintf(stderr, "embed: the page needs exactly one <%s>...</%s>, without attributes\n",
-                tag, tag);
+        fprintf(stderr, "embed: the page needs exactly one <%s>...</%s>, without attributes\n", tag,
+                tag);
         return -1;
     }
     start += strlen(open) + 1;
