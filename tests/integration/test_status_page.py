@@ -298,6 +298,7 @@ def test_page_answers_401_and_asks_for_the_token_it_then_sends_as_bearer(
 
     submit("wrong-" + TOKEN)
     page.wait_for("document.getElementById('login-error').textContent.indexOf('refused') >= 0")
+    assert page.evaluate("sessionStorage.getItem('s3cached-admin-token')") is None
     submit(TOKEN)
     wait_polls(page, 1)
     assert page.evaluate("document.getElementById('dash').hidden") is False
