@@ -27,11 +27,16 @@ UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 SIM_SRC     := $(wildcard tools/sim/*.c)
 CTL_SRC     := $(wildcard tools/ctl/*.c)
 TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
+EMBED_SRC   := tools/embed/embed.c
 
 FORMAT_SRC := $(wildcard */*.c */*.h tests/unit/*.c tools/*/*.c tools/*/*.h)
 
-OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
-ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
+# The status page: gateway/status_page.html compiled in as build/gen/status_page.c.
+PAGE_OBJ      := build/obj/gen/status_page.o
+ASAN_PAGE_OBJ := build/asan/obj/gen/status_page.o
+
+OBJ      := $(LIB_SRC:%.c=build/obj/%.o) $(PAGE_OBJ)
+ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o) $(ASAN_PAGE_OBJ)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
 .PHONY: all asan unit pyunit test integration run format lint clean deps valgrind
@@ -52,6 +57,24 @@ build/s3cached-trainsim: $(TRAINSIM_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=buil
 
 build/s3cachectl: $(CTL_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# A small C program, not xxd (often missing): it also checks the page loads nothing
+# from elsewhere and hashes its inline script and style for the Content-Security-Policy.
+build/tools/embed: $(EMBED_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
+
+build/gen/status_page.c: gateway/status_page.html build/tools/embed
+	@mkdir -p $(dir $@)
+	build/tools/embed $< gw_status_page ../../gateway/status_page.h > $@.tmp && mv $@.tmp $@
+
+$(PAGE_OBJ): build/gen/status_page.c gateway/status_page.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(ASAN_PAGE_OBJ): build/gen/status_page.c gateway/status_page.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
 
 build/obj/%.o: %.c $(wildcard */*.h tools/*/*.h)
 	@mkdir -p $(dir $@)
@@ -126,7 +149,8 @@ test: deps
 # gcc builds everything above; clang must accept every file too, with the same warnings.
 lint:
 	@clang-format --dry-run --Werror $(FORMAT_SRC)
-	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC); do \
+	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC) \
+	         $(EMBED_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean" 
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../store/store.h"
+#include "bucket_stats.h"
 #include "config.h"
 #include "fill.h"
 #include "manifest.h"
@@ -34,6 +35,7 @@ struct gw {
     fill_table *fills;
     mf_registry *manifests;
     struct gw_stats stats;
+    struct gw_buckets buckets; /* object reads per bucket, for the status page */
     struct gw_metrics metrics;
     struct MHD_Daemon *daemon;
     bool listen_loopback;        /* the listener is on a loopback address */
@@ -109,6 +111,8 @@ enum MHD_Result gw_serve_relay(struct gw_req *q);       /* serve.c: answer from 
 enum MHD_Result gw_serve_revalidated(struct gw_req *q); /* serve.c: after gw_reval_start() */
 enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
 enum MHD_Result gw_admin(struct gw_req *q); /* admin.c: /_s3cached/... */
+/* status_page.c: the status page's HTML with status (200, or 401: the page asks for the token) */
+enum MHD_Result gw_status_page(struct gw_req *q, int status);
 bool gw_is_probe(const struct gw_req *q);   /* probe.c: GET /healthz, /readyz, /metrics, no query */
 enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
 

@@ -17,7 +17,7 @@ PKGS=(
     libmicrohttpd-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev
     libcmocka-dev libssl-dev lmdb-utils
     awscli python3-boto3 python3-pytest python3-torch
-    nginx wrk curl valgrind
+    nginx wrk curl valgrind chromium
     radosgw ceph-mon ceph-osd ceph-common
     docker-compose prometheus python3-yaml systemd
 )

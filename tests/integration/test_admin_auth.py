@@ -51,6 +51,8 @@ def test_admin_token_is_required_when_configured(upstream, gateway):
         assert body["error"] == "Unauthorized" and "Bearer" in body["message"]
     status, body = call(gw, "GET", "stats", token=TOKEN)
     assert status == 200 and "hits" in body
+    assert call(gw, "GET", "buckets")[0] == 401
+    assert call(gw, "GET", "buckets", token=TOKEN)[0] == 200
 
     # A refused POST creates nothing.
     manifest = {"bucket": upstream.bucket, "keys": ["a", "b"]}
@@ -159,6 +161,10 @@ def test_non_loopback_client_is_refused_without_token_and_admitted_with_it(upstr
     assert status == 403, body
     assert json.loads(body)["error"] == "AccessDenied"
     assert "--admin-token" in json.loads(body)["message"]
+    # The status page and its data are refused the same way (no token could help here).
+    for path in ("", "index.html", "buckets"):
+        status, body = curl_in_ns(netns, "http://%s:%d/_s3cached/%s" % (HOST_IP, gw.port, path))
+        assert status == 403 and json.loads(body)["error"] == "AccessDenied", path
 
     gw.stop()
     gw.admin_token = TOKEN
@@ -166,3 +172,7 @@ def test_non_loopback_client_is_refused_without_token_and_admitted_with_it(upstr
     assert curl_in_ns(netns, url)[0] == 401
     status, body = curl_in_ns(netns, url, token=TOKEN)
     assert status == 200 and "hits" in json.loads(body)
+    page = "http://%s:%d/_s3cached/" % (HOST_IP, gw.port)
+    status, body = curl_in_ns(netns, page)
+    assert status == 401 and "<title>s3cached status</title>" in body  # the page asks for it
+    assert curl_in_ns(netns, page, token=TOKEN)[0] == 200
