@@ -1,18 +1,53 @@
 /*
- * log.h - leveled logging to stderr, one line per event.
+ * log.h - leveled logging, one line per event: human-readable text or one JSON
+ * object per line, to stderr or a file that SIGHUP reopens; plus an optional
+ * access log line per request.
  *
- * The level is process-wide and set once at start-up. Never pass secrets
- * (keys, signatures, tokens) to these functions.
+ * Configured once at start-up, before threads start. Never pass secrets (keys,
+ * signatures, tokens) to these functions.
  */
 #ifndef SC_LOG_H
 #define SC_LOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
 
 enum sc_log_level { SC_LOG_ERROR, SC_LOG_WARN, SC_LOG_INFO, SC_LOG_DEBUG };
 
 void sc_log_set_level(enum sc_log_level level);
 /* Parses "error", "warn", "info" or "debug"; returns -1 for anything else. */
 int sc_log_parse_level(const char *name);
+
+/* @brief Chooses JSON lines (true) or text (false, the default). */
+void sc_log_set_json(bool json);
+
+/*
+ * @brief Sends the log to path (appending, created 0640) instead of stderr; NULL means
+ * stderr. Reopening the same path later (sc_log_reopen) follows log rotation.
+ * @return 0, or an errno value (the log stays where it was).
+ */
+int sc_log_open(const char *path);
+
+/* @brief Reopens the log file after rotation (SIGHUP); a no-op for stderr. Returns 0 or errno. */
+int sc_log_reopen(void);
+
 void sc_log(enum sc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One request, as the access log records it. Strings may be NULL. */
+struct sc_access {
+    const char *request_id;
+    const char *client; /* the client's address */
+    const char *method;
+    const char *bucket;
+    const char *key;
+    unsigned status;   /* 0: the client left before an answer */
+    uint64_t bytes;    /* object body bytes sent */
+    const char *cache; /* HIT, MISS, BYPASS or NULL */
+    double seconds;
+};
+
+/* @brief Writes one access log line (at level info, whatever --log-level says). */
+void sc_log_access(const struct sc_access *a);
 
 #define sc_err(...)   sc_log(SC_LOG_ERROR, __VA_ARGS__)
 #define sc_warn(...)  sc_log(SC_LOG_WARN, __VA_ARGS__)

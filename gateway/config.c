@@ -18,7 +18,16 @@
 
 #include "../common/log.h"
 
-enum opt_type { OPT_STR, OPT_SIZE, OPT_UINT, OPT_BOOL, OPT_LISTEN, OPT_LOGLEVEL, OPT_ACTION };
+enum opt_type {
+    OPT_STR,
+    OPT_SIZE,
+    OPT_UINT,
+    OPT_DURATION,
+    OPT_BOOL,
+    OPT_LISTEN,
+    OPT_LOGLEVEL,
+    OPT_ACTION
+};
 
 struct opt {
     const char *flag; /* without the leading "--" */
@@ -78,11 +87,23 @@ static const struct opt options[] = {
      NULL, "do not verify the upstream's TLS certificate (never in production)"},
     {"prefetch-concurrency", "S3CACHED_PREFETCH_CONCURRENCY", OPT_UINT, OFF(prefetch_concurrency),
      1, 1024, "N", "manifest prefetches in flight at once (default 32)"},
+    {"log-format", "S3CACHED_LOG_FORMAT", OPT_STR, OFF(log_format), 0, 0, "FORMAT",
+     "json (one object per line, the default) or text"},
+    {"log-file", "S3CACHED_LOG_FILE", OPT_STR, OFF(log_file), 0, 0, "FILE",
+     "append the log to FILE instead of stderr; SIGHUP reopens it (log rotation)"},
+    {"access-log", "S3CACHED_ACCESS_LOG", OPT_BOOL, OFF(access_log), 0, 0, NULL,
+     "log one line per request: id, client, method, bucket, key, status, bytes, cache, duration"},
+    {"shutdown-timeout", "S3CACHED_SHUTDOWN_TIMEOUT", OPT_UINT, OFF(shutdown_timeout), 0, 3600,
+     "SECONDS", "on SIGTERM, wait this long for requests in flight before closing (default 30)"},
     {"admin-token", "S3CACHED_ADMIN_TOKEN", OPT_STR, OFF(admin_token), 0, 0, "TOKEN",
      "bearer token the admin API (/_s3cached/) requires; without one it answers only loopback "
      "clients (prefer the file or the environment: arguments show in ps)"},
     {"admin-token-file", "S3CACHED_ADMIN_TOKEN_FILE", OPT_STR, OFF(admin_token_file), 0, 0, "FILE",
      "read the admin token from the first line of FILE"},
+    {"revalidate-after", "S3CACHED_REVALIDATE_AFTER", OPT_DURATION, OFF(revalidate_after), 0,
+     10ull * 365 * 86400, "DURATION",
+     "ask the upstream whether a hit older than this changed (If-None-Match) before serving it, "
+     "e.g. 30s, 10m, 1h, 7d (default 0: serve until evicted or invalidated)"},
     {"log-level", "S3CACHED_LOG_LEVEL", OPT_LOGLEVEL, OFF(log_level), 0, 0, "LEVEL",
      "error, warn, info or debug (default info)"},
     {"help", NULL, OPT_ACTION, OFF(show_help), 0, 0, NULL, "show this help"},
@@ -91,7 +112,15 @@ static const struct opt options[] = {
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
-sc_code gw_parse_size(const char *s, uint64_t *out)
+/* A number with an optional unit suffix: the suffix letters and what each multiplies by. */
+struct unit {
+    const char *letters;
+    uint64_t factor;
+};
+
+/* Parses digits then at most one unit of units; *rest points past the unit. */
+static sc_code parse_with_unit(const char *s, const struct unit *units, uint64_t *out,
+                               const char **rest)
 {
     if (s == NULL || *s < '0' || *s > '9')
         return SC_EINVAL;
@@ -100,39 +129,41 @@ sc_code gw_parse_size(const char *s, uint64_t *out)
     unsigned long long v = strtoull(s, &end, 10);
     if (errno != 0)
         return SC_EINVAL;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        shift = 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        end++;
-        break;
-    case 't':
-    case 'T':
-        shift = 40;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (shift != 0 && *end == 'i')
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0' || (shift != 0 && v > (UINT64_MAX >> shift)))
+    uint64_t factor = 1;
+    for (const struct unit *u = units; u->letters != NULL; u++)
+        if (*end != '\0' && strchr(u->letters, *end) != NULL) {
+            factor = u->factor;
+            end++;
+            break;
+        }
+    if (v > UINT64_MAX / factor)
         return SC_EINVAL;
-    *out = (uint64_t)v << shift;
+    *out = v * factor;
+    *rest = end;
     return SC_OK;
+}
+
+sc_code gw_parse_duration(const char *s, uint64_t *seconds)
+{
+    static const struct unit units[] = {{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {NULL, 0}};
+    const char *rest = NULL;
+    if (parse_with_unit(s, units, seconds, &rest) != SC_OK || *rest != '\0')
+        return SC_EINVAL;
+    return SC_OK;
+}
+
+sc_code gw_parse_size(const char *s, uint64_t *out)
+{
+    static const struct unit units[] = {
+        {"kK", KIB}, {"mM", MIB}, {"gG", GIB}, {"tT", 1024 * GIB}, {NULL, 0}};
+    const char *rest = NULL;
+    if (parse_with_unit(s, units, out, &rest) != SC_OK)
+        return SC_EINVAL;
+    if (rest > s && *rest == 'i' && strchr("kKmMgGtT", rest[-1]) != NULL)
+        rest++; /* KiB, MiB, ... */
+    if (*rest == 'B' || *rest == 'b')
+        rest++;
+    return *rest == '\0' ? SC_OK : SC_EINVAL;
 }
 
 static sc_code parse_uint(const char *s, uint64_t *out)
@@ -196,13 +227,16 @@ static sc_code apply(struct gw_config *cfg, const struct opt *o, const char *val
         return set_listen(cfg, value);
     case OPT_SIZE:
     case OPT_UINT:
-        if ((o->type == OPT_SIZE ? gw_parse_size(value, &n) : parse_uint(value, &n)) != SC_OK)
+    case OPT_DURATION:
+        if ((o->type == OPT_SIZE       ? gw_parse_size(value, &n)
+             : o->type == OPT_DURATION ? gw_parse_duration(value, &n)
+                                       : parse_uint(value, &n)) != SC_OK)
             return SC_EINVAL;
         if (n < o->min || n > o->max)
             return SC_EINVAL;
         if (o->offset == OFF(chunk_size))
             cfg->chunk_size = (uint32_t)n;
-        else if (o->type == OPT_SIZE)
+        else if (o->type == OPT_SIZE || o->type == OPT_DURATION)
             *(uint64_t *)(base + o->offset) = n;
         else
             *(unsigned *)(base + o->offset) = (unsigned)n;
@@ -249,8 +283,10 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->upstream_stall_timeout = 30;
     cfg->prefetch_concurrency = 32;
     cfg->log_level = SC_LOG_INFO;
+    cfg->shutdown_timeout = 30;
     if (set_string(&cfg->listen_host, "127.0.0.1") ||
-        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "s3fifo"))
+        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "s3fifo") ||
+        set_string(&cfg->log_format, "json"))
         return SC_ENOMEM;
     const char *region = getenv("AWS_REGION");
     if (region == NULL || *region == '\0')
@@ -389,6 +425,11 @@ sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err,
         rc = finish_upstream(cfg, err, err_len);
     if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
         rc = finish_admin_token(cfg, err, err_len);
+    if (rc == SC_OK && strcmp(cfg->log_format, "json") != 0 &&
+        strcmp(cfg->log_format, "text") != 0) {
+        snprintf(err, err_len, "--log-format must be json or text");
+        rc = SC_EINVAL;
+    }
     if (rc == SC_OK && cfg->max_object_size > cfg->cache_size)
         cfg->max_object_size = cfg->cache_size;
     if (rc == SC_ENOMEM)
@@ -408,6 +449,8 @@ void gw_config_free(struct gw_config *cfg)
         OPENSSL_cleanse(cfg->admin_token, strlen(cfg->admin_token));
     free(cfg->admin_token);
     free(cfg->admin_token_file);
+    free(cfg->log_format);
+    free(cfg->log_file);
     memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -35,8 +35,13 @@ struct gw_config {
     unsigned upstream_connect_timeout; /* seconds */
     unsigned upstream_stall_timeout;   /* seconds without a byte before a transfer is aborted */
     unsigned log_level;
-    char *admin_token;      /* NULL: none; see --admin-token; wiped by gw_config_free() */
-    char *admin_token_file; /* where admin_token was read from, if anywhere */
+    char *log_format;          /* "json" (default) or "text" */
+    char *log_file;            /* NULL: stderr */
+    bool access_log;           /* one line per request */
+    unsigned shutdown_timeout; /* seconds SIGTERM waits for requests in flight */
+    uint64_t revalidate_after; /* seconds; 0: never revalidate a hit */
+    char *admin_token;         /* NULL: none; see --admin-token; wiped by gw_config_free() */
+    char *admin_token_file;    /* where admin_token was read from, if anywhere */
     bool show_help;
     bool show_version;
 };
@@ -61,5 +66,12 @@ void gw_config_usage(const char *prog);
  * @return SC_OK or SC_EINVAL (garbage, overflow).
  */
 sc_code gw_parse_size(const char *s, uint64_t *out);
+
+/*
+ * @brief Parses a duration: a whole number with an optional unit s, m, h or d
+ * (seconds without one), e.g. 90, 30s, 10m, 1h, 7d.
+ * @return SC_OK or SC_EINVAL (garbage, overflow).
+ */
+sc_code gw_parse_duration(const char *s, uint64_t *seconds);
 
 #endif

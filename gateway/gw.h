@@ -10,16 +10,19 @@
 #define GW_GW_H
 
 #include <microhttpd.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "../store/store.h"
+#include "bucket_stats.h"
 #include "config.h"
 #include "fill.h"
 #include "manifest.h"
 #include "metrics.h"
 #include "origin.h"
 #include "relay.h"
+#include "revalidate.h"
 #include "s3_target.h"
 #include "stats.h"
 #include "upstream.h"
@@ -32,18 +35,22 @@ struct gw {
     fill_table *fills;
     mf_registry *manifests;
     struct gw_stats stats;
+    struct gw_buckets buckets; /* object reads per bucket, for the status page */
     struct gw_metrics metrics;
     struct MHD_Daemon *daemon;
-    bool listen_loopback; /* the listener is on a loopback address */
+    bool listen_loopback;        /* the listener is on a loopback address */
+    atomic_uint active_requests; /* started and not yet completed */
+    atomic_bool draining;        /* shutting down: new requests are refused */
 };
 
 /* Where a request is in its life; the access handler resumes from here. */
 enum gw_phase {
-    GW_PHASE_NEW,       /* the request line and headers are in */
-    GW_PHASE_ROUTE,     /* second call: decide and act (see server.c for why not the first) */
-    GW_PHASE_UPLOAD,    /* pass-through: streaming the request body upstream */
-    GW_PHASE_WAIT_HEAD, /* waiting for the upstream's response head */
-    GW_PHASE_RESPONDED, /* a response is queued */
+    GW_PHASE_NEW,        /* the request line and headers are in */
+    GW_PHASE_ROUTE,      /* second call: decide and act (see server.c for why not the first) */
+    GW_PHASE_UPLOAD,     /* pass-through: streaming the request body upstream */
+    GW_PHASE_WAIT_HEAD,  /* waiting for the upstream's response head */
+    GW_PHASE_REVALIDATE, /* waiting for the upstream to say whether a cached copy changed */
+    GW_PHASE_RESPONDED,  /* a response is queued */
 };
 
 struct upload; /* proxy.c */
@@ -55,6 +62,8 @@ struct gw_req {
     char request_id[17];
     struct timespec arrived; /* when the request line came in */
     unsigned status;         /* the status queued, 0 before */
+    uint64_t bytes_out;      /* object body bytes handed to libmicrohttpd */
+    bool in_flight;          /* counted in gw.active_requests */
     const char *method;      /* owned by libmicrohttpd, valid during the request */
     struct s3_target tgt;
     bool have_target;
@@ -70,6 +79,7 @@ struct gw_req {
     bool ranged;                     /* a range of a miss fetched on its own, beside the fill */
     uint64_t want_start, want_len;   /* that range, in object offsets */
     struct upload *upload;           /* pass-through request body */
+    struct reval reval;              /* --revalidate-after: the question to the upstream */
     /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX). */
     char *body;
     size_t body_len, body_cap;
@@ -96,10 +106,19 @@ enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp
 void gw_waiter_init(struct gw_req *q);
 
 /* Request paths (one file each). Each returns what the access handler returns. */
-enum MHD_Result gw_serve_object(struct gw_req *q); /* serve.c: GET/HEAD through the cache */
-enum MHD_Result gw_serve_relay(struct gw_req *q);  /* serve.c: answer from a relay's head */
+enum MHD_Result gw_serve_object(struct gw_req *q);      /* serve.c: GET/HEAD through the cache */
+enum MHD_Result gw_serve_relay(struct gw_req *q);       /* serve.c: answer from a relay's head */
+enum MHD_Result gw_serve_revalidated(struct gw_req *q); /* serve.c: after gw_reval_start() */
 enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
 enum MHD_Result gw_admin(struct gw_req *q); /* admin.c: /_s3cached/... */
+/* status_page.c: the status page's HTML with status (200, or 401: the page asks for the token) */
+enum MHD_Result gw_status_page(struct gw_req *q, int status);
+/*
+ * admin_origin.c: true (with the reason) if a browser sent q from another site, or, when no
+ * token guards the admin API (token_checked false), addressed it to a name other than
+ * localhost or an IP address (DNS rebinding).
+ */
+bool gw_admin_from_other_site(struct gw_req *q, bool token_checked, const char **why);
 bool gw_is_probe(const struct gw_req *q);   /* probe.c: GET /healthz, /readyz, /metrics, no query */
 enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
 

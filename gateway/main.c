@@ -24,25 +24,64 @@
 
 #define S3CACHED_VERSION "0.1.0"
 
+static void handled_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+}
+
+/* Waits for SIGTERM or SIGINT; SIGHUP on the way reopens the log file. */
 static int wait_for_signal(void)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    int sig = 0;
-    sigwait(&set, &sig);
-    return sig;
+    handled_signals(&set);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0)
+            continue;
+        if (sig != SIGHUP)
+            return sig;
+        int err = sc_log_reopen();
+        if (err != 0)
+            sc_err("SIGHUP: cannot reopen the log file: %s", strerror(err));
+        else
+            sc_info("SIGHUP: log reopened");
+    }
 }
 
 static void block_signals(void)
 {
     sigset_t set;
+    handled_signals(&set);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits this */
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/*
+ * Lets the requests in flight finish: new ones are refused with 503 (and /readyz says so),
+ * until none is left, the shutdown timeout passes, or a second SIGTERM or SIGINT arrives.
+ */
+static void drain(struct gw *g)
+{
+    atomic_store(&g->draining, true);
+    sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread inherits this */
-    signal(SIGPIPE, SIG_IGN);
+    struct timespec step = {0, 50 * 1000 * 1000};
+    unsigned waited_ms = 0, limit_ms = g->cfg->shutdown_timeout * 1000u;
+    while (atomic_load(&g->active_requests) > 0 && waited_ms < limit_ms) {
+        if (sigtimedwait(&set, NULL, &step) > 0) {
+            sc_warn("second signal: not waiting for the requests in flight");
+            return;
+        }
+        waited_ms += 50;
+    }
+    unsigned left = atomic_load(&g->active_requests);
+    if (left > 0)
+        sc_warn("shutdown timeout: %u requests still in flight are cut off", left);
 }
 
 static sc_code open_store(struct gw *g)
@@ -136,7 +175,9 @@ static int run(struct gw *g)
             S3CACHED_VERSION, g->cfg->listen_host, g->cfg->listen_port, g->cfg->upstream,
             g->cfg->cache_dir, (unsigned long long)g->cfg->cache_size, g->cfg->policy);
     int sig = wait_for_signal();
-    sc_info("signal %d: shutting down", sig);
+    sc_info("signal %d: draining %u requests in flight, then shutting down", sig,
+            atomic_load(&g->active_requests));
+    drain(g);
     status = 0;
 out:
     /* No MHD_quiesce_daemon(): with an epoll thread pool it races the workers (a libmicrohttpd
@@ -170,13 +211,23 @@ int main(int argc, char **argv)
         return 0;
     }
     sc_log_set_level((enum sc_log_level)cfg.log_level);
+    sc_log_set_json(strcmp(cfg.log_format, "json") == 0);
+    int log_err = sc_log_open(cfg.log_file);
+    if (log_err != 0) {
+        fprintf(stderr, "s3cached: cannot open --log-file %s: %s\n", cfg.log_file,
+                strerror(log_err));
+        gw_config_free(&cfg);
+        return 1;
+    }
     block_signals();
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         fprintf(stderr, "s3cached: cannot initialize libcurl\n");
         return 1;
     }
     struct gw g = {.cfg = &cfg};
+    gw_buckets_init(&g.buckets);
     int status = run(&g);
+    gw_buckets_destroy(&g.buckets);
     curl_global_cleanup();
     gw_config_free(&cfg);
     return status;

@@ -24,6 +24,8 @@ static enum MHD_Result respond_plain(struct gw_req *q, int status, const char *t
 
 bool gw_is_probe(const struct gw_req *q)
 {
+    if (q->method == NULL) /* refused before the access handler ran (oversized headers) */
+        return false;
     if (strcmp(q->method, "GET") != 0 && strcmp(q->method, "HEAD") != 0)
         return false;
     return q->target != NULL &&
@@ -53,6 +55,8 @@ enum MHD_Result gw_probe(struct gw_req *q)
         return respond_metrics(q);
     if (strcmp(q->target, "/healthz") == 0)
         return respond_plain(q, 200, "ok\n");
+    if (atomic_load(&q->g->draining))
+        return respond_plain(q, 503, "not ready: shutting down\n");
     if (q->g->st == NULL)
         return respond_plain(q, 503, "not ready: the store is not open\n");
     if (q->g->up == NULL || !up_reachable(q->g->up))

@@ -33,6 +33,12 @@ struct answer {
     uint64_t len;
 };
 
+/* Counts an object read in its bucket's row; the gateway-wide counters are added beside. */
+static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t bytes)
+{
+    gw_buckets_count(&q->g->buckets, q->tgt.bucket, result, bytes);
+}
+
 static const char *header(struct gw_req *q, const char *name)
 {
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
@@ -135,8 +141,9 @@ static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const str
     return resp;
 }
 
-/* Answers from a cached object; SC_ECORRUPT (or another failure) means: treat as a miss. */
-static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
+/* Answers from a cached object; SC_ECORRUPT (or another failure) means: treat as a miss.
+ * A stale copy (revalidation failed) says so in its headers. */
+static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_Result *ret)
 {
     size_t hlen = 0;
     const char *hdrs = store_obj_headers(obj, &hlen);
@@ -147,6 +154,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
     q->x_cache = "HIT";
     if (a.status != 200 && a.status != 206) {
         gw_stat_add(q->g->stats.hits, 1);
+        count_read(q, GW_READ_HIT, 0);
         *ret = respond_bodiless(q, &a, size, etag, lm);
         store_obj_close(obj);
         return SC_OK;
@@ -166,11 +174,18 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, enum MHD_Result *ret)
     while (hdrblob_next(hdrs, hlen, &pos, &name, &value))
         MHD_add_response_header(resp, name, value);
     add_range_headers(resp, &a, size);
+    if (stale) {
+        MHD_add_response_header(resp, "Warning", "111 s3cached \"Revalidation Failed\"");
+        MHD_add_response_header(resp, "x-s3cached-stale", "true");
+    }
     if (head)
         store_obj_close(obj); /* nothing to send from the map */
     else
         gw_stat_add(q->g->stats.bytes_from_cache, a.len);
+    if (!head)
+        q->bytes_out = a.len;
     gw_stat_add(q->g->stats.hits, 1);
+    count_read(q, GW_READ_HIT, head ? 0 : a.len);
     *ret = gw_queue(q, a.status, resp);
     return SC_OK;
 }
@@ -194,6 +209,7 @@ static ssize_t read_relay(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_WITH_ERROR;
     if (n == 0)
         return MHD_CONTENT_READER_END_OF_STREAM;
+    q->bytes_out += (uint64_t)n;
     return n;
 }
 
@@ -292,27 +308,30 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     if (h->status != 200 || h->content_length < 0)
         return respond_as_upstream(q, h);
     uint64_t size = (uint64_t)h->content_length;
-    bool hit_bytes = false;
+    enum gw_read_result result = GW_READ_MISS;
     if (size > q->g->cfg->max_object_size) {
         q->x_cache = "BYPASS";
         gw_stat_add(q->g->stats.bypasses, 1);
+        result = GW_READ_BYPASS;
     } else if (strcmp(q->x_cache, "HIT") == 0) {
         gw_stat_add(q->g->stats.hits, 1);
-        hit_bytes = true;
+        result = GW_READ_HIT;
     } else {
         gw_stat_add(q->g->stats.misses, 1);
     }
     const char *etag = up_header_get(h->headers, h->n_headers, "ETag");
     const char *lm = up_header_get(h->headers, h->n_headers, "Last-Modified");
     struct answer a = decide(q, etag, lm, size);
-    if (a.status != 200 && a.status != 206)
+    bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
+    bool sends = a.status == 200 || a.status == 206;
+    count_read(q, result, sends && !head ? a.len : 0);
+    if (!sends)
         return respond_bodiless(q, &a, size, etag, lm);
-    if (hit_bytes)
+    if (result == GW_READ_HIT)
         gw_stat_add(q->g->stats.bytes_from_cache, a.len);
     if (a.status == 206 && a.start > FILL_RANGE_SLACK && !relay_reached(q->relay, a.start) &&
         fetch_range(q, &a) == SC_OK)
         return gw_serve_relay(q);
-    bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
     struct MHD_Response *resp =
         head ? MHD_create_response_from_callback(a.len, 4096, no_body, NULL, NULL)
              : relay_response(q, a.start, a.len);
@@ -329,8 +348,10 @@ enum MHD_Result gw_serve_relay(struct gw_req *q)
     const struct relay_head *h = relay_head(q->relay, &q->waiter, &failed);
     if (h == NULL && !failed)
         return MHD_YES; /* suspended: resumed when the head arrives */
-    if (h == NULL && q->fill)
+    if (h == NULL && q->fill) {
         gw_stat_add(q->g->stats.misses, 1); /* a fill's reader is counted once its fate is known */
+        count_read(q, GW_READ_MISS, 0);
+    }
     if (h == NULL)
         return gw_respond_error(q, 502, "ServiceUnavailable",
                                 "The upstream S3 endpoint could not be reached");
@@ -354,6 +375,7 @@ static enum MHD_Result serve_miss(struct gw_req *q)
         }
         if (f == NULL) {
             gw_stat_add(g->stats.misses, 1);
+            count_read(q, GW_READ_MISS, 0);
             size_t zero = 0;
             return gw_proxy(q, NULL, &zero);
         }
@@ -368,23 +390,68 @@ static enum MHD_Result serve_miss(struct gw_req *q)
     return gw_serve_relay(q);
 }
 
-enum MHD_Result gw_serve_object(struct gw_req *q)
+/* Serves the cached copy if there is a usable one; otherwise, or when it is due for
+ * revalidation, returns false and leaves *ret alone. */
+static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum MHD_Result *ret)
 {
     store_obj *obj = NULL;
+    sc_code rc = store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj);
+    if (rc != SC_OK) {
+        if (rc != SC_ENOTFOUND)
+            sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+        return false;
+    }
+    if (may_revalidate && gw_reval_due(q, store_obj_stored_at(obj))) {
+        size_t hlen = 0;
+        const char *hdrs = store_obj_headers(obj, &hlen);
+        char etag[sizeof(q->reval.etag)];
+        snprintf(etag, sizeof(etag), "%s", hdrblob_get(hdrs, hlen, "ETag") ?: "");
+        store_obj_close(obj);
+        *ret = (enum MHD_Result)gw_reval_start(q, etag);
+        return true;
+    }
+    rc = serve_hit(q, obj, stale, ret);
+    if (rc == SC_OK)
+        return true;
+    sc_warn("cached %s/%s unusable (%s): fetching again", q->tgt.bucket, q->tgt.key,
+            sc_strerror(rc));
+    return false;
+}
+
+enum MHD_Result gw_serve_object(struct gw_req *q)
+{
     /* The trainer's position moves before the store counts the read, so that a policy
      * planning by a manifest sees the object's next use, not this one. */
     if (q->tgt.kind == S3_REQ_GET_OBJECT)
         mf_observe(q->g->manifests, q->tgt.bucket, q->tgt.key);
-    sc_code rc = store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj);
-    if (rc == SC_OK) {
-        enum MHD_Result ret = MHD_NO;
-        rc = serve_hit(q, obj, &ret);
-        if (rc == SC_OK)
+    enum MHD_Result ret = MHD_NO;
+    if (serve_cached(q, true, false, &ret))
+        return ret;
+    return serve_miss(q);
+}
+
+enum MHD_Result gw_serve_revalidated(struct gw_req *q)
+{
+    enum reval_outcome outcome = gw_reval_outcome(&q->reval);
+    gw_reval_cleanup(&q->reval);
+    q->phase = GW_PHASE_ROUTE;
+    enum MHD_Result ret = MHD_NO;
+    switch (outcome) {
+    case REVAL_FRESH:
+        store_touch(q->g->st, q->tgt.bucket, q->tgt.key);
+        if (serve_cached(q, false, false, &ret))
             return ret;
-        sc_warn("cached %s/%s unusable (%s): fetching again", q->tgt.bucket, q->tgt.key,
-                sc_strerror(rc));
-    } else if (rc != SC_ENOTFOUND) {
-        sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+        break;
+    case REVAL_UNREACHABLE:
+        sc_warn("revalidating %s/%s failed (%s, status %ld): serving the stale copy", q->tgt.bucket,
+                q->tgt.key, sc_strerror(q->reval.result), q->reval.status);
+        if (serve_cached(q, false, true, &ret))
+            return ret;
+        break;
+    case REVAL_CHANGED:
+        fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
+        store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
+        break;
     }
     return serve_miss(q);
 }

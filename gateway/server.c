@@ -189,6 +189,8 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         return MHD_NO;
     switch (q->phase) {
     case GW_PHASE_NEW:
+        atomic_fetch_add(&q->g->active_requests, 1); /* its headers are in: it is in flight */
+        q->in_flight = true;
         q->conn = conn;
         q->method = method;
         q->phase = GW_PHASE_ROUTE;
@@ -212,6 +214,9 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         }
         if (gw_is_probe(q))
             return gw_probe(q);
+        if (atomic_load(&q->g->draining))
+            return gw_respond_error(q, 503, "ServiceUnavailable",
+                                    "The gateway is shutting down. Please try again.");
         if (!q->have_target && (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED))
             return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
         return step_route(q, upload_data, upload_size);
@@ -220,6 +225,9 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
     case GW_PHASE_WAIT_HEAD:
         *upload_size = 0;
         return gw_serve_relay(q);
+    case GW_PHASE_REVALIDATE:
+        *upload_size = 0;
+        return gw_serve_revalidated(q);
     case GW_PHASE_RESPONDED:
         *upload_size = 0;
         return MHD_YES;
@@ -257,6 +265,33 @@ static void count_request(struct gw_req *q)
     gw_metrics_request(&q->g->metrics, op, q->status, seconds);
 }
 
+static void log_access(struct gw_req *q)
+{
+    char client[INET6_ADDRSTRLEN] = "";
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, client, sizeof(client));
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, client, sizeof(client));
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    struct sc_access a = {
+        .request_id = q->request_id,
+        .client = client,
+        .method = q->method,
+        .bucket = q->have_target ? q->tgt.bucket : NULL,
+        .key = q->have_target ? q->tgt.key : NULL,
+        .status = q->status,
+        .bytes = q->bytes_out,
+        .cache = q->x_cache,
+        .seconds = (double)(now.tv_sec - q->arrived.tv_sec) +
+                   (double)(now.tv_nsec - q->arrived.tv_nsec) / 1e9,
+    };
+    sc_log_access(&a);
+}
+
 static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
                             enum MHD_RequestTerminationCode toe)
 {
@@ -264,15 +299,20 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
     if (q == NULL)
         return;
     count_request(q);
+    if (q->g->cfg->access_log)
+        log_access(q);
     if (q->relay) {
         relay_unpark(q->relay, &q->waiter);
         relay_detach(q->relay, &q->cursor);
     }
     gw_proxy_cleanup(q);
+    gw_reval_cleanup(&q->reval);
     if (q->fill)
         fill_leave(q->fill);
     if (q->have_target)
         s3_target_free(&q->tgt);
+    if (q->in_flight)
+        atomic_fetch_sub(&q->g->active_requests, 1);
     free(q->body);
     free(q->target);
     free(q);

@@ -144,6 +144,21 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
 sc_code store_remove(store *st, const char *bucket, const char *key);
 
 /*
+ * @brief Marks the cached copy of (bucket, key) as stored now (it was revalidated
+ * against the upstream). Queued: returns before the writer applies it.
+ * @return SC_OK (queued; a no-op if not cached), SC_EINVAL, SC_ECANCELED, SC_ENOMEM.
+ */
+sc_code store_touch(store *st, const char *bucket, const char *key);
+
+/*
+ * @brief Removes every cached object of bucket whose key starts with prefix ("" for the
+ * whole bucket) and waits until the removals are committed.
+ * @param[out] removed how many objects were found and removed.
+ * @return SC_OK, SC_EINVAL (no bucket), SC_EIO. Objects stored while it runs may stay.
+ */
+sc_code store_remove_prefix(store *st, const char *bucket, const char *prefix, uint64_t *removed);
+
+/*
  * @brief Passes a hint to the policy, serialized with the store's own calls.
  * @return the policy's result: SC_OK (also when it ignores hints), SC_ENOMEM.
  */

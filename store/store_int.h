@@ -26,7 +26,7 @@
 /* The key in "info" holding the next object id (u64 big-endian). */
 #define ST_INFO_NEXT_ID "next_id"
 
-enum st_job_kind { ST_JOB_PUT, ST_JOB_REMOVE };
+enum st_job_kind { ST_JOB_PUT, ST_JOB_REMOVE, ST_JOB_TOUCH };
 
 /* One queued write. */
 struct st_job {
@@ -47,8 +47,8 @@ struct st_job {
     store_done_fn done;
     void *arg;
 
-    /* ST_JOB_REMOVE */
-    uint64_t expect_id; /* remove only this object id; 0: whatever is cached */
+    /* ST_JOB_REMOVE, ST_JOB_TOUCH (which sets the record's stored_at to the job's) */
+    uint64_t expect_id; /* act only on this object id; 0: whatever is cached */
     bool waited;        /* a caller sleeps on it (its stack owns the job) */
     bool finished;      /* set under q_lock once committed; the writer then forgets the job */
 };
@@ -129,6 +129,10 @@ void st_wtxn_abort(struct st_wtxn *w);
 sc_code st_wtxn_put(struct st_wtxn *w, struct st_job *job);
 
 /* Deletes the object under mkey if cached (and, if expect_id != 0, if its id matches). */
+/* Sets stored_at of the record under mkey (if its id is expect_id, or any if 0). */
+sc_code st_wtxn_touch(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN], uint64_t expect_id,
+                      int64_t stored_at);
+
 sc_code st_wtxn_remove(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN],
                        uint64_t expect_id);
 
@@ -154,7 +158,7 @@ sc_code st_writer_start(store *st);
 /* Drains the queue and joins the writer. */
 void st_writer_stop(store *st);
 
-/* Queues a removal of object id under mkey that nobody waits for (after a checksum failure). */
+/* Queues a removal of object id under mkey that nobody waits for (a checksum failure, a prefix). */
 void st_queue_removal(store *st, const unsigned char mkey[ST_MKEY_LEN], uint64_t id);
 
 #endif

@@ -130,6 +130,11 @@ void st_record_encode(const struct st_record *r, unsigned char *out)
         memcpy(p, r->hdrs, r->hdrs_len);
 }
 
+void st_record_set_stored_at(unsigned char *encoded, int64_t stored_at)
+{
+    put_le64(encoded + 20, (uint64_t)stored_at);
+}
+
 void st_record_set_crc(unsigned char *encoded, uint32_t idx, uint32_t crc)
 {
     put_le32(encoded + HEAD_LEN + 4u * (size_t)idx, crc);

@@ -79,6 +79,9 @@ size_t st_record_len(const struct st_record *r);
  */
 void st_record_encode(const struct st_record *r, unsigned char *out);
 
+/* @brief Rewrites stored_at in an encoded record, in place. */
+void st_record_set_stored_at(unsigned char *encoded, int64_t stored_at);
+
 /* @brief Stores the CRC of chunk idx into an encoded record. */
 void st_record_set_crc(unsigned char *encoded, uint32_t idx, uint32_t crc);
 

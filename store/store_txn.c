@@ -259,6 +259,29 @@ out:
     return rc;
 }
 
+sc_code st_wtxn_touch(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN], uint64_t expect_id,
+                      int64_t stored_at)
+{
+    struct st_record r;
+    sc_code rc = get_record(w, mkey, &r);
+    if (rc == SC_ENOTFOUND || rc == SC_ECORRUPT)
+        return SC_OK; /* gone, or left for the next reader to drop */
+    if (rc != SC_OK || (expect_id != 0 && r.id != expect_id))
+        return rc;
+    MDB_val k = {.mv_size = ST_MKEY_LEN, .mv_data = (void *)mkey};
+    MDB_val v;
+    rc = st_lmdb_err(mdb_get(w->txn, w->st->dbi_meta, &k, &v), "reading a record");
+    unsigned char *copy = rc == SC_OK ? malloc(v.mv_size) : NULL;
+    if (rc != SC_OK || copy == NULL)
+        return rc != SC_OK ? rc : SC_ENOMEM;
+    memcpy(copy, v.mv_data, v.mv_size); /* the map's bytes are read-only */
+    st_record_set_stored_at(copy, stored_at);
+    v.mv_data = copy;
+    rc = st_lmdb_err(mdb_put(w->txn, w->st->dbi_meta, &k, &v, 0), "updating a record");
+    free(copy);
+    return rc;
+}
+
 sc_code st_wtxn_remove(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN], uint64_t expect_id)
 {
     struct st_record r;

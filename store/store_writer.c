@@ -88,6 +88,8 @@ static sc_code batch_once(store *st, struct st_job *first, size_t n)
     for (size_t i = 0; i < n && rc == SC_OK; i++, j = j->next) {
         if (j->kind == ST_JOB_PUT) {
             rc = st_wtxn_put(&w, j);
+        } else if (j->kind == ST_JOB_TOUCH) {
+            rc = st_wtxn_touch(&w, j->mkey, j->expect_id, j->stored_at);
         } else {
             rc = st_wtxn_remove(&w, j->mkey, j->expect_id);
             j->result = rc;
@@ -146,7 +148,7 @@ static sc_code batch_with_room(store *st, struct st_job *first, size_t n)
 
 static void fail_job(struct st_job *j, sc_code rc)
 {
-    if (j->kind == ST_JOB_REMOVE)
+    if (j->kind != ST_JOB_PUT)
         j->result = SC_EIO;
     else
         j->result = rc == SC_EFULL || rc == SC_ENOMEM ? rc : SC_EIO;
@@ -295,6 +297,24 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
         job = NULL; /* the writer's now */
 out:
     free(job);
+    return rc;
+}
+
+sc_code store_touch(store *st, const char *bucket, const char *key)
+{
+    sc_code rc = st_check_names(bucket, key);
+    if (rc != SC_OK)
+        return rc;
+    struct st_job *job = calloc(1, sizeof(*job));
+    if (job == NULL)
+        return SC_ENOMEM;
+    job->kind = ST_JOB_TOUCH;
+    job->stored_at = (int64_t)time(NULL);
+    rc = st_meta_key(bucket, key, job->mkey);
+    if (rc == SC_OK)
+        rc = enqueue(st, job);
+    if (rc != SC_OK)
+        free(job);
     return rc;
 }
 

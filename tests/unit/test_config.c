@@ -81,6 +81,33 @@ static void admin_token_comes_from_the_environment(void **state)
     unsetenv("S3CACHED_ADMIN_TOKEN");
 }
 
+static void durations_accept_units(void **state)
+{
+    uint64_t v;
+    assert_int_equal(gw_parse_duration("90", &v), SC_OK);
+    assert_int_equal(v, 90);
+    assert_int_equal(gw_parse_duration("30s", &v), SC_OK);
+    assert_int_equal(v, 30);
+    assert_int_equal(gw_parse_duration("10m", &v), SC_OK);
+    assert_int_equal(v, 600);
+    assert_int_equal(gw_parse_duration("1h", &v), SC_OK);
+    assert_int_equal(v, 3600);
+    assert_int_equal(gw_parse_duration("7d", &v), SC_OK);
+    assert_int_equal(v, 7 * 86400);
+}
+
+static void durations_refuse_garbage(void **state)
+{
+    uint64_t v;
+    assert_int_equal(gw_parse_duration("", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("h", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("5w", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("5mm", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("-5s", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("99999999999999999999d", &v), SC_EINVAL);
+    assert_int_equal(gw_parse_duration("999999999999999999d", &v), SC_EINVAL);
+}
+
 static void sizes_accept_binary_suffixes(void **state)
 {
     uint64_t v;
@@ -205,6 +232,8 @@ int main(void)
         cmocka_unit_test_setup(max_object_size_never_exceeds_cache_size, clear_env),
         cmocka_unit_test_setup(checksum_flag_turns_verification_off, clear_env),
         cmocka_unit_test_setup(admin_token_is_read_from_first_line_of_file, clear_env),
+        cmocka_unit_test(durations_accept_units),
+        cmocka_unit_test(durations_refuse_garbage),
         cmocka_unit_test_setup(admin_token_shorter_than_16_is_refused, clear_env),
         cmocka_unit_test_setup(missing_admin_token_file_is_an_error_naming_it, clear_env),
         cmocka_unit_test_setup(admin_token_comes_from_the_environment, clear_env),

@@ -327,6 +327,60 @@ static void remove_makes_object_not_found(void **state)
     assert_int_equal(store_remove(f->st, "bkt", "never"), SC_OK);
 }
 
+static void remove_prefix_drops_only_that_bucket_and_prefix(void **state)
+{
+    struct fixture *f = *state;
+    unsigned char body[50];
+    fill_bytes(body, sizeof(body), 3);
+    const char *in[] = {"train/a", "train/b/c", "train/"};
+    const char *out[] = {"trai", "val/train/a", "xtrain/a"};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(put_sync(f->st, "bkt", in[i], NULL, 0, body, sizeof(body)), SC_OK);
+        assert_int_equal(put_sync(f->st, "bkt", out[i], NULL, 0, body, sizeof(body)), SC_OK);
+    }
+    assert_int_equal(put_sync(f->st, "other", "train/a", NULL, 0, body, sizeof(body)), SC_OK);
+    uint64_t removed = 0;
+    assert_int_equal(store_remove_prefix(f->st, "bkt", "train/", &removed), SC_OK);
+    assert_int_equal(removed, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_not_cached(f->st, "bkt", in[i]);
+        assert_cached(f->st, "bkt", out[i], body, sizeof(body));
+    }
+    assert_cached(f->st, "other", "train/a", body, sizeof(body));
+    assert_int_equal(stats_of(f->st).objects, 4);
+    assert_int_equal(store_remove_prefix(f->st, "bkt", "", &removed), SC_OK);
+    assert_int_equal(removed, 3);
+    assert_int_equal(stats_of(f->st).objects, 1);
+    assert_int_equal(store_remove_prefix(f->st, "", "x", &removed), SC_EINVAL);
+}
+
+static void touch_renews_stored_at_and_keeps_bytes(void **state)
+{
+    struct fixture *f = *state;
+    unsigned char hdrs[40], body[3 * CHUNK + 1];
+    fill_bytes(hdrs, sizeof(hdrs), 4);
+    fill_bytes(body, sizeof(body), 5);
+    assert_int_equal(put_sync(f->st, "bkt", "t", hdrs, sizeof(hdrs), body, sizeof(body)), SC_OK);
+    store_obj *obj = NULL;
+    assert_int_equal(store_obj_open(f->st, "bkt", "t", &obj), SC_OK);
+    int64_t first = store_obj_stored_at(obj);
+    store_obj_close(obj);
+    sleep(1); /* stored_at has a resolution of one second */
+    assert_int_equal(store_touch(f->st, "bkt", "t"), SC_OK);
+    assert_int_equal(store_touch(f->st, "bkt", "not-cached"), SC_OK);
+    store_flush(f->st);
+    assert_int_equal(store_obj_open(f->st, "bkt", "t", &obj), SC_OK);
+    assert_true(store_obj_stored_at(obj) > first);
+    size_t len = 0;
+    const void *got = store_obj_headers(obj, &len);
+    assert_int_equal(len, sizeof(hdrs));
+    assert_memory_equal(got, hdrs, sizeof(hdrs));
+    store_obj_close(obj);
+    assert_cached(f->st, "bkt", "t", body, sizeof(body));
+    assert_int_equal(stats_of(f->st).objects, 1);
+    assert_int_equal(stats_of(f->st).used_bytes, sizeof(body));
+}
+
 static void put_replaces_existing_copy(void **state)
 {
     struct fixture *f = *state;
@@ -943,6 +997,8 @@ int main(void)
         T(empty_object_round_trips),
         T(object_of_exactly_chunk_size_round_trips),
         T(header_blob_and_stored_at_round_trip),
+        T(remove_prefix_drops_only_that_bucket_and_prefix),
+        T(touch_renews_stored_at_and_keeps_bytes),
         T(same_key_in_other_bucket_is_another_object),
         T(longest_key_is_accepted_and_longer_refused),
         T(remove_makes_object_not_found),
