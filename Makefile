@@ -167,7 +167,7 @@ lint:
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean" 
 
-# Every benchmark, one after the other (bench/all.sh; about 15 minutes on 2 cores). Needs root
+# Every benchmark, one after the other (bench/all.sh; about 10 minutes on 2 cores, budget 15). Needs root
 # for the emulated cloud's network namespace; installs gnuplot for the plots.
 bench:
 	tools/install-deps.sh --bench
