@@ -69,6 +69,11 @@ build/asan/tests/test_sim: tests/unit/test_sim.c $(ASAN_OBJ) $(SIM_LIB_SRC:%.c=b
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
 
+# test_s3_auth wraps CRYPTO_memcmp, to see that signatures are compared in constant time.
+build/asan/tests/test_s3_auth: tests/unit/test_s3_auth.c $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka -Wl,--wrap=CRYPTO_memcmp
+
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
