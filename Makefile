@@ -1,9 +1,10 @@
 # s3cached - build, test and run.
 #
-#   make            build/s3cached, build/s3cachectl, build/s3cached-sim (optimized)
+#   make            build/s3cached, build/s3cachectl, build/s3cached-sim, build/s3cached-trainsim
 #   make asan       build/asan/s3cached (AddressSanitizer + UBSan)
 #   make test       install what is missing, build, run unit and integration tests
 #   make unit       cmocka unit tests only (under ASan/UBSan)
+#   make valgrind   integration tests of the main request paths, gateway under valgrind memcheck
 #   make pyunit     unit tests of the Python client (clients/python)
 #   make run        a local S3 server seeded with objects, and the gateway in front of it
 #   make lint       clang-format check, and a clang -Werror compile of every file
@@ -25,15 +26,21 @@ LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(STORE_SRC) $(GATEWAY_SRC)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 SIM_SRC     := $(wildcard tools/sim/*.c)
 CTL_SRC     := $(wildcard tools/ctl/*.c)
+TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
+EMBED_SRC   := tools/embed/embed.c
 
 FORMAT_SRC := $(wildcard */*.c */*.h tests/unit/*.c tools/*/*.c tools/*/*.h)
 
-OBJ      := $(LIB_SRC:%.c=build/obj/%.o)
-ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o)
+# The status page: gateway/status_page.html compiled in as build/gen/status_page.c.
+PAGE_OBJ      := build/obj/gen/status_page.o
+ASAN_PAGE_OBJ := build/asan/obj/gen/status_page.o
+
+OBJ      := $(LIB_SRC:%.c=build/obj/%.o) $(PAGE_OBJ)
+ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o) $(ASAN_PAGE_OBJ)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
-.PHONY: all asan unit pyunit test integration run format lint clean deps
-all: build/s3cached build/s3cachectl build/s3cached-sim
+.PHONY: all asan unit pyunit test integration run format lint clean deps valgrind
+all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim
 
 build/s3cached: build/obj/gateway/main.o $(OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -43,16 +50,42 @@ build/s3cached-sim: $(SIM_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o)
                     $(POLICY_SRC:%.c=build/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lm -lpthread
 
+# The DataLoader emulator signs with the gateway's SigV4 code, nothing else of it.
+build/s3cached-trainsim: $(TRAINSIM_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o) \
+                         build/obj/gateway/sigv4.o
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
 build/s3cachectl: $(CTL_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# A small C program, not xxd (often missing): it also checks the page loads nothing
+# from elsewhere and hashes its inline script and style for the Content-Security-Policy.
+build/tools/embed: $(EMBED_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
+
+build/gen/status_page.c: gateway/status_page.html build/tools/embed
+	@mkdir -p $(dir $@)
+	build/tools/embed $< gw_status_page ../../gateway/status_page.h > $@.tmp && mv $@.tmp $@
+
+$(PAGE_OBJ): build/gen/status_page.c gateway/status_page.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(ASAN_PAGE_OBJ): build/gen/status_page.c gateway/status_page.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
 
 build/obj/%.o: %.c $(wildcard */*.h tools/*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-asan: build/asan/s3cached
+asan: build/asan/s3cached build/asan/s3cachectl
 
 build/asan/s3cached: build/asan/obj/gateway/main.o $(ASAN_OBJ)
+	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
+
+build/asan/s3cachectl: $(CTL_SRC:%.c=build/asan/obj/%.o) $(COMMON_SRC:%.c=build/asan/obj/%.o)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
 build/asan/obj/%.o: %.c $(wildcard */*.h tools/*/*.h)
@@ -66,6 +99,22 @@ build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ)
 # test_sim also links the simulator's pieces: everything in tools/sim but its main.
 SIM_LIB_SRC := $(filter-out tools/sim/main.c,$(SIM_SRC))
 build/asan/tests/test_sim: tests/unit/test_sim.c $(ASAN_OBJ) $(SIM_LIB_SRC:%.c=build/asan/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
+
+# test_ctl_* link s3cachectl's pieces (everything in tools/ctl but its main) and common/.
+CTL_LIB_SRC  := $(filter-out tools/ctl/main.c,$(CTL_SRC))
+CTL_UNIT_BIN := $(filter build/asan/tests/test_ctl_%,$(UNIT_BIN))
+$(CTL_UNIT_BIN): build/asan/tests/%: tests/unit/%.c $(CTL_LIB_SRC:%.c=build/asan/obj/%.o) \
+                 $(COMMON_SRC:%.c=build/asan/obj/%.o)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
+
+# test_trainsim_* also link the emulator's pieces: everything in tools/trainsim but its main.
+TRAINSIM_LIB_SRC := $(filter-out tools/trainsim/main.c,$(TRAINSIM_SRC))
+TRAINSIM_TESTS   := $(filter build/asan/tests/test_trainsim_%,$(UNIT_BIN))
+$(TRAINSIM_TESTS): build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ) \
+                   $(TRAINSIM_LIB_SRC:%.c=build/asan/obj/%.o)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
 
@@ -86,17 +135,27 @@ deps:
 integration: all asan
 	tests/integration/run.sh
 
+# The optimized build under valgrind memcheck, over the tests of the everyday request paths
+# (against s3rver; timing-sensitive fault tests stay with the ASan run).
+VALGRIND_TESTS := test_downloads.py test_ranges.py test_conditional.py test_headers.py \
+                  test_uploads.py test_invalidation.py test_manifests.py test_freshness.py \
+                  test_metrics.py test_probes.py
+valgrind: all
+	S3CACHED_IT_VALGRIND=1 tests/integration/run.sh -k "not radosgw" $(VALGRIND_TESTS)
+
 test: deps
 	$(MAKE) lint
 	$(MAKE) all asan
 	$(MAKE) unit
 	$(MAKE) pyunit
 	tests/integration/run.sh
+	$(MAKE) valgrind
 
 # gcc builds everything above; clang must accept every file too, with the same warnings.
 lint:
 	@clang-format --dry-run --Werror $(FORMAT_SRC)
-	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC); do \
+	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC) \
+	         $(EMBED_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean" 
 

@@ -3,7 +3,9 @@
  * start with '_', so it never shadows a bucket). JSON in and out; errors
  * are {"error": "<Code>", "message": "..."} with a 4xx status.
  *
+ *   GET    /_s3cached/                              the status page for people (HTML)
  *   GET    /_s3cached/stats                         counters
+ *   GET    /_s3cached/buckets                       object reads per bucket
  *   POST   /_s3cached/manifests                     register a manifest (201)
  *   GET    /_s3cached/manifests                     list them
  *   GET    /_s3cached/manifests/{id}                progress
@@ -14,7 +16,9 @@
  *
  * Who may call it: with an admin token configured, whoever sends it as
  * "Authorization: Bearer <token>"; without one, anyone when the listener is
- * loopback, else loopback clients only.
+ * loopback, else loopback clients only. The status page obeys the same rule; when
+ * the token is missing it is still sent, with 401, since it holds no data and is what
+ * asks a person for the token (kept in the tab, sent as that header by its fetches).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +45,8 @@ static enum MHD_Result respond_json_text(struct gw_req *q, int status, char *tex
     }
     MHD_add_response_header(resp, "Content-Type", "application/json");
     MHD_add_response_header(resp, "Cache-Control", "no-store");
+    if (status == 401)
+        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"s3cached admin API\"");
     if (location != NULL)
         MHD_add_response_header(resp, "Location", location);
     return gw_queue(q, status, resp);
@@ -230,15 +236,30 @@ static bool client_is_loopback(struct gw_req *q)
     return ci != NULL && gw_addr_is_loopback(ci->client_addr);
 }
 
+/* The status page's paths: /_s3cached, /_s3cached/ and /_s3cached/index.html. */
+static bool is_page(const char *path)
+{
+    return strcmp(path, "/_s3cached") == 0 || strcmp(path, PREFIX) == 0 ||
+           strcmp(path, PREFIX "index.html") == 0;
+}
+
 /* Answers 401 or 403 and returns false when this client may not use the admin API. */
 static bool admin_allowed(struct gw_req *q, enum MHD_Result *ret)
 {
     const char *token = q->g->cfg->admin_token;
+    const char *why = NULL;
+    if (gw_admin_from_other_site(q, token != NULL, &why)) {
+        *ret = respond_problem(q, API_FORBIDDEN, why);
+        return false;
+    }
     if (token != NULL) {
         if (has_token(q, token))
             return true;
-        *ret = respond_problem(q, API_UNAUTHORIZED,
-                               "the admin API needs \"Authorization: Bearer <admin token>\"");
+        if (is_page(q->tgt.raw_path) && (is(q, "GET") || is(q, "HEAD")))
+            *ret = gw_status_page(q, 401); /* a browser cannot send the token: the page asks */
+        else
+            *ret = respond_problem(q, API_UNAUTHORIZED,
+                                   "the admin API needs \"Authorization: Bearer <admin token>\"");
         return false;
     }
     if (q->g->listen_loopback || client_is_loopback(q))
@@ -257,6 +278,8 @@ enum MHD_Result gw_admin(struct gw_req *q)
         return ret;
     if (body_refused(q, &ret))
         return ret;
+    if (is_page(path))
+        return is(q, "GET") || is(q, "HEAD") ? gw_status_page(q, 200) : not_allowed(q);
     if (strncmp(path, PREFIX, strlen(PREFIX)) != 0)
         return respond_problem(q, API_NOT_FOUND, "no such admin endpoint");
     const char *what = path + strlen(PREFIX);
@@ -264,6 +287,12 @@ enum MHD_Result gw_admin(struct gw_req *q)
         if (!is(q, "GET"))
             return not_allowed(q);
         char *text = gw_stats_json(&q->g->stats, q->g->st, q->g->cfg->policy);
+        return text ? respond_json_text(q, 200, text, NULL) : MHD_NO;
+    }
+    if (strcmp(what, "buckets") == 0) {
+        if (!is(q, "GET"))
+            return not_allowed(q);
+        char *text = gw_buckets_json(&q->g->buckets);
         return text ? respond_json_text(q, 200, text, NULL) : MHD_NO;
     }
     if (strcmp(what, "manifests") == 0) {

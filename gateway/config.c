@@ -131,7 +131,15 @@ static const struct opt options[] = {
 
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 
-sc_code gw_parse_duration(const char *s, uint64_t *seconds)
+/* A number with an optional unit suffix: the suffix letters and what each multiplies by. */
+struct unit {
+    const char *letters;
+    uint64_t factor;
+};
+
+/* Parses digits then at most one unit of units; *rest points past the unit. */
+static sc_code parse_with_unit(const char *s, const struct unit *units, uint64_t *out,
+                               const char **rest)
 {
     if (s == NULL || *s < '0' || *s > '9')
         return SC_EINVAL;
@@ -140,74 +148,41 @@ sc_code gw_parse_duration(const char *s, uint64_t *seconds)
     unsigned long long v = strtoull(s, &end, 10);
     if (errno != 0)
         return SC_EINVAL;
-    uint64_t unit = 1;
-    switch (*end) {
-    case 's':
-        end++;
-        break;
-    case 'm':
-        unit = 60;
-        end++;
-        break;
-    case 'h':
-        unit = 3600;
-        end++;
-        break;
-    case 'd':
-        unit = 86400;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end != '\0' || v > UINT64_MAX / unit)
+    uint64_t factor = 1;
+    for (const struct unit *u = units; u->letters != NULL; u++)
+        if (*end != '\0' && strchr(u->letters, *end) != NULL) {
+            factor = u->factor;
+            end++;
+            break;
+        }
+    if (v > UINT64_MAX / factor)
         return SC_EINVAL;
-    *seconds = v * unit;
+    *out = v * factor;
+    *rest = end;
+    return SC_OK;
+}
+
+sc_code gw_parse_duration(const char *s, uint64_t *seconds)
+{
+    static const struct unit units[] = {{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {NULL, 0}};
+    const char *rest = NULL;
+    if (parse_with_unit(s, units, seconds, &rest) != SC_OK || *rest != '\0')
+        return SC_EINVAL;
     return SC_OK;
 }
 
 sc_code gw_parse_size(const char *s, uint64_t *out)
 {
-    if (s == NULL || *s < '0' || *s > '9')
+    static const struct unit units[] = {
+        {"kK", KIB}, {"mM", MIB}, {"gG", GIB}, {"tT", 1024 * GIB}, {NULL, 0}};
+    const char *rest = NULL;
+    if (parse_with_unit(s, units, out, &rest) != SC_OK)
         return SC_EINVAL;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return SC_EINVAL;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        shift = 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        end++;
-        break;
-    case 't':
-    case 'T':
-        shift = 40;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (shift != 0 && *end == 'i')
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end != '\0' || (shift != 0 && v > (UINT64_MAX >> shift)))
-        return SC_EINVAL;
-    *out = (uint64_t)v << shift;
-    return SC_OK;
+    if (rest > s && *rest == 'i' && strchr("kKmMgGtT", rest[-1]) != NULL)
+        rest++; /* KiB, MiB, ... */
+    if (*rest == 'B' || *rest == 'b')
+        rest++;
+    return *rest == '\0' ? SC_OK : SC_EINVAL;
 }
 
 static sc_code parse_uint(const char *s, uint64_t *out)

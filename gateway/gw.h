@@ -17,6 +17,7 @@
 #include "../store/store.h"
 #include "auth.h"
 #include "authz_cache.h"
+#include "bucket_stats.h"
 #include "client_keys.h"
 #include "config.h"
 #include "fill.h"
@@ -37,6 +38,7 @@ struct gw {
     fill_table *fills;
     mf_registry *manifests;
     struct gw_stats stats;
+    struct gw_buckets buckets; /* object reads per bucket, for the status page */
     struct gw_metrics metrics;
     struct MHD_Daemon *daemon;
     ckeys *keys;                 /* --client-credentials; NULL: S3 requests are not verified */
@@ -121,6 +123,14 @@ enum MHD_Result gw_serve_relay(struct gw_req *q);       /* serve.c: answer from 
 enum MHD_Result gw_serve_revalidated(struct gw_req *q); /* serve.c: after gw_reval_start() */
 enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
 enum MHD_Result gw_admin(struct gw_req *q); /* admin.c: /_s3cached/... */
+/* status_page.c: the status page's HTML with status (200, or 401: the page asks for the token) */
+enum MHD_Result gw_status_page(struct gw_req *q, int status);
+/*
+ * admin_origin.c: true (with the reason) if a browser sent q from another site, or, when no
+ * token guards the admin API (token_checked false), addressed it to a name other than
+ * localhost or an IP address (DNS rebinding).
+ */
+bool gw_admin_from_other_site(struct gw_req *q, bool token_checked, const char **why);
 bool gw_is_probe(const struct gw_req *q);   /* probe.c: GET /healthz, /readyz, /metrics, no query */
 enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
 

@@ -252,7 +252,9 @@ int main(int argc, char **argv)
         return 1;
     }
     struct gw g = {.cfg = &cfg};
+    gw_buckets_init(&g.buckets);
     int status = run(&g);
+    gw_buckets_destroy(&g.buckets);
     curl_global_cleanup();
     gw_config_free(&cfg);
     return status;

@@ -166,6 +166,18 @@ static bool wants_fetch(struct mf *m, uint32_t idx, uint64_t size, bool *refused
 }
 
 /*
+ * What fits when a walk stopped early because every prefetch slot was taken: the objects
+ * counted so far, plus what the rest of the budget holds at the mean object size. Walking
+ * the whole window on every fill completion would cost too much for large manifests.
+ */
+static uint32_t estimate_fits(const struct mf *m, uint32_t counted, uint64_t budget_left)
+{
+    uint64_t more = budget_left / assumed_size(m);
+    uint64_t fits = (uint64_t)counted + more;
+    return fits < m->used ? (uint32_t)fits : m->used;
+}
+
+/*
  * One walk over m (m->mu held). Spends *budget bytes, fills idx with the
  * objects to fetch, returns how many.
  */
@@ -183,7 +195,7 @@ static unsigned walk(struct mf *m, uint64_t *budget, unsigned slots, uint32_t *i
     unsigned n = 0, near = 0;
     uint64_t bytes = 0;
     uint32_t fits = 0;
-    bool blocked = false;
+    bool blocked = false, slots_full = false;
     for (; pos < m->accesses && !blocked; pos++) {
         uint32_t i = m->order[pos];
         if (m->stamp[i] == m->walk)
@@ -202,7 +214,7 @@ static unsigned walk(struct mf *m, uint64_t *budget, unsigned slots, uint32_t *i
             continue;
         bool refused = false;
         if (n == slots || n == MAX_LAUNCH)
-            blocked = true;
+            blocked = slots_full = true;
         else if (wants_fetch(m, i, size, &refused))
             idx[n++] = i;
         blocked = blocked || refused;
@@ -210,7 +222,7 @@ static unsigned walk(struct mf *m, uint64_t *budget, unsigned slots, uint32_t *i
     for (unsigned k = 0; k < n; k++)
         m->obj[idx[k]] = MF_OBJ_INFLIGHT;
     m->inflight += n;
-    m->fits = fits;
+    m->fits = slots_full ? estimate_fits(m, fits, *budget - bytes) : fits;
     *budget -= bytes;
     atomic_store(&m->blocked, blocked);
     if (n > 0 && m->first_fetch.tv_sec == 0)

@@ -24,6 +24,8 @@ static enum MHD_Result respond_plain(struct gw_req *q, int status, const char *t
 
 bool gw_is_probe(const struct gw_req *q)
 {
+    if (q->method == NULL) /* refused before the access handler ran (oversized headers) */
+        return false;
     if (strcmp(q->method, "GET") != 0 && strcmp(q->method, "HEAD") != 0)
         return false;
     return q->target != NULL &&

@@ -35,6 +35,12 @@ struct answer {
     uint64_t len;
 };
 
+/* Counts an object read in its bucket's row; the gateway-wide counters are added beside. */
+static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t bytes)
+{
+    gw_buckets_count(&q->g->buckets, q->tgt.bucket, result, bytes);
+}
+
 static const char *header(struct gw_req *q, const char *name)
 {
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
@@ -150,6 +156,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     q->x_cache = "HIT";
     if (a.status != 200 && a.status != 206) {
         gw_stat_add(q->g->stats.hits, 1);
+        count_read(q, GW_READ_HIT, 0);
         *ret = respond_bodiless(q, &a, size, etag, lm);
         store_obj_close(obj);
         return SC_OK;
@@ -180,6 +187,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     if (!head)
         q->bytes_out = a.len;
     gw_stat_add(q->g->stats.hits, 1);
+    count_read(q, GW_READ_HIT, head ? 0 : a.len);
     *ret = gw_queue(q, a.status, resp);
     return SC_OK;
 }
@@ -329,27 +337,30 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     if (h->status != 200 || h->content_length < 0)
         return respond_as_upstream(q, h);
     uint64_t size = (uint64_t)h->content_length;
-    bool hit_bytes = false;
+    enum gw_read_result result = GW_READ_MISS;
     if (size > q->g->cfg->max_object_size) {
         q->x_cache = "BYPASS";
         gw_stat_add(q->g->stats.bypasses, 1);
+        result = GW_READ_BYPASS;
     } else if (strcmp(q->x_cache, "HIT") == 0) {
         gw_stat_add(q->g->stats.hits, 1);
-        hit_bytes = true;
+        result = GW_READ_HIT;
     } else {
         gw_stat_add(q->g->stats.misses, 1);
     }
     const char *etag = up_header_get(h->headers, h->n_headers, "ETag");
     const char *lm = up_header_get(h->headers, h->n_headers, "Last-Modified");
     struct answer a = decide(q, etag, lm, size);
-    if (a.status != 200 && a.status != 206)
+    bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
+    bool sends = a.status == 200 || a.status == 206;
+    count_read(q, result, sends && !head ? a.len : 0);
+    if (!sends)
         return respond_bodiless(q, &a, size, etag, lm);
-    if (hit_bytes)
+    if (result == GW_READ_HIT)
         gw_stat_add(q->g->stats.bytes_from_cache, a.len);
     if (a.status == 206 && a.start > FILL_RANGE_SLACK && !relay_reached(q->relay, a.start) &&
         fetch_range(q, &a) == SC_OK)
         return gw_serve_relay(q);
-    bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
     struct MHD_Response *resp =
         head ? MHD_create_response_from_callback(a.len, 4096, no_body, NULL, NULL)
              : relay_response(q, a.start, a.len);
@@ -366,8 +377,10 @@ enum MHD_Result gw_serve_relay(struct gw_req *q)
     const struct relay_head *h = relay_head(q->relay, &q->waiter, &failed);
     if (h == NULL && !failed)
         return MHD_YES; /* suspended: resumed when the head arrives */
-    if (h == NULL && q->fill)
+    if (h == NULL && q->fill) {
         gw_stat_add(q->g->stats.misses, 1); /* a fill's reader is counted once its fate is known */
+        count_read(q, GW_READ_MISS, 0);
+    }
     if (h == NULL)
         return gw_respond_error(q, 502, "ServiceUnavailable",
                                 "The upstream S3 endpoint could not be reached");
@@ -394,6 +407,7 @@ static enum MHD_Result serve_miss(struct gw_req *q)
         }
         if (f == NULL) {
             gw_stat_add(g->stats.misses, 1);
+            count_read(q, GW_READ_MISS, 0);
             size_t zero = 0;
             return gw_proxy(q, NULL, &zero);
         }

@@ -17,8 +17,9 @@ PKGS=(
     libmicrohttpd-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev
     libcmocka-dev libssl-dev lmdb-utils
     awscli python3-boto3 python3-pytest python3-torch
-    nginx wrk curl
+    nginx wrk curl valgrind chromium
     radosgw ceph-mon ceph-osd ceph-common
+    docker-compose prometheus python3-yaml systemd
 )
 
 say() { printf 'install-deps: %s\n' "$*"; }
@@ -76,8 +77,11 @@ install_debian_packages() {
         die "apt-get install failed for: ${missing[*]}"
     mapfile -t missing < <(missing_packages "${want[@]}")
     [ "${#missing[@]}" -eq 0 ] || die "still missing after install: ${missing[*]}"
-    # nginx and ceph packages may start system services; the tests run their own.
+    # nginx, prometheus and ceph packages may start system services; the tests run their own.
+    # (docker-compose, prometheus and systemd's systemd-analyze check the deployment files:
+    # tests/integration/test_deploy.py.)
     as_root systemctl disable --now nginx >/dev/null 2>&1 || true
+    as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
 }
 
 # True when node_modules is there and newer than the lock file.
@@ -88,6 +92,7 @@ node_modules_current() {
     [ "$stamp" -nt "$REPO/package-lock.json" ] || return 1
     [ -x "$REPO/node_modules/.bin/s3rver" ] || return 1
     [ -d "$REPO/node_modules/@aws-sdk/client-s3" ] || return 1
+    [ -d "$REPO/node_modules/kubernetes-models" ] || return 1
 }
 
 install_node_modules() {

@@ -114,6 +114,7 @@ s3cached on http://$GW_LISTEN in front of s3rver (Ctrl-C stops both). Try:
   aws s3 ls s3://demo --recursive --endpoint-url http://$GW_LISTEN
   aws s3 cp s3://demo/images/img_0000.jpg /tmp/img.jpg --endpoint-url http://$GW_LISTEN
   curl -s http://$GW_LISTEN/_s3cached/stats
+  status page: http://$GW_LISTEN/_s3cached/
 
 EOF
 

@@ -51,6 +51,8 @@ def test_admin_token_is_required_when_configured(upstream, gateway):
         assert body["error"] == "Unauthorized" and "Bearer" in body["message"]
     status, body = call(gw, "GET", "stats", token=TOKEN)
     assert status == 200 and "hits" in body
+    assert call(gw, "GET", "buckets")[0] == 401
+    assert call(gw, "GET", "buckets", token=TOKEN)[0] == 200
 
     # A refused POST creates nothing.
     manifest = {"bucket": upstream.bucket, "keys": ["a", "b"]}
@@ -159,6 +161,10 @@ def test_non_loopback_client_is_refused_without_token_and_admitted_with_it(upstr
     assert status == 403, body
     assert json.loads(body)["error"] == "AccessDenied"
     assert "--admin-token" in json.loads(body)["message"]
+    # The status page and its data are refused the same way (no token could help here).
+    for path in ("", "index.html", "buckets"):
+        status, body = curl_in_ns(netns, "http://%s:%d/_s3cached/%s" % (HOST_IP, gw.port, path))
+        assert status == 403 and json.loads(body)["error"] == "AccessDenied", path
 
     gw.stop()
     gw.admin_token = TOKEN
@@ -166,3 +172,53 @@ def test_non_loopback_client_is_refused_without_token_and_admitted_with_it(upstr
     assert curl_in_ns(netns, url)[0] == 401
     status, body = curl_in_ns(netns, url, token=TOKEN)
     assert status == 200 and "hits" in json.loads(body)
+    page = "http://%s:%d/_s3cached/" % (HOST_IP, gw.port)
+    status, body = curl_in_ns(netns, page)
+    assert status == 401 and "<title>s3cached status</title>" in body  # the page asks for it
+    assert curl_in_ns(netns, page, token=TOKEN)[0] == 200
+
+
+def raw_admin(gw, method, path, headers):
+    """An admin request with exactly these extra headers: (status, JSON body)."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=30)
+    body = b'{"bucket": "test", "keys": ["a"]}' if method == "POST" else None
+    conn.request(method, "/_s3cached/" + path, body=body, headers=headers)
+    r = conn.getresponse()
+    data = r.read()
+    conn.close()
+    return r.status, json.loads(data) if data else None
+
+
+@pytest.mark.parametrize("headers", [
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},
+    {"Origin": "http://evil.example"},
+    {"Origin": "http://127.0.0.1:1"},
+    {"Host": "evil.example:8080"},
+], ids=["cross-site", "same-site", "foreign-origin", "other-port-origin", "rebound-host"])
+def test_browser_requests_from_other_sites_are_refused(upstream, gateway, headers):
+    gw = gateway(upstream)
+    gw.require_real()
+    for method, path in (("POST", "manifests"), ("GET", "stats")):
+        status, body = raw_admin(gw, method, path, dict(headers))
+        assert status == 403 and body["error"] == "AccessDenied", (method, status, body)
+    status, listed = call(gw, "GET", "manifests")
+    assert status == 200 and listed["manifests"] == [], "a refused POST created a manifest"
+
+
+def test_same_origin_browser_requests_and_plain_clients_are_answered(upstream, gateway):
+    gw = gateway(upstream)
+    gw.require_real()
+    host = "127.0.0.1:%d" % gw.port
+    for headers in ({}, {"Sec-Fetch-Site": "same-origin", "Origin": "http://" + host},
+                    {"Sec-Fetch-Site": "none"}, {"Host": "localhost:%d" % gw.port}):
+        assert raw_admin(gw, "GET", "stats", headers)[0] == 200, headers
+
+
+def test_with_a_token_any_host_name_is_answered_but_not_other_sites(upstream, gateway):
+    gw = gateway(upstream, admin_token=TOKEN)
+    gw.require_real()
+    auth = {"Authorization": "Bearer " + TOKEN}
+    assert raw_admin(gw, "GET", "stats", dict(auth, Host="s3cached.ml.svc:8080"))[0] == 200
+    assert raw_admin(gw, "GET", "stats", dict(auth, Origin="http://evil.example"))[0] == 403

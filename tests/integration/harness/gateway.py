@@ -25,7 +25,18 @@ from . import s3util
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SANITIZER_RE = re.compile(
     r"AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|ThreadSanitizer"
-    r"|runtime error:|SUMMARY: \w+Sanitizer")
+    r"|runtime error:|SUMMARY: \w+Sanitizer"
+    r"|ERROR SUMMARY: [1-9]|definitely lost: [1-9]|indirectly lost: [1-9]")
+
+
+def valgrind_mode():
+    """S3CACHED_IT_VALGRIND=1: run the optimized build under valgrind memcheck (make valgrind)."""
+    return os.environ.get("S3CACHED_IT_VALGRIND") == "1"
+
+
+VALGRIND = ["valgrind", "--tool=memcheck", "--leak-check=full", "--errors-for-leak-kinds=definite",
+            "--show-leak-kinds=definite", "--track-fds=no", "--error-exitcode=0",
+            "--suppressions=" + os.path.join(REPO, "tests", "integration", "valgrind.supp")]
 STATS_FIELDS = ("hits", "misses", "bypasses", "bytes_from_cache", "bytes_from_upstream",
                 "objects", "used_bytes", "capacity_bytes", "evictions")
 
@@ -48,7 +59,7 @@ class Gateway:
     direct = False
 
     def __init__(self, upstream, upstream_endpoint=None, cache_size="64M", extra_args=(),
-                 cache_dir=None, secret_key=None, policy="lru", admin_token=None,
+                 cache_dir=None, secret_key=None, policy="lru", admin_token=None, binary_path=None,
                  client_keys=None, gateway_credentials=True):
         self.upstream = upstream
         self.upstream_endpoint = upstream_endpoint or upstream.endpoint
@@ -59,6 +70,8 @@ class Gateway:
         self.cache_size = cache_size
         self.extra_args = list(extra_args)
         self.policy = policy
+        self.binary_path = binary_path or (
+            os.path.join(REPO, "build", "s3cached") if valgrind_mode() else binary())
         self.listen_host = "127.0.0.1"  # clients still connect to 127.0.0.1
         self.admin_token = admin_token  # sent in the environment, never on the command line
         self.workdir = tempfile.mkdtemp(prefix="s3cached-it-gw-")
@@ -83,7 +96,8 @@ class Gateway:
         return "http://127.0.0.1:%d" % self.port
 
     def argv(self):
-        return [binary(), "--listen", "%s:%d" % (self.listen_host, self.port),
+        prefix = VALGRIND if valgrind_mode() else []
+        return prefix + [self.binary_path, "--listen", "%s:%d" % (self.listen_host, self.port),
                 "--upstream", self.upstream_endpoint, "--region", "us-east-1",
                 "--cache-dir", self.cache_dir, "--cache-size", str(self.cache_size),
                 "--policy", self.policy,
@@ -118,8 +132,8 @@ class Gateway:
 
     def start(self):
         """Starts the gateway and waits until GET /_s3cached/stats answers 200."""
-        if not os.access(binary(), os.X_OK):
-            raise RuntimeError("gateway binary %s missing: build it first" % binary())
+        if not os.access(self.binary_path, os.X_OK):
+            raise RuntimeError("gateway binary %s missing: build it first" % self.binary_path)
         os.makedirs(self.cache_dir, exist_ok=True)
         if self.port is None:
             self.port = proc.free_port()
@@ -169,7 +183,7 @@ class Gateway:
         if self.proc is None:
             return
         p, self.proc = self.proc, None
-        code = p.kill() if kill else p.stop(grace=5)
+        code = p.kill() if kill else p.stop(grace=60 if valgrind_mode() else 5)
         text = proc.tail(p.log_path, 100000)
         if SANITIZER_RE.search(text):
             self.problems.append("sanitizer report in %s:\n%s" % (p.log_path, proc.tail(
