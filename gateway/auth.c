@@ -96,8 +96,7 @@ static bool buckets_allowed(struct gw_req *q, const struct ckey *k)
 {
     if (!ckey_allows_bucket(k, q->tgt.bucket))
         return false;
-    const char *src =
-        MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "x-amz-copy-source");
+    const char *src = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "x-amz-copy-source");
     if (src == NULL)
         return true;
     char *bucket = copy_source_bucket(src);

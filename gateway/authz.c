@@ -136,8 +136,8 @@ enum MHD_Result gw_authz_resume(struct gw_req *q)
     }
     /* No clear answer (404, a redirect, 5xx, unreachable): the request itself goes upstream,
      * as this identity, and bypasses the cache; the upstream's answer is the client's. */
-    sc_debug("%s %s/%s: authorization check answered %ld (%s): forwarding the request",
-             q->method, q->tgt.bucket, q->tgt.key, status, sc_strerror(rc));
+    sc_debug("%s %s/%s: authorization check answered %ld (%s): forwarding the request", q->method,
+             q->tgt.bucket, q->tgt.key, status, sc_strerror(rc));
     q->x_cache = NULL;
     size_t zero = 0;
     return gw_proxy(q, NULL, &zero);

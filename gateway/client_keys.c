@@ -202,8 +202,7 @@ static sc_code take_key(json_t *entry, size_t i, struct ckey *k, char *err, size
     if (sk == NULL || !valid_text(sk, SECRET_MAX, false))
         return fail(err, err_len, "keys[%zu].secret_key: must be 1 to %d printable characters", i,
                     SECRET_MAX);
-    if (comment != NULL &&
-        (!json_is_string(comment) || json_string_length(comment) > COMMENT_MAX))
+    if (comment != NULL && (!json_is_string(comment) || json_string_length(comment) > COMMENT_MAX))
         return fail(err, err_len, "keys[%zu].comment: must be a string", i);
     k->creds.access_key = strdup(ak);
     k->creds.secret_key = strdup(sk);
@@ -284,8 +283,7 @@ sc_code ckeys_parse(const char *text, size_t len, ckeys **out, char *err, size_t
 
 /* Opens path and checks it is a regular file nobody else may change; warns if others can
  * read it. */
-static sc_code open_checked(const char *path, int *fd_out, size_t *size, char *err,
-                            size_t err_len)
+static sc_code open_checked(const char *path, int *fd_out, size_t *size, char *err, size_t err_len)
 {
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -298,8 +296,8 @@ static sc_code open_checked(const char *path, int *fd_out, size_t *size, char *e
         snprintf(err, err_len, "%s is not a regular file", path);
         rc = SC_EIO;
     } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(err, err_len, "%s is writable by group or others (mode %03o): chmod 600 it",
-                 path, (unsigned)(st.st_mode & 0777));
+        snprintf(err, err_len, "%s is writable by group or others (mode %03o): chmod 600 it", path,
+                 (unsigned)(st.st_mode & 0777));
         rc = SC_EIO;
     } else if (st.st_size > CKEYS_MAX_FILE) {
         snprintf(err, err_len, "%s is larger than %d bytes", path, CKEYS_MAX_FILE);

@@ -379,8 +379,8 @@ static sc_code join_reader(fill_table *t, const char *bucket, const char *key,
     return SC_OK;
 }
 
-sc_code fill_join(fill_table *t, const char *bucket, const char *key,
-                  const struct up_identity *as, fill **out, bool *started)
+sc_code fill_join(fill_table *t, const char *bucket, const char *key, const struct up_identity *as,
+                  fill **out, bool *started)
 {
     return join_reader(t, bucket, key, as, true, out, started);
 }

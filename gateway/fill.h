@@ -53,8 +53,8 @@ void fill_table_free(fill_table *t);
  * @param[out] started true if this call started the fill (a miss that goes upstream).
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED (shutting down).
  */
-sc_code fill_join(fill_table *t, const char *bucket, const char *key,
-                  const struct up_identity *as, fill **out, bool *started);
+sc_code fill_join(fill_table *t, const char *bucket, const char *key, const struct up_identity *as,
+                  fill **out, bool *started);
 
 /*
  * @brief Joins the running fill of (bucket, key) only if there is one.

@@ -79,7 +79,7 @@ struct gw_req {
     bool authorized;           /* the upstream says this identity may read the object */
     bool observed;             /* the read was reported to the manifests (once) */
     struct gw_authz authz;     /* the authorization question in flight */
-    bool drain_body; /* a request body that is read and dropped */
+    bool drain_body;           /* a request body that is read and dropped */
     enum gw_phase phase;
     const char *x_cache; /* HIT, MISS or BYPASS for object reads, else NULL */
     /* Reading a relay (a fill or a pass-through response). */

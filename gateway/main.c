@@ -185,8 +185,7 @@ static int run(struct gw *g)
     struct creds creds = {0};
     struct fill_ctx fctx = {0};
     int status = 1;
-    if (load_client_keys(g) != SC_OK || load_credentials(&creds) != SC_OK ||
-        open_store(g) != SC_OK)
+    if (load_client_keys(g) != SC_OK || load_credentials(&creds) != SC_OK || open_store(g) != SC_OK)
         goto out;
     sc_code rc = start_upstream(g, &creds);
     creds_clear(&creds); /* the upstream keeps its own copy */

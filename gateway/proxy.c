@@ -3,13 +3,14 @@
  *
  * The client's headers are forwarded minus the ones that belong to the
  * client's connection or to its signature; the upstream module re-signs with
- * the gateway's credentials, or the client's own (auth.h). Bodies stream both ways through bounded buffers:
- * an upload moves through a 256 KiB pipe (the connection is suspended while
- * the pipe is full, the transfer paused while it is empty), and the response
- * through a windowed relay. aws-chunked uploads are decoded on the way, and
- * sent upstream as a plain body of x-amz-decoded-content-length bytes.
- * Writes that change a key drop its cached copy, before they are forwarded
- * (so no fill running now is stored) and again once the upstream answered.
+ * the gateway's credentials, or the client's own (auth.h). Bodies stream both
+ * ways through bounded buffers: an upload moves through a 256 KiB pipe (the
+ * connection is suspended while the pipe is full, the transfer paused while it
+ * is empty), and the response through a windowed relay. aws-chunked uploads are
+ * decoded on the way, and sent upstream as a plain body of
+ * x-amz-decoded-content-length bytes. Writes that change a key drop its cached
+ * copy, before they are forwarded (so no fill running now is stored) and again
+ * once the upstream answered.
  */
 #include <pthread.h>
 #include <stdatomic.h>

@@ -101,11 +101,11 @@ struct sig {
     char credential[CREDENTIAL_MAX + 1];
     char signed_headers[SIGNED_MAX + 1];
     char signature[SIG_HEX + 1];
-    bool signature_ok;       /* 64 characters were given */
-    char amz_date[17];       /* the request time, "YYYYMMDDTHHMMSSZ" */
-    time_t when;             /* the same, in seconds */
-    long expires;            /* presigned: X-Amz-Expires */
-    const char *payload;     /* the payload hash signed */
+    bool signature_ok;              /* 64 characters were given */
+    char amz_date[17];              /* the request time, "YYYYMMDDTHHMMSSZ" */
+    time_t when;                    /* the same, in seconds */
+    long expires;                   /* presigned: X-Amz-Expires */
+    const char *payload;            /* the payload hash signed */
     char *names[SIGV4_MAX_HEADERS]; /* SignedHeaders, split (pointing into signed_headers) */
     size_t n_names;
     /* The credential scope, split (pointing into scope_buf). */
@@ -140,8 +140,7 @@ static int two(const char *s)
 /* Parses "YYYYMMDDTHHMMSSZ" into seconds; false for anything else or an impossible date. */
 static bool parse_amz_date(const char *s, time_t *out)
 {
-    if (strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z' || !is_digits(s, 8) ||
-        !is_digits(s + 9, 6))
+    if (strlen(s) != 16 || s[8] != 'T' || s[15] != 'Z' || !is_digits(s, 8) || !is_digits(s + 9, 6))
         return false;
     struct tm tm = {
         .tm_year = two(s) * 100 + two(s + 2) - 1900,
@@ -265,9 +264,12 @@ static bool valid_payload(const char *v)
 enum qparam { Q_ALGORITHM, Q_CREDENTIAL, Q_DATE, Q_EXPIRES, Q_SIGNED_HEADERS, Q_SIGNATURE, Q_MAX };
 
 static const char *const qnames[Q_MAX] = {
-    [Q_ALGORITHM] = "X-Amz-Algorithm", [Q_CREDENTIAL] = "X-Amz-Credential",
-    [Q_DATE] = "X-Amz-Date",           [Q_EXPIRES] = "X-Amz-Expires",
-    [Q_SIGNED_HEADERS] = "X-Amz-SignedHeaders", [Q_SIGNATURE] = "X-Amz-Signature",
+    [Q_ALGORITHM] = "X-Amz-Algorithm",
+    [Q_CREDENTIAL] = "X-Amz-Credential",
+    [Q_DATE] = "X-Amz-Date",
+    [Q_EXPIRES] = "X-Amz-Expires",
+    [Q_SIGNED_HEADERS] = "X-Amz-SignedHeaders",
+    [Q_SIGNATURE] = "X-Amz-Signature",
 };
 
 /* The presigned-URL parameters of a query, decoded. */
@@ -405,8 +407,8 @@ static sc_code parse_header_parts(const char *p, struct sig *s, struct s3_auth_r
             which = copy_bounded(s->signed_headers, sizeof(s->signed_headers), v, vlen) ? 1 : -2;
         if (eq && name_len == 9 && strncmp(p, "Signature", 9) == 0) {
             which = 2;
-            s->signature_ok = copy_bounded(s->signature, sizeof(s->signature), v, vlen) &&
-                              vlen == SIG_HEX;
+            s->signature_ok =
+                copy_bounded(s->signature, sizeof(s->signature), v, vlen) && vlen == SIG_HEX;
         }
         if (which < 0 || seen[which])
             return refuse(out, S3_AUTH_FAULT_HEADER_MALFORMED,
@@ -502,8 +504,8 @@ static sc_code parse_query_auth(const struct qauth *qa, struct sig *s, struct s3
         !split_signed_headers(s))
         return refuse(out, S3_AUTH_FAULT_QUERY_MALFORMED,
                       "X-Amz-SignedHeaders must be a ';' list of lower-case header names");
-    s->signature_ok =
-        copy_bounded(s->signature, sizeof(s->signature), sig, strlen(sig)) && strlen(sig) == SIG_HEX;
+    s->signature_ok = copy_bounded(s->signature, sizeof(s->signature), sig, strlen(sig)) &&
+                      strlen(sig) == SIG_HEX;
     s->payload = SIGV4_UNSIGNED_PAYLOAD;
     return SC_OK;
 }
@@ -549,8 +551,8 @@ static sc_code check_time(const struct s3_auth_input *in, const struct sig *s, b
         return refuse(out, S3_AUTH_FAULT_NOT_YET_VALID, NULL);
     if (query && in->now > s->when + s->expires)
         return refuse(out, S3_AUTH_FAULT_EXPIRED, NULL);
-    if (!query && (in->now > s->when + S3_AUTH_SKEW_SECONDS ||
-                   in->now < s->when - S3_AUTH_SKEW_SECONDS))
+    if (!query &&
+        (in->now > s->when + S3_AUTH_SKEW_SECONDS || in->now < s->when - S3_AUTH_SKEW_SECONDS))
         return refuse(out, S3_AUTH_FAULT_SKEWED, NULL);
     return SC_OK;
 }

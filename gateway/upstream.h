@@ -64,13 +64,13 @@ struct up_request {
     const char *query;               /* raw query without '?', or NULL */
     const struct up_header *headers; /* forwarded as given, already filtered */
     size_t n_headers;
-    int64_t body_length; /* -1: no body; else bytes read_body will supply */
-    bool idempotent;     /* may be retried */
+    int64_t body_length;   /* -1: no body; else bytes read_body will supply */
+    bool idempotent;       /* may be retried */
     struct up_identity as; /* who signs it; zeroed: the gateway */
-    bool exact_length;   /* fail the transfer if the upstream sends more bytes
-                            than its Content-Length (cache fills); when the ETag
-                            is no MD5 to check the body against, the connection
-                            is watched for a moment after the last byte */
+    bool exact_length;     /* fail the transfer if the upstream sends more bytes
+                              than its Content-Length (cache fills); when the ETag
+                              is no MD5 to check the body against, the connection
+                              is watched for a moment after the last byte */
 };
 
 /* The final response's status line and headers, valid only during on_head. */

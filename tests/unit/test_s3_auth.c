@@ -44,13 +44,13 @@ int __wrap_CRYPTO_memcmp(const void *a, const void *b, size_t len)
 
 /* ---- fixtures ---------------------------------------------------------------- */
 
-#define AK     "AKIAIOSFODNN7EXAMPLE"
-#define SK     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
-#define DATE   "20130524T000000Z"
-#define T0     1369353600 /* 2013-05-24T00:00:00Z */
-#define HOST   "examplebucket.s3.amazonaws.com"
-#define EMPTY  "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define SCOPE  "Credential=" AK "/20130524/us-east-1/s3/aws4_request"
+#define AK      "AKIAIOSFODNN7EXAMPLE"
+#define SK      "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+#define DATE    "20130524T000000Z"
+#define T0      1369353600 /* 2013-05-24T00:00:00Z */
+#define HOST    "examplebucket.s3.amazonaws.com"
+#define EMPTY   "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#define SCOPE   "Credential=" AK "/20130524/us-east-1/s3/aws4_request"
 #define SIG_GET "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
 #define AUTH_GET                                                                                   \
     "AWS4-HMAC-SHA256 " SCOPE ",SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,"         \
@@ -301,8 +301,8 @@ static void header_time_skew_of_15_minutes_is_accepted_and_more_refused(void **s
 static void sign_into(struct req *r, const char *amz_date, const char *signed_list,
                       struct sigv4_header *signed_h, size_t n_signed, char *auth, size_t cap)
 {
-    struct sigv4_request sr = {r->in.method, r->in.raw_path, r->in.raw_query, signed_h, n_signed,
-                               EMPTY};
+    struct sigv4_request sr = {r->in.method, r->in.raw_path, r->in.raw_query,
+                               signed_h,     n_signed,       EMPTY};
     struct sigv4_key key = {AK, SK, "us-east-1", "s3"};
     char sig[65];
     assert_int_equal(sigv4_signature(&sr, &key, amz_date, sig), SC_OK);
@@ -315,9 +315,8 @@ static void date_header_is_the_time_without_x_amz_date(void **state)
     ckeys *k = example_keys();
     struct req r;
     char auth[512];
-    struct sigv4_header sh[] = {{"date", "Fri, 24 May 2013 00:00:00 GMT"},
-                                {"host", HOST},
-                                {"x-amz-content-sha256", EMPTY}};
+    struct sigv4_header sh[] = {
+        {"date", "Fri, 24 May 2013 00:00:00 GMT"}, {"host", HOST}, {"x-amz-content-sha256", EMPTY}};
     req_init(&r, "GET", "/test.txt", NULL, k, T0 + 30);
     sign_into(&r, DATE, "date;host;x-amz-content-sha256", sh, 3, auth, sizeof(auth));
     add(&r, "Host", HOST);
@@ -338,7 +337,8 @@ static void date_header_is_the_time_without_x_amz_date(void **state)
 
 static void wrong_secret_is_signature_does_not_match(void **state)
 {
-    ckeys *k = keys_of("{\"keys\":[{\"access_key\":\"" AK "\",\"secret_key\":\"not-the-secret\"}]}");
+    ckeys *k =
+        keys_of("{\"keys\":[{\"access_key\":\"" AK "\",\"secret_key\":\"not-the-secret\"}]}");
     struct req r;
     get_example(&r, k, T0, AUTH_GET);
     assert_refused(&r, S3_AUTH_FAULT_SIGNATURE);
@@ -447,7 +447,8 @@ static void wrong_region_service_or_date_in_scope_is_malformed(void **state)
     get_example(&r, k, T0, AUTH_GET);
     r.in.region = "eu-west-1";
     assert_refused(&r, S3_AUTH_FAULT_HEADER_MALFORMED);
-    assert_non_null(strstr(r.out.message, "the region 'us-east-1' is wrong; expecting 'eu-west-1'"));
+    assert_non_null(
+        strstr(r.out.message, "the region 'us-east-1' is wrong; expecting 'eu-west-1'"));
     assert_int_equal(s3_auth_fault_info(r.out.fault)->status, 400);
     assert_string_equal(s3_auth_fault_info(r.out.fault)->code, "AuthorizationHeaderMalformed");
     const char *bad[] = {
@@ -475,8 +476,7 @@ static void wrong_region_service_or_date_in_scope_is_malformed(void **state)
     presigned(&r, k, PRESIGNED_QUERY, T0);
     r.in.region = "eu-west-1";
     assert_refused(&r, S3_AUTH_FAULT_QUERY_MALFORMED);
-    assert_string_equal(s3_auth_fault_info(r.out.fault)->code,
-                        "AuthorizationQueryParametersError");
+    assert_string_equal(s3_auth_fault_info(r.out.fault)->code, "AuthorizationQueryParametersError");
     ckeys_free(k);
 }
 
@@ -487,9 +487,10 @@ static void payload_hash_header_is_required_and_checked(void **state)
     get_example(&r, k, T0, AUTH_GET);
     r.h[2].name = "x-amz-meta-other";
     assert_refused(&r, S3_AUTH_FAULT_MISSING_SHA256);
-    const char *bad[] = {"e3b0", "STREAMING-", "streaming-unsigned", "E3B0C44298FC1C149AFBF4C8996F"
-                                                                     "B92427AE41E4649B934CA495991B7"
-                                                                     "852B855"};
+    const char *bad[] = {"e3b0", "STREAMING-", "streaming-unsigned",
+                         "E3B0C44298FC1C149AFBF4C8996F"
+                         "B92427AE41E4649B934CA495991B7"
+                         "852B855"};
     for (size_t i = 0; i < 4; i++) {
         get_example(&r, k, T0, AUTH_GET);
         r.h[2].value = bad[i];
@@ -616,8 +617,8 @@ static void key_file_mistakes_are_refused_without_echoing_secrets(void **state)
         "{\"keys\":[{\"access_key\":\"a\",\"secret_key\":\"hunter2\",\"bucket\":[\"x\"]}]}",
         "{\"keys\":[{\"access_key\":\"a\",\"secret_key\":\"hunter2\",\"buckets\":[]}]}",
         "{\"keys\":[{\"access_key\":\"a\",\"secret_key\":\"hunter2\",\"buckets\":\"x\"}]}",
-        "{\"keys\":[{\"access_key\":\"a\",\"secret_key\":\"hunter2\"},"
-        "{\"access_key\":\"a\",\"secret_key\":\"hunter3\"}]}",
+        ("{\"keys\":[{\"access_key\":\"a\",\"secret_key\":\"hunter2\"},"
+         "{\"access_key\":\"a\",\"secret_key\":\"hunter3\"}]}"),
         "{\"keys\":[{\"access_key\":\"a\",\"secret_key\":\"hunter2\"}],\"extra\":1}",
         "{\"keys\":[{\"access_key\":\"a\",\"secret_key\":\"hunter2\",\"secret_key\":\"x\"}]}",
         "{\"keys\":[{\"access_key\":\"a\",\"secret_key\":\"hunter2\"}",
