@@ -311,6 +311,34 @@ def test_unsigned_x_amz_header_is_refused(upstream, gateway):
     assert (status, code) == (403, "AccessDenied") and "not signed" in message
 
 
+def test_secrets_and_signatures_never_reach_the_log(s3rver, gateway):
+    gw = start(gateway, s3rver, args=["--log-level", "debug", "--access-log"])
+    key = s3util.unique_key("auth-log")
+    put_upstream(s3rver, key, b"x")
+    seen = []
+
+    def grab(request, **kw):
+        seen.append(request.headers["Authorization"])
+
+    for sk in (SK, SK + "-wrong"):
+        c = client(gw, sk=sk)
+        c.meta.events.register_last("before-send.s3.GetObject", grab)
+        try:
+            c.get_object(Bucket=gw.bucket, Key=key)["Body"].read()
+        except botocore.exceptions.ClientError:
+            pass
+    gw.stop()
+    log = "".join(open(os.path.join(gw.workdir, n), errors="replace").read()
+                  for n in os.listdir(gw.workdir) if n.startswith("stderr."))
+    assert '"identity":"%s"' % AK in log  # the access log names the key, nothing more
+    for secret in [SK, "it-client-secret"] + [a.decode() if isinstance(a, bytes) else a
+                                             for a in seen]:
+        assert secret not in log
+    for auth in seen:
+        sig = (auth.decode() if isinstance(auth, bytes) else auth).rsplit("=", 1)[1]
+        assert sig not in log
+
+
 def test_admin_api_and_probes_need_no_s3_signature(upstream, gateway):
     gw = start(gateway, upstream)
     for path in ("/healthz", "/readyz", "/metrics"):
