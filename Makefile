@@ -131,6 +131,11 @@ $(TRAINSIM_TESTS): build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ) \
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
 
+# test_s3_auth wraps CRYPTO_memcmp, to see that signatures are compared in constant time.
+build/asan/tests/test_s3_auth: tests/unit/test_s3_auth.c $(ASAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka -Wl,--wrap=CRYPTO_memcmp
+
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 

@@ -219,6 +219,11 @@ void sc_log_access(const struct sc_access *a)
             put_json_string(&l, a->cache);
         else
             put(&l, "null");
+        put(&l, ",\"identity\":");
+        if (a->identity)
+            put_json_string(&l, a->identity);
+        else
+            put(&l, "null");
         put(&l, ",\"duration_ms\":%.3f}", a->seconds * 1000.0);
     } else {
         put_time(&l);
@@ -232,6 +237,10 @@ void sc_log_access(const struct sc_access *a)
         put_text(&l, a->key);
         put(&l, " %u %llu %s %.3fms", a->status, (unsigned long long)a->bytes,
             a->cache ? a->cache : "-", a->seconds * 1000.0);
+        if (a->identity) {
+            put(&l, " identity=");
+            put_text(&l, a->identity);
+        }
     }
     finish(&l);
 }

@@ -40,9 +40,10 @@ struct sc_access {
     const char *method;
     const char *bucket;
     const char *key;
-    unsigned status;   /* 0: the client left before an answer */
-    uint64_t bytes;    /* object body bytes sent */
-    const char *cache; /* HIT, MISS, BYPASS or NULL */
+    unsigned status;      /* 0: the client left before an answer */
+    uint64_t bytes;       /* object body bytes sent */
+    const char *cache;    /* HIT, MISS, BYPASS or NULL */
+    const char *identity; /* the client's access key, "anonymous", or NULL (not verified) */
     double seconds;
 };
 

@@ -46,8 +46,8 @@ struct opt {
 
 static const struct opt options[] = {
     {"listen", "S3CACHED_LISTEN", OPT_LISTEN, 0, 0, 0, "HOST:PORT",
-     "address to serve S3 on (default 127.0.0.1:8080; anyone who reaches it reads with the "
-     "gateway's credentials)"},
+     "address to serve S3 on (default 127.0.0.1:8080; without --client-credentials anyone who "
+     "reaches it reads with the gateway's credentials)"},
     {"upstream", "S3CACHED_UPSTREAM", OPT_STR, OFF(upstream), 0, 0, "URL",
      "S3 endpoint to cache (default https://s3.REGION.amazonaws.com)"},
     {"region", "S3CACHED_REGION", OPT_STR, OFF(region), 0, 0, "NAME",
@@ -100,6 +100,25 @@ static const struct opt options[] = {
      "clients (prefer the file or the environment: arguments show in ps)"},
     {"admin-token-file", "S3CACHED_ADMIN_TOKEN_FILE", OPT_STR, OFF(admin_token_file), 0, 0, "FILE",
      "read the admin token from the first line of FILE"},
+    {"client-credentials", "S3CACHED_CLIENT_CREDENTIALS", OPT_STR, OFF(client_credentials), 0, 0,
+     "FILE",
+     "verify every S3 request's SigV4 signature against the key pairs in FILE (JSON, see "
+     "docs/security.md); without it requests are not verified"},
+    {"identity", "S3CACHED_IDENTITY", OPT_STR, OFF(identity), 0, 0, "MODE",
+     "gateway (default): upstream requests use the gateway's credentials; client: each "
+     "client's own key pair (needs --client-credentials)"},
+    {"allow-anonymous", "S3CACHED_ALLOW_ANONYMOUS", OPT_BOOL, OFF(allow_anonymous), 0, 0, NULL,
+     "with --client-credentials, also admit unsigned requests: they go upstream unsigned and get "
+     "what the bucket gives anonymous users"},
+    {"allow-anonymous-on-network", "S3CACHED_ALLOW_ANONYMOUS_ON_NETWORK", OPT_BOOL,
+     OFF(allow_anonymous_on_network), 0, 0, NULL,
+     "confirm --allow-anonymous on a listener that is not loopback (refused otherwise)"},
+    {"auth-cache-ttl", "S3CACHED_AUTH_CACHE_TTL", OPT_DURATION, OFF(auth_cache_ttl), 0, 86400,
+     "DURATION",
+     "how long the upstream's answer to \"may this client read this object\" is remembered "
+     "before a cached copy is served to it again (default 60s; 0: ask every time)"},
+    {"auth-cache-size", "S3CACHED_AUTH_CACHE_SIZE", OPT_UINT, OFF(auth_cache_size), 16, 10000000,
+     "N", "most authorization answers remembered (default 10000)"},
     {"revalidate-after", "S3CACHED_REVALIDATE_AFTER", OPT_DURATION, OFF(revalidate_after), 0,
      10ull * 365 * 86400, "DURATION",
      "ask the upstream whether a hit older than this changed (If-None-Match) before serving it, "
@@ -284,7 +303,9 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->prefetch_concurrency = 32;
     cfg->log_level = SC_LOG_INFO;
     cfg->shutdown_timeout = 30;
-    if (set_string(&cfg->listen_host, "127.0.0.1") ||
+    cfg->auth_cache_ttl = 60;
+    cfg->auth_cache_size = 10000;
+    if (set_string(&cfg->listen_host, "127.0.0.1") || set_string(&cfg->identity, "gateway") ||
         set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "s3fifo") ||
         set_string(&cfg->log_format, "json"))
         return SC_ENOMEM;
@@ -414,6 +435,29 @@ static sc_code finish_admin_token(struct gw_config *cfg, char *err, size_t err_l
     return SC_OK;
 }
 
+/* Checks that the client-authentication options fit together. */
+static sc_code finish_auth(struct gw_config *cfg, char *err, size_t err_len)
+{
+    if (strcmp(cfg->identity, "gateway") != 0 && strcmp(cfg->identity, "client") != 0) {
+        snprintf(err, err_len, "--identity must be gateway or client");
+        return SC_EINVAL;
+    }
+    cfg->identity_client = strcmp(cfg->identity, "client") == 0;
+    if (cfg->identity_client && cfg->client_credentials == NULL) {
+        snprintf(err, err_len,
+                 "--identity client needs --client-credentials: the gateway signs each client's "
+                 "upstream requests with that client's key pair");
+        return SC_EINVAL;
+    }
+    if (cfg->allow_anonymous && cfg->client_credentials == NULL) {
+        snprintf(err, err_len,
+                 "--allow-anonymous needs --client-credentials (without it no request is "
+                 "verified at all)");
+        return SC_EINVAL;
+    }
+    return SC_OK;
+}
+
 sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err, size_t err_len)
 {
     sc_code rc = set_defaults(cfg);
@@ -425,6 +469,8 @@ sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err,
         rc = finish_upstream(cfg, err, err_len);
     if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
         rc = finish_admin_token(cfg, err, err_len);
+    if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
+        rc = finish_auth(cfg, err, err_len);
     if (rc == SC_OK && strcmp(cfg->log_format, "json") != 0 &&
         strcmp(cfg->log_format, "text") != 0) {
         snprintf(err, err_len, "--log-format must be json or text");
@@ -449,6 +495,8 @@ void gw_config_free(struct gw_config *cfg)
         OPENSSL_cleanse(cfg->admin_token, strlen(cfg->admin_token));
     free(cfg->admin_token);
     free(cfg->admin_token_file);
+    free(cfg->client_credentials);
+    free(cfg->identity);
     free(cfg->log_format);
     free(cfg->log_file);
     memset(cfg, 0, sizeof(*cfg));
@@ -471,5 +519,6 @@ void gw_config_usage(const char *prog)
     printf("\nUpstream credentials: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
            "or the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE). Without\n"
            "any, upstream requests are sent unsigned (public buckets).\n"
+           "Client authentication (--client-credentials, --identity): see docs/security.md.\n"
            "Admin API under /_s3cached/ (stats, manifests, importance): see docs/manifests.md.\n");
 }

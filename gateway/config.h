@@ -42,6 +42,14 @@ struct gw_config {
     uint64_t revalidate_after; /* seconds; 0: never revalidate a hit */
     char *admin_token;         /* NULL: none; see --admin-token; wiped by gw_config_free() */
     char *admin_token_file;    /* where admin_token was read from, if anywhere */
+    /* Client authentication (docs/security.md). */
+    char *client_credentials;        /* --client-credentials FILE; NULL: requests not verified */
+    char *identity;                  /* "gateway" (default) or "client" */
+    bool identity_client;            /* identity is "client" */
+    bool allow_anonymous;            /* unsigned requests admitted (needs client_credentials) */
+    bool allow_anonymous_on_network; /* ... even on a listener that is not loopback */
+    uint64_t auth_cache_ttl;         /* seconds an authorization answer is remembered */
+    unsigned auth_cache_size;        /* answers remembered at most */
     bool show_help;
     bool show_version;
 };

@@ -32,6 +32,7 @@ struct fill {
     atomic_int refs;
     atomic_int readers;
     char *bucket, *key;
+    struct up_identity as; /* who fetches it */
     relay *relay;
     up_req *req;
     bool listed;      /* in the table (table lock) */
@@ -297,12 +298,14 @@ static fill *find(fill_table *t, const char *bucket, const char *key)
     return NULL;
 }
 
-static fill *fill_new(fill_table *t, const char *bucket, const char *key)
+static fill *fill_new(fill_table *t, const char *bucket, const char *key,
+                      const struct up_identity *as)
 {
     fill *f = calloc(1, sizeof(*f));
     if (f == NULL)
         return NULL;
     f->t = t;
+    f->as = *as;
     atomic_init(&f->refs, 1);
     f->bucket = strdup(bucket);
     f->key = strdup(key);
@@ -319,7 +322,7 @@ static void start_transfer(fill_table *t, fill *f)
 {
     gw_stat_add(t->ctx->stats->upstream_fetches, 1);
     up_req *req = NULL;
-    sc_code rc = origin_fetch(t->ctx->origin, f->bucket, f->key, &fill_handler, f, &req);
+    sc_code rc = origin_fetch(t->ctx->origin, f->bucket, f->key, &f->as, &fill_handler, f, &req);
     if (rc != SC_OK) {
         relay_finish(f->relay, rc);
         unlist_locked(f);
@@ -340,13 +343,13 @@ static void start_transfer(fill_table *t, fill *f)
  * Finds the fill of (bucket, key), or lists a new one when create (table locked), and
  * takes a reference for the caller. *started tells whether it is new.
  */
-static fill *join_locked(fill_table *t, const char *bucket, const char *key, bool create,
-                         bool *started)
+static fill *join_locked(fill_table *t, const char *bucket, const char *key,
+                         const struct up_identity *as, bool create, bool *started)
 {
     fill *f = find(t, bucket, key);
     *started = f == NULL && create;
     if (f == NULL && create) {
-        f = fill_new(t, bucket, key);
+        f = fill_new(t, bucket, key, as);
         if (f == NULL)
             return NULL;
         atomic_fetch_add(&f->refs, 1); /* the transfer's; fill_new's is the caller's */
@@ -360,11 +363,11 @@ static fill *join_locked(fill_table *t, const char *bucket, const char *key, boo
     return f;
 }
 
-static sc_code join_reader(fill_table *t, const char *bucket, const char *key, bool create,
-                           fill **out, bool *started)
+static sc_code join_reader(fill_table *t, const char *bucket, const char *key,
+                           const struct up_identity *as, bool create, fill **out, bool *started)
 {
     pthread_mutex_lock(&t->mu);
-    fill *f = join_locked(t, bucket, key, create, started);
+    fill *f = join_locked(t, bucket, key, as, create, started);
     if (f)
         atomic_fetch_add(&f->readers, 1);
     pthread_mutex_unlock(&t->mu);
@@ -376,15 +379,17 @@ static sc_code join_reader(fill_table *t, const char *bucket, const char *key, b
     return SC_OK;
 }
 
-sc_code fill_join(fill_table *t, const char *bucket, const char *key, fill **out, bool *started)
+sc_code fill_join(fill_table *t, const char *bucket, const char *key, const struct up_identity *as,
+                  fill **out, bool *started)
 {
-    return join_reader(t, bucket, key, true, out, started);
+    return join_reader(t, bucket, key, as, true, out, started);
 }
 
 sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, fill **out)
 {
+    static const struct up_identity unused = {0};
     bool started = false;
-    return join_reader(t, bucket, key, false, out, &started);
+    return join_reader(t, bucket, key, &unused, false, out, &started);
 }
 
 sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_watch_fn done,
@@ -394,9 +399,10 @@ sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_w
     if (w == NULL)
         return SC_ENOMEM;
     *w = (struct fill_watch){.fn = done, .arg = arg};
+    static const struct up_identity gateway = {0};
     bool started = false;
     pthread_mutex_lock(&t->mu);
-    fill *f = join_locked(t, bucket, key, true, &started);
+    fill *f = join_locked(t, bucket, key, &gateway, true, &started);
     if (f) {
         w->next = f->watches;
         f->watches = w;
@@ -410,6 +416,11 @@ sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_w
         start_transfer(t, f);
     fill_unref(f); /* the watch needs no reference: the fill notifies before it goes */
     return SC_OK;
+}
+
+const struct up_identity *fill_identity(fill *f)
+{
+    return &f->as;
 }
 
 relay *fill_relay(fill *f)

@@ -8,6 +8,11 @@
  * plain MD5 (single-part uploads), the body's digest matched it. Anything
  * else is never stored. Concurrent misses for one object join one fill.
  *
+ * A fill is fetched with the credentials of whoever started it (struct
+ * up_identity: a client's key with --identity client, else the gateway's);
+ * fill_identity() tells whom, so that a reader of another identity can be
+ * checked first (authz.h).
+ *
  * An object that turns out not to be cacheable (not 200, no length, larger
  * than the maximum object size) is still relayed to the clients already
  * waiting, through a bounded window, and the fill leaves the table so that
@@ -42,12 +47,14 @@ sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out);
 void fill_table_free(fill_table *t);
 
 /*
- * @brief Joins the running fill of (bucket, key), or starts one.
+ * @brief Joins the running fill of (bucket, key), or starts one fetched as `as`.
+ * @param[in] as copied; its creds are borrowed and must outlive the fill.
  * @param[out] out a reader's reference; release with fill_leave().
  * @param[out] started true if this call started the fill (a miss that goes upstream).
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED (shutting down).
  */
-sc_code fill_join(fill_table *t, const char *bucket, const char *key, fill **out, bool *started);
+sc_code fill_join(fill_table *t, const char *bucket, const char *key, const struct up_identity *as,
+                  fill **out, bool *started);
 
 /*
  * @brief Joins the running fill of (bucket, key) only if there is one.
@@ -69,7 +76,8 @@ typedef void (*fill_watch_fn)(void *arg, const struct fill_result *r);
 
 /*
  * @brief Fetches (bucket, key) into the cache with no client reading it (a
- * prefetch), joining the running fill if there is one. done() is called
+ * prefetch, signed with the gateway's credentials), joining the running fill if
+ * there is one. done() is called
  * exactly once, on the upstream or store thread, when the object is stored or
  * the fill has failed; it must not block.
  * @return SC_OK (done() will follow), SC_ENOMEM, SC_ECANCELED (shutting down);
@@ -77,6 +85,9 @@ typedef void (*fill_watch_fn)(void *arg, const struct fill_result *r);
  */
 sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_watch_fn done,
                       void *arg);
+
+/* @brief Whose credentials fetch the fill; valid while the reference is held. */
+const struct up_identity *fill_identity(fill *f);
 
 /* @brief The relay to read the object from; valid while the reference is held. */
 relay *fill_relay(fill *f);

@@ -15,7 +15,10 @@
 #include <stdint.h>
 
 #include "../store/store.h"
+#include "auth.h"
+#include "authz_cache.h"
 #include "bucket_stats.h"
+#include "client_keys.h"
 #include "config.h"
 #include "fill.h"
 #include "manifest.h"
@@ -38,6 +41,8 @@ struct gw {
     struct gw_buckets buckets; /* object reads per bucket, for the status page */
     struct gw_metrics metrics;
     struct MHD_Daemon *daemon;
+    ckeys *keys;                 /* --client-credentials; NULL: S3 requests are not verified */
+    authz_cache *authz;          /* answers of authorization checks (auth.h); NULL without keys */
     bool listen_loopback;        /* the listener is on a loopback address */
     atomic_uint active_requests; /* started and not yet completed */
     atomic_bool draining;        /* shutting down: new requests are refused */
@@ -50,6 +55,7 @@ enum gw_phase {
     GW_PHASE_UPLOAD,     /* pass-through: streaming the request body upstream */
     GW_PHASE_WAIT_HEAD,  /* waiting for the upstream's response head */
     GW_PHASE_REVALIDATE, /* waiting for the upstream to say whether a cached copy changed */
+    GW_PHASE_AUTHZ,      /* waiting for the upstream to say whether this identity may read */
     GW_PHASE_RESPONDED,  /* a response is queued */
 };
 
@@ -67,7 +73,13 @@ struct gw_req {
     const char *method;      /* owned by libmicrohttpd, valid during the request */
     struct s3_target tgt;
     bool have_target;
-    bool drain_body; /* a request body that is read and dropped */
+    /* Who sent it (auth.c); both unset when requests are not verified. */
+    const struct ckey *client; /* the key that signed it, owned by g->keys */
+    bool anonymous;            /* unsigned, admitted by --allow-anonymous */
+    bool authorized;           /* the upstream says this identity may read the object */
+    bool observed;             /* the read was reported to the manifests (once) */
+    struct gw_authz authz;     /* the authorization question in flight */
+    bool drain_body;           /* a request body that is read and dropped */
     enum gw_phase phase;
     const char *x_cache; /* HIT, MISS or BYPASS for object reads, else NULL */
     /* Reading a relay (a fill or a pass-through response). */

@@ -1,8 +1,9 @@
 /*
  * main.c - s3cached: start-up, signals and orderly shutdown.
  *
- * Start-up order: settings, credentials, store (which rebuilds the policy
- * from what is on disk), upstream client, fills, HTTP listener. Shutdown
+ * Start-up order: settings, credentials (the gateway's, and the client keys
+ * it verifies), store (which rebuilds the policy from what is on disk),
+ * upstream client, fills, HTTP listener. Shutdown
  * runs it backwards, except that the upstream stops before the listener:
  * that ends every transfer and so wakes every suspended connection, which
  * libmicrohttpd needs before it can stop.
@@ -156,12 +157,35 @@ static sc_code load_credentials(struct creds *creds)
     return rc;
 }
 
+/* --client-credentials: the key pairs to verify, and the table of authorization answers. */
+static sc_code load_client_keys(struct gw *g)
+{
+    const struct gw_config *cfg = g->cfg;
+    char err[256] = "";
+    if (cfg->client_credentials == NULL)
+        return SC_OK;
+    sc_code rc = ckeys_load(cfg->client_credentials, &g->keys, err, sizeof(err));
+    if (rc != SC_OK) {
+        sc_err("--client-credentials: %s", err);
+        return rc;
+    }
+    if (cfg->identity_client || cfg->allow_anonymous) {
+        rc = authz_cache_new(cfg->auth_cache_size, cfg->auth_cache_ttl, &g->authz);
+        if (rc != SC_OK)
+            return rc;
+    }
+    sc_info("client authentication: %zu key pairs from %s, identity %s, anonymous requests %s",
+            ckeys_count(g->keys), cfg->client_credentials, cfg->identity,
+            cfg->allow_anonymous ? "admitted" : "refused");
+    return SC_OK;
+}
+
 static int run(struct gw *g)
 {
     struct creds creds = {0};
     struct fill_ctx fctx = {0};
     int status = 1;
-    if (load_credentials(&creds) != SC_OK || open_store(g) != SC_OK)
+    if (load_client_keys(g) != SC_OK || load_credentials(&creds) != SC_OK || open_store(g) != SC_OK)
         goto out;
     sc_code rc = start_upstream(g, &creds);
     creds_clear(&creds); /* the upstream keeps its own copy */
@@ -190,6 +214,8 @@ out:
     fill_table_free(g->fills);
     upstream_free(g->up);
     creds_clear(&creds);
+    authz_cache_free(g->authz);
+    ckeys_free(g->keys); /* after the upstream: its requests borrowed the client keys */
     return status;
 }
 

@@ -124,6 +124,15 @@ static void write_cache(FILE *out, struct gw *g)
         (unsigned long long)ss.corrupt);
     one(out, "s3cached_invalidations_total", "counter",
         "Cached objects dropped because a write went through the gateway.", LOAD(s->invalidations));
+    one(out, "s3cached_auth_refused_total", "counter",
+        "S3 requests refused by client authentication (bad or missing signature, key, bucket).",
+        LOAD(s->auth_refused));
+    one(out, "s3cached_authz_checks_total", "counter",
+        "Upstream HEADs asking whether a client identity may read an object the cache holds.",
+        LOAD(s->authz_checks));
+    one(out, "s3cached_authz_denied_total", "counter",
+        "Cached or in-flight objects refused to a client identity the upstream refuses.",
+        LOAD(s->authz_denied));
 }
 
 static void write_manifests(FILE *out, struct gw *g)

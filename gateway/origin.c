@@ -2,7 +2,8 @@
 #include "origin.h"
 
 sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
-                     const struct up_handler *h, void *arg, up_req **out)
+                     const struct up_identity *as, const struct up_handler *h, void *arg,
+                     up_req **out)
 {
     struct up_request req = {
         .method = "GET",
@@ -14,6 +15,7 @@ sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
         .body_length = -1,
         .idempotent = true,
         .exact_length = true,
+        .as = *as,
     };
     return up_submit(o->bucket, &req, h, arg, out);
 }

@@ -17,11 +17,13 @@ struct origin {
 };
 
 /*
- * @brief Fetches a whole object (GET, no conditions) for a cache fill.
+ * @brief Fetches a whole object (GET, no conditions) for a cache fill, signed as
+ * `as` says (the client that started the fill, or the gateway).
  * Callbacks and ownership as for up_submit().
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED.
  */
 sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
-                     const struct up_handler *h, void *arg, up_req **out);
+                     const struct up_identity *as, const struct up_handler *h, void *arg,
+                     up_req **out);
 
 #endif

@@ -3,13 +3,14 @@
  *
  * The client's headers are forwarded minus the ones that belong to the
  * client's connection or to its signature; the upstream module re-signs with
- * the gateway's credentials. Bodies stream both ways through bounded buffers:
- * an upload moves through a 256 KiB pipe (the connection is suspended while
- * the pipe is full, the transfer paused while it is empty), and the response
- * through a windowed relay. aws-chunked uploads are decoded on the way, and
- * sent upstream as a plain body of x-amz-decoded-content-length bytes.
- * Writes that change a key drop its cached copy, before they are forwarded
- * (so no fill running now is stored) and again once the upstream answered.
+ * the gateway's credentials, or the client's own (auth.h). Bodies stream both
+ * ways through bounded buffers: an upload moves through a 256 KiB pipe (the
+ * connection is suspended while the pipe is full, the transfer paused while it
+ * is empty), and the response through a windowed relay. aws-chunked uploads are
+ * decoded on the way, and sent upstream as a plain body of
+ * x-amz-decoded-content-length bytes. Writes that change a key drop its cached
+ * copy, before they are forwarded (so no fill running now is stored) and again
+ * once the upstream answered.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -364,6 +365,7 @@ static enum MHD_Result start(struct gw_req *q)
                              .n_headers = fwd.n,
                              .body_length = len,
                              .idempotent = read};
+    gw_sign_as(q, &req.as);
     if (submit(q, u, &req) != SC_OK)
         return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
     gw_stat_add(g->stats.passthrough, 1);
@@ -388,6 +390,7 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
                              .n_headers = 1,
                              .body_length = -1,
                              .idempotent = true};
+    gw_sign_as(q, &req.as);
     struct upload *u = upload_new(q);
     if (u == NULL)
         return SC_ENOMEM;

@@ -62,6 +62,7 @@ enum MHD_Result gw_reval_start(struct gw_req *q, const char *etag)
         .body_length = -1,
         .idempotent = true,
     };
+    gw_sign_as(q, &req.as); /* asked as the client, so its own permissions apply */
     q->phase = GW_PHASE_REVALIDATE;
     /* Suspended before the request exists, so that its answer can never resume too early. */
     MHD_suspend_connection(q->conn);

@@ -8,7 +8,9 @@
  * against the size the fill announces: near the front it is read from the fill;
  * further in, it is fetched on its own with an explicit range, so the client
  * never waits for the whole object. Conditional headers are evaluated before
- * Range, with S3's precedence.
+ * Range, with S3's precedence. An identity the upstream judges on its own
+ * (auth.h) is authorized before it gets a cached copy or another identity's
+ * fill, and never gets another identity's upstream error.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,9 +304,36 @@ static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_h
     return gw_queue(q, 206, resp);
 }
 
+/*
+ * A fill another identity started got an answer other than 200: that answer was for that
+ * identity, not this one. Leave the fill and ask the upstream as this identity, uncached.
+ */
+static enum MHD_Result ask_for_ourselves(struct gw_req *q)
+{
+    fill_leave(q->fill);
+    q->fill = NULL;
+    q->relay = NULL;
+    q->x_cache = NULL;
+    size_t zero = 0;
+    return gw_proxy(q, NULL, &zero);
+}
+
+/* True when q's upstream requests are signed the way fill f's was. */
+static bool same_identity(struct gw_req *q, fill *f)
+{
+    struct up_identity as;
+    gw_sign_as(q, &as);
+    return up_identity_same(&as, fill_identity(f));
+}
+
 /* A fill's head is in: answer the client's GET from it. */
 static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_head *h)
 {
+    bool ours = same_identity(q, q->fill);
+    if (ours && (h->status == 200 || h->status == 403))
+        gw_authz_record(q, h->status == 200);
+    if (h->status != 200 && !ours)
+        return ask_for_ourselves(q);
     if (h->status != 200 || h->content_length < 0)
         return respond_as_upstream(q, h);
     uint64_t size = (uint64_t)h->content_length;
@@ -365,6 +394,9 @@ static enum MHD_Result serve_miss(struct gw_req *q)
     struct gw *g = q->g;
     bool started = false;
     fill *f = NULL;
+    struct up_identity as;
+    enum MHD_Result ret = MHD_NO;
+    gw_sign_as(q, &as);
     q->x_cache = "MISS";
     if (q->tgt.kind == S3_REQ_HEAD_OBJECT) {
         /* A fill complete in memory answers like a hit; anything else asks the upstream. */
@@ -379,8 +411,13 @@ static enum MHD_Result serve_miss(struct gw_req *q)
             size_t zero = 0;
             return gw_proxy(q, NULL, &zero);
         }
-    } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &f, &started) != SC_OK) {
+    } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &as, &f, &started) != SC_OK) {
         return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+    }
+    /* Another identity's fill: this one must be allowed to read the object first. */
+    if (!started && !up_identity_same(&as, fill_identity(f)) && !gw_authz_admit(q, &ret)) {
+        fill_leave(f);
+        return ret;
     }
     q->fill = f;
     q->relay = fill_relay(f);
@@ -400,6 +437,10 @@ static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum
         if (rc != SC_ENOTFOUND)
             sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));
         return false;
+    }
+    if (!gw_authz_admit(q, ret)) {
+        store_obj_close(obj); /* refused, or asked: gw_authz_resume() looks again */
+        return true;
     }
     if (may_revalidate && gw_reval_due(q, store_obj_stored_at(obj))) {
         size_t hlen = 0;
@@ -422,8 +463,9 @@ enum MHD_Result gw_serve_object(struct gw_req *q)
 {
     /* The trainer's position moves before the store counts the read, so that a policy
      * planning by a manifest sees the object's next use, not this one. */
-    if (q->tgt.kind == S3_REQ_GET_OBJECT)
+    if (q->tgt.kind == S3_REQ_GET_OBJECT && !q->observed)
         mf_observe(q->g->manifests, q->tgt.bucket, q->tgt.key);
+    q->observed = true; /* gw_authz_resume() comes back here */
     enum MHD_Result ret = MHD_NO;
     if (serve_cached(q, true, false, &ret))
         return ret;
@@ -449,6 +491,12 @@ enum MHD_Result gw_serve_revalidated(struct gw_req *q)
             return ret;
         break;
     case REVAL_CHANGED:
+        if (q->reval.status == 403 && gw_authz_needed(q)) {
+            /* This identity may no longer read it; the copy stays for the others. */
+            gw_authz_record(q, false);
+            gw_stat_add(q->g->stats.authz_denied, 1);
+            return gw_respond_error(q, 403, "AccessDenied", "Access Denied");
+        }
         fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
         store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
         break;

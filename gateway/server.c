@@ -2,11 +2,14 @@
  * server.c - the HTTP front end (see server.h) and the request path.
  *
  * Every request walks the same steps, in gw_access():
- *   1. parse      the raw target into bucket, key and kind (s3_target.c)
- *   2. route      admin API, cacheable object read, or pass-through
- *   3. serve      hit from the store or miss through a fill (serve.c),
- *                 or forward upstream re-signed (proxy.c)
- *   4. respond    S3 headers, X-Cache, request id; errors as S3 XML
+ *   1. parse         the raw target into bucket, key and kind (s3_target.c)
+ *   2. authenticate  with --client-credentials, verify the S3 request's
+ *                    signature and the key's buckets (auth.c)
+ *   3. route         admin API, cacheable object read, or pass-through
+ *   4. serve         hit from the store or miss through a fill (serve.c),
+ *                    once the identity may read it (authz.c), or forward
+ *                    upstream re-signed (proxy.c)
+ *   5. respond       S3 headers, X-Cache, request id; errors as S3 XML
  * Waiting for the upstream never blocks a worker: the connection is
  * suspended and resumed by the upstream thread (see relay.h).
  */
@@ -119,7 +122,28 @@ static enum MHD_Result step_parse(struct gw_req *q)
     return MHD_YES;
 }
 
-/* Step 2: admin API, object read through the cache, or pass-through. */
+/* Step 2: who sent it (a no-op without --client-credentials). */
+static enum MHD_Result step_authenticate(struct gw_req *q)
+{
+    return gw_authenticate(q);
+}
+
+/*
+ * Steps 1 and 2, run once: when the headers are in for a request with a body (so that
+ * a refusal does not wait for the body), else at the second call. False when the
+ * request goes no further: *ret is what to return (a response is queued, or MHD_NO).
+ */
+static bool identify(struct gw_req *q, enum MHD_Result *ret)
+{
+    *ret = step_parse(q);
+    if (*ret == MHD_YES && q->phase != GW_PHASE_RESPONDED)
+        *ret = step_authenticate(q);
+    if (*ret == MHD_YES && q->phase == GW_PHASE_RESPONDED)
+        return false;
+    return *ret == MHD_YES;
+}
+
+/* Step 3: admin API, object read through the cache, or pass-through. */
 static enum MHD_Result step_route(struct gw_req *q, const char *upload_data, size_t *upload_size)
 {
     switch (q->tgt.kind) {
@@ -185,6 +209,7 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
                                  size_t *upload_size, void **con_cls)
 {
     struct gw_req *q = *con_cls;
+    enum MHD_Result ret = MHD_NO;
     if (q == NULL)
         return MHD_NO;
     switch (q->phase) {
@@ -197,9 +222,9 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         gw_stat_add(q->g->stats.requests, 1);
         if (!has_body(q))
             return MHD_YES;
-        /* With a body: refuse a bad target now, rather than after reading the body. */
-        if (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED)
-            return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
+        /* With a body: refuse a bad target or signature now, not after reading the body. */
+        if (!identify(q, &ret))
+            return ret;
         q->drain_body = !forwards_body(q) && q->tgt.kind != S3_REQ_ADMIN;
         return MHD_YES;
     case GW_PHASE_ROUTE:
@@ -217,8 +242,8 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         if (atomic_load(&q->g->draining))
             return gw_respond_error(q, 503, "ServiceUnavailable",
                                     "The gateway is shutting down. Please try again.");
-        if (!q->have_target && (step_parse(q) != MHD_YES || q->phase == GW_PHASE_RESPONDED))
-            return q->phase == GW_PHASE_RESPONDED ? MHD_YES : MHD_NO;
+        if (!q->have_target && !identify(q, &ret))
+            return ret;
         return step_route(q, upload_data, upload_size);
     case GW_PHASE_UPLOAD:
         return gw_proxy(q, upload_data, upload_size);
@@ -228,6 +253,9 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
     case GW_PHASE_REVALIDATE:
         *upload_size = 0;
         return gw_serve_revalidated(q);
+    case GW_PHASE_AUTHZ:
+        *upload_size = 0;
+        return gw_authz_resume(q);
     case GW_PHASE_RESPONDED:
         *upload_size = 0;
         return MHD_YES;
@@ -286,6 +314,7 @@ static void log_access(struct gw_req *q)
         .status = q->status,
         .bytes = q->bytes_out,
         .cache = q->x_cache,
+        .identity = gw_identity_name(q),
         .seconds = (double)(now.tv_sec - q->arrived.tv_sec) +
                    (double)(now.tv_nsec - q->arrived.tv_nsec) / 1e9,
     };
@@ -307,6 +336,7 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
     }
     gw_proxy_cleanup(q);
     gw_reval_cleanup(&q->reval);
+    gw_authz_cleanup(&q->authz);
     if (q->fill)
         fill_leave(q->fill);
     if (q->have_target)
@@ -372,6 +402,8 @@ sc_code server_start(struct gw *g)
         return SC_EINVAL;
     }
     g->listen_loopback = gw_addr_is_loopback((struct sockaddr *)&ss);
+    if (gw_auth_check_listener(g) != SC_OK)
+        return SC_EINVAL;
     if (!g->listen_loopback && cfg->admin_token == NULL)
         sc_warn("listening on %s without an admin token: the admin API answers loopback clients "
                 "only (see --admin-token)",

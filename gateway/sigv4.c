@@ -101,11 +101,24 @@ static bool valid_amz_date(const char *s)
     return true;
 }
 
+/* "STREAMING-" and upper-case letters, digits and '-': the aws-chunked payload markers. */
+static bool valid_streaming_marker(const char *s)
+{
+    size_t len = strlen(s);
+    if (len <= 10 || len > PAYLOAD_HEX || strncmp(s, "STREAMING-", 10) != 0)
+        return false;
+    for (s += 10; *s; s++) {
+        if (!is_digit(*s) && !(*s >= 'A' && *s <= 'Z') && *s != '-')
+            return false;
+    }
+    return true;
+}
+
 static bool valid_payload_hash(const char *s)
 {
     if (s == NULL)
         return false;
-    if (strcmp(s, SIGV4_UNSIGNED_PAYLOAD) == 0)
+    if (strcmp(s, SIGV4_UNSIGNED_PAYLOAD) == 0 || valid_streaming_marker(s))
         return true;
     if (strlen(s) != PAYLOAD_HEX)
         return false;
@@ -498,8 +511,8 @@ static sc_code check_required(const struct hdr *h, size_t n, bool s3_mode)
  * Builds the canonical request into *request and the signed-header list into
  * *signed_headers (both malloc'd, owned by the caller; NULL on error).
  */
-static sc_code build_canonical(const struct sigv4_request *req, bool s3_mode, char **request,
-                               char **signed_headers)
+static sc_code build_canonical(const struct sigv4_request *req, bool s3_mode, bool required,
+                               char **request, char **signed_headers)
 {
     struct sbuf sb = {0}, sh = {0};
     struct hdr *h = NULL;
@@ -509,7 +522,7 @@ static sc_code build_canonical(const struct sigv4_request *req, bool s3_mode, ch
     sc_code rc = check_request(req);
     if (rc == SC_OK)
         rc = collect_headers(req, &h);
-    if (rc == SC_OK)
+    if (rc == SC_OK && required)
         rc = check_required(h, req->n_headers, s3_mode);
     if (rc == SC_OK)
         rc = canonical_path(req->path, s3_mode, &path);
@@ -550,7 +563,7 @@ sc_code sigv4_canonical_request(const struct sigv4_request *req, bool s3_mode, c
     char *signed_headers = NULL;
     if (out == NULL)
         return SC_EINVAL;
-    sc_code rc = build_canonical(req, s3_mode, out, &signed_headers);
+    sc_code rc = build_canonical(req, s3_mode, true, out, &signed_headers);
     free(signed_headers);
     return rc;
 }
@@ -688,7 +701,7 @@ sc_code sigv4_authorization(const struct sigv4_request *req, const struct sigv4_
     out[0] = '\0';
     sc_code rc = check_authorization_args(req, key, amz_date, s3_mode);
     if (rc == SC_OK)
-        rc = build_canonical(req, s3_mode, &canonical, &signed_headers);
+        rc = build_canonical(req, s3_mode, true, &canonical, &signed_headers);
     if (rc == SC_OK)
         rc = sigv4_string_to_sign(canonical, key, amz_date, &sts);
     if (rc == SC_OK)
@@ -704,6 +717,30 @@ sc_code sigv4_authorization(const struct sigv4_request *req, const struct sigv4_
         rc = SC_ETOOBIG;
     }
 out:
+    free(canonical);
+    free(signed_headers);
+    free(sts);
+    return rc;
+}
+
+/* ---- verifying a client's signature ------------------------------------ */
+
+sc_code sigv4_signature(const struct sigv4_request *req, const struct sigv4_key *key,
+                        const char *amz_date, char out[2 * SHA256_LEN + 1])
+{
+    char *canonical = NULL, *signed_headers = NULL, *sts = NULL;
+    if (out == NULL)
+        return SC_EINVAL;
+    out[0] = '\0';
+    if (req == NULL || !valid_key(key) || !valid_amz_date(amz_date))
+        return SC_EINVAL;
+    sc_code rc = build_canonical(req, true, false, &canonical, &signed_headers);
+    if (rc == SC_OK)
+        rc = sigv4_string_to_sign(canonical, key, amz_date, &sts);
+    if (rc == SC_OK)
+        rc = compute_signature(key, amz_date, sts, out);
+    if (rc != SC_OK)
+        out[0] = '\0';
     free(canonical);
     free(signed_headers);
     free(sts);

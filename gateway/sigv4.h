@@ -1,8 +1,11 @@
 /*
- * sigv4.h - AWS Signature Version 4 for the requests the gateway sends upstream.
+ * sigv4.h - AWS Signature Version 4 for the requests the gateway sends upstream,
+ * and for checking the signatures of the requests clients send it.
  *
  * The gateway signs every upstream request (GET, HEAD, PUT, POST, DELETE,
- * listings, multipart) with its own credentials in the Authorization header.
+ * listings, multipart) with its own credentials, or a client's, in the
+ * Authorization header; s3_auth.c verifies client requests with
+ * sigv4_signature().
  * Two rule sets are supported:
  *
  *   S3 mode       the path is canonicalized as S3 does it: decoded once and
@@ -58,7 +61,8 @@ struct sigv4_request {
      * x-amz-content-sha256. Every one of them must also be sent. */
     const struct sigv4_header *headers;
     size_t n_headers;
-    const char *payload_hash; /* lower-case hex SHA-256 of the body, or "UNSIGNED-PAYLOAD" */
+    const char *payload_hash; /* lower-case hex SHA-256 of the body, "UNSIGNED-PAYLOAD", or
+                                 a "STREAMING-..." marker of an aws-chunked body */
 };
 
 struct sigv4_key {
@@ -96,6 +100,29 @@ struct sigv4_key {
  */
 sc_code sigv4_authorization(const struct sigv4_request *req, const struct sigv4_key *key,
                             const char *amz_date, bool s3_mode, char *out, size_t out_len);
+
+/*
+ * @brief Computes the signature a client made for a request it sent us (S3 mode), so that
+ * the caller can compare it with the one the client sent (in constant time).
+ *
+ * Unlike sigv4_authorization(), no header is required and x-amz-content-sha256 is not
+ * compared with payload_hash: req->headers are exactly the headers the client named in
+ * SignedHeaders, with the values received (a repeated header once per value, in the
+ * order received), and payload_hash is what the client declared (the
+ * x-amz-content-sha256 value: hex, UNSIGNED-PAYLOAD or a STREAMING-* marker; presigned
+ * URLs sign UNSIGNED-PAYLOAD). The caller checks which headers must be signed.
+ *
+ * @param[in] req the request as received: method, raw path, raw query (for a presigned
+ *            URL, without X-Amz-Signature).
+ * @param[in] key the client's key and the scope it signed with.
+ * @param[in] amz_date the signing time, "YYYYMMDDTHHMMSSZ".
+ * @param[out] out 65 bytes: the lower-case hex signature, NUL-terminated; "" on error.
+ * @return SC_OK, SC_EINVAL (malformed input, as for sigv4_authorization()), SC_ETOOBIG,
+ *         SC_ENOMEM, SC_ECRYPTO.
+ * @note The secret and every derived key are wiped before returning.
+ */
+sc_code sigv4_signature(const struct sigv4_request *req, const struct sigv4_key *key,
+                        const char *amz_date, char out[65]);
 
 /*
  * @brief Builds the canonical request (step 1 of SigV4).

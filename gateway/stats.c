@@ -11,7 +11,7 @@ char *gw_stats_json(struct gw_stats *s, store *st, const char *policy)
     store_get_stats(st, &ss);
     json_t *o = json_pack(
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:s}",
+        "s:I, s:I, s:I, s:s}",
         "requests", LOAD(s->requests), "hits", LOAD(s->hits), "misses", LOAD(s->misses), "bypasses",
         LOAD(s->bypasses), "bytes_from_cache", LOAD(s->bytes_from_cache), "bytes_from_upstream",
         LOAD(s->bytes_from_upstream), "upstream_fetches", LOAD(s->upstream_fetches), "fills_stored",
@@ -19,7 +19,9 @@ char *gw_stats_json(struct gw_stats *s, store *st, const char *policy)
         LOAD(s->passthrough), "invalidations", LOAD(s->invalidations), "objects",
         (json_int_t)ss.objects, "used_bytes", (json_int_t)ss.used_bytes, "capacity_bytes",
         (json_int_t)ss.capacity_bytes, "evictions", (json_int_t)ss.evictions, "corrupt_chunks",
-        (json_int_t)ss.corrupt, "prefetched_objects", LOAD(s->prefetched), "policy", policy);
+        (json_int_t)ss.corrupt, "prefetched_objects", LOAD(s->prefetched), "auth_refused",
+        LOAD(s->auth_refused), "authz_checks", LOAD(s->authz_checks), "authz_denied",
+        LOAD(s->authz_denied), "policy", policy);
     if (o == NULL)
         return NULL;
     char *text = json_dumps(o, JSON_COMPACT);

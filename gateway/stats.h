@@ -21,7 +21,10 @@ struct gw_stats {
     atomic_uint_fast64_t fills_failed; /* failed, truncated or mismatched: not stored */
     atomic_uint_fast64_t passthrough;
     atomic_uint_fast64_t invalidations;
-    atomic_uint_fast64_t prefetched; /* objects stored by the prefetcher */
+    atomic_uint_fast64_t prefetched;   /* objects stored by the prefetcher */
+    atomic_uint_fast64_t auth_refused; /* S3 requests refused by client authentication */
+    atomic_uint_fast64_t authz_checks; /* upstream HEADs asking whether a client may read */
+    atomic_uint_fast64_t authz_denied; /* cached or running objects refused to a client */
 };
 
 #define gw_stat_add(field, n) atomic_fetch_add_explicit(&(field), (n), memory_order_relaxed)

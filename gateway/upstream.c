@@ -71,6 +71,7 @@ struct up_req {
     int64_t body_length;
     bool idempotent;
     bool exact_length;
+    struct up_identity as;
     struct up_handler h;
     void *arg;
     /* Loop-thread state. */
@@ -125,6 +126,11 @@ bool up_etag_md5(const char *etag, char hex[33])
     if (hex != NULL)
         hex[32] = '\0';
     return true;
+}
+
+bool up_identity_same(const struct up_identity *a, const struct up_identity *b)
+{
+    return a->anonymous == b->anonymous && (a->anonymous || a->creds == b->creds);
 }
 
 const char *up_header_get(const struct up_header *h, size_t n, const char *name)
@@ -273,7 +279,8 @@ static sc_code build_headers(up_req *r)
     char date[17];
     sigv4_amz_date(time(NULL), date);
     const char *payload = r->body_length < 0 ? EMPTY_SHA256 : "UNSIGNED-PAYLOAD";
-    bool sign = up->creds.access_key != NULL;
+    const struct creds *creds = r->as.anonymous ? NULL : r->as.creds ? r->as.creds : &up->creds;
+    bool sign = creds != NULL && creds->access_key != NULL && creds->secret_key != NULL;
     struct sigv4_header signed_h[MAX_RESP_HEADERS];
     size_t n_signed = 0;
     sc_code rc = add_header(&list, "Host", up->host);
@@ -282,9 +289,9 @@ static sc_code build_headers(up_req *r)
     if (sign) {
         signed_h[n_signed++] = (struct sigv4_header){"x-amz-date", date};
         signed_h[n_signed++] = (struct sigv4_header){"x-amz-content-sha256", payload};
-        if (up->creds.session_token)
+        if (creds->session_token)
             signed_h[n_signed++] =
-                (struct sigv4_header){"x-amz-security-token", up->creds.session_token};
+                (struct sigv4_header){"x-amz-security-token", creds->session_token};
         for (size_t i = 1; rc == SC_OK && i < n_signed; i++)
             rc = add_header(&list, signed_h[i].name, signed_h[i].value);
     }
@@ -298,7 +305,7 @@ static sc_code build_headers(up_req *r)
     if (rc == SC_OK && sign) {
         char auth[1024];
         struct sigv4_request sr = {r->method, r->path, r->query, signed_h, n_signed, payload};
-        struct sigv4_key key = {up->creds.access_key, up->creds.secret_key, up->region, "s3"};
+        struct sigv4_key key = {creds->access_key, creds->secret_key, up->region, "s3"};
         rc = sigv4_authorization(&sr, &key, date, true, auth, sizeof(auth));
         if (rc == SC_OK)
             rc = add_header(&list, "Authorization", auth);
@@ -861,6 +868,7 @@ static sc_code copy_request(up_req *r, const struct up_request *q)
     r->body_length = q->body_length;
     r->idempotent = q->idempotent && q->body_length < 0;
     r->exact_length = q->exact_length;
+    r->as = q->as;
     return SC_OK;
 }
 

@@ -7,8 +7,10 @@
  * idempotent requests are retried with exponential backoff and full jitter
  * on connection errors and on 500/502/503/504 (SlowDown), as long as no byte
  * of the response has been handed to the caller yet. Every request is signed
- * with SigV4 using the gateway's credentials, or sent unsigned when it has
- * none; the client's own Authorization never reaches this module.
+ * with SigV4 using the gateway's credentials (or sent unsigned when it has
+ * none), or, when the request says so (struct up_identity), with a client's
+ * key pair or unsigned; the client's own Authorization never reaches this
+ * module.
  *
  * Callbacks run on the upstream thread and must not block. Flow control
  * works both ways: on_body may refuse data (the transfer pauses) and
@@ -44,6 +46,16 @@ struct up_config {
     long stall_timeout_s; /* abort when no byte moves for this long */
 };
 
+/* Whose credentials sign a request. Zeroed: the gateway's own. */
+struct up_identity {
+    const struct creds *creds; /* NULL: the gateway's (unsigned when it has none); else these,
+                                  borrowed: they must outlive the request (retries sign again) */
+    bool anonymous;            /* send the request unsigned, whatever the gateway has */
+};
+
+/* @brief True when a and b sign the same way (same key pair, or both anonymous). */
+bool up_identity_same(const struct up_identity *a, const struct up_identity *b);
+
 /* What a request is: filled by the caller, copied by up_submit(). */
 struct up_request {
     const char *method;              /* GET, HEAD, PUT, POST, DELETE */
@@ -52,12 +64,13 @@ struct up_request {
     const char *query;               /* raw query without '?', or NULL */
     const struct up_header *headers; /* forwarded as given, already filtered */
     size_t n_headers;
-    int64_t body_length; /* -1: no body; else bytes read_body will supply */
-    bool idempotent;     /* may be retried */
-    bool exact_length;   /* fail the transfer if the upstream sends more bytes
-                            than its Content-Length (cache fills); when the ETag
-                            is no MD5 to check the body against, the connection
-                            is watched for a moment after the last byte */
+    int64_t body_length;   /* -1: no body; else bytes read_body will supply */
+    bool idempotent;       /* may be retried */
+    struct up_identity as; /* who signs it; zeroed: the gateway */
+    bool exact_length;     /* fail the transfer if the upstream sends more bytes
+                              than its Content-Length (cache fills); when the ETag
+                              is no MD5 to check the body against, the connection
+                              is watched for a moment after the last byte */
 };
 
 /* The final response's status line and headers, valid only during on_head. */

@@ -22,7 +22,13 @@ static int clear_env(void **state)
                           "S3CACHED_NO_VERIFY_CHECKSUMS",
                           "S3CACHED_THREADS",
                           "S3CACHED_ADMIN_TOKEN",
-                          "S3CACHED_ADMIN_TOKEN_FILE"};
+                          "S3CACHED_ADMIN_TOKEN_FILE",
+                          "S3CACHED_CLIENT_CREDENTIALS",
+                          "S3CACHED_IDENTITY",
+                          "S3CACHED_ALLOW_ANONYMOUS",
+                          "S3CACHED_ALLOW_ANONYMOUS_ON_NETWORK",
+                          "S3CACHED_AUTH_CACHE_TTL",
+                          "S3CACHED_AUTH_CACHE_SIZE"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;
@@ -219,6 +225,62 @@ static void checksum_flag_turns_verification_off(void **state)
     gw_config_free(&cfg);
 }
 
+static void client_authentication_is_off_by_default(void **state)
+{
+    struct gw_config cfg;
+    char *argv[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, argv), SC_OK);
+    assert_null(cfg.client_credentials);
+    assert_string_equal(cfg.identity, "gateway");
+    assert_false(cfg.identity_client);
+    assert_false(cfg.allow_anonymous);
+    assert_int_equal(cfg.auth_cache_ttl, 60);
+    assert_int_equal(cfg.auth_cache_size, 10000);
+    gw_config_free(&cfg);
+}
+
+static void client_identity_and_auth_cache_come_from_flags_or_environment(void **state)
+{
+    struct gw_config cfg;
+    char *argv[] = {"s3cached", "--client-credentials", "/k.json", "--identity",
+                    "client",   "--auth-cache-ttl",     "5m"};
+    assert_int_equal(parse(&cfg, 7, argv), SC_OK);
+    assert_true(cfg.identity_client);
+    assert_int_equal(cfg.auth_cache_ttl, 300);
+    gw_config_free(&cfg);
+    setenv("S3CACHED_CLIENT_CREDENTIALS", "/k.json", 1);
+    setenv("S3CACHED_IDENTITY", "client", 1);
+    setenv("S3CACHED_ALLOW_ANONYMOUS", "1", 1);
+    setenv("S3CACHED_ALLOW_ANONYMOUS_ON_NETWORK", "1", 1);
+    setenv("S3CACHED_AUTH_CACHE_SIZE", "64", 1);
+    char *none[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, none), SC_OK);
+    assert_string_equal(cfg.client_credentials, "/k.json");
+    assert_true(cfg.identity_client && cfg.allow_anonymous && cfg.allow_anonymous_on_network);
+    assert_int_equal(cfg.auth_cache_size, 64);
+    gw_config_free(&cfg);
+}
+
+static void identity_and_anonymous_without_keys_are_refused(void **state)
+{
+    struct gw_config cfg;
+    char err[256] = "";
+    char *client[] = {"s3cached", "--identity", "client"};
+    assert_int_equal(gw_config_parse(&cfg, 3, client, err, sizeof(err)), SC_EINVAL);
+    assert_non_null(strstr(err, "--client-credentials"));
+    gw_config_free(&cfg);
+    char *anon[] = {"s3cached", "--allow-anonymous"};
+    assert_int_equal(gw_config_parse(&cfg, 2, anon, err, sizeof(err)), SC_EINVAL);
+    assert_non_null(strstr(err, "--client-credentials"));
+    gw_config_free(&cfg);
+    char *mode[] = {"s3cached", "--client-credentials", "/k.json", "--identity", "user"};
+    assert_int_equal(gw_config_parse(&cfg, 5, mode, err, sizeof(err)), SC_EINVAL);
+    gw_config_free(&cfg);
+    char *size[] = {"s3cached", "--auth-cache-size", "0"};
+    assert_int_equal(gw_config_parse(&cfg, 3, size, err, sizeof(err)), SC_EINVAL);
+    gw_config_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -237,6 +299,10 @@ int main(void)
         cmocka_unit_test_setup(admin_token_shorter_than_16_is_refused, clear_env),
         cmocka_unit_test_setup(missing_admin_token_file_is_an_error_naming_it, clear_env),
         cmocka_unit_test_setup(admin_token_comes_from_the_environment, clear_env),
+        cmocka_unit_test_setup(client_authentication_is_off_by_default, clear_env),
+        cmocka_unit_test_setup(client_identity_and_auth_cache_come_from_flags_or_environment,
+                               clear_env),
+        cmocka_unit_test_setup(identity_and_anonymous_without_keys_are_refused, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

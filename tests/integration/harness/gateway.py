@@ -59,7 +59,8 @@ class Gateway:
     direct = False
 
     def __init__(self, upstream, upstream_endpoint=None, cache_size="64M", extra_args=(),
-                 cache_dir=None, secret_key=None, policy="lru", admin_token=None, binary_path=None):
+                 cache_dir=None, secret_key=None, policy="lru", admin_token=None, binary_path=None,
+                 client_keys=None, gateway_credentials=True):
         self.upstream = upstream
         self.upstream_endpoint = upstream_endpoint or upstream.endpoint
         self.access_key = upstream.access_key
@@ -74,6 +75,16 @@ class Gateway:
         self.listen_host = "127.0.0.1"  # clients still connect to 127.0.0.1
         self.admin_token = admin_token  # sent in the environment, never on the command line
         self.workdir = tempfile.mkdtemp(prefix="s3cached-it-gw-")
+        # client_keys: the --client-credentials entries ({"access_key", "secret_key",
+        # "buckets"}), written to a 0600 file; gateway_credentials=False starts the
+        # gateway with no upstream credentials of its own.
+        self.client_keys_file = None
+        if client_keys is not None:
+            self.client_keys_file = os.path.join(self.workdir, "client-keys.json")
+            fd = os.open(self.client_keys_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump({"keys": list(client_keys)}, f)
+        self.gateway_credentials = gateway_credentials
         self.cache_dir = cache_dir or os.path.join(self.workdir, "cache")
         self.port = None
         self.proc = None
@@ -91,7 +102,9 @@ class Gateway:
                 "--cache-dir", self.cache_dir, "--cache-size", str(self.cache_size),
                 "--policy", self.policy,
                 # below stop()'s grace, so a request a test leaves hanging never delays teardown
-                "--shutdown-timeout", "2"] + self.extra_args
+                "--shutdown-timeout", "2"] + (
+                    ["--client-credentials", self.client_keys_file]
+                    if self.client_keys_file else []) + self.extra_args
 
     def env(self):
         env = dict(os.environ)
@@ -99,11 +112,16 @@ class Gateway:
             if k.startswith("S3CACHED_") or k.startswith("AWS_"):
                 del env[k]
         env.update({
-            "AWS_ACCESS_KEY_ID": self.access_key,
-            "AWS_SECRET_ACCESS_KEY": self.gateway_secret,
             "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
             "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1",
         })
+        if self.gateway_credentials:
+            env.update({
+                "AWS_ACCESS_KEY_ID": self.access_key,
+                "AWS_SECRET_ACCESS_KEY": self.gateway_secret,
+            })
+        else:
+            env["AWS_SHARED_CREDENTIALS_FILE"] = os.path.join(self.workdir, "no-credentials")
         if self.admin_token:
             env["S3CACHED_ADMIN_TOKEN"] = self.admin_token
         return env

@@ -134,9 +134,15 @@ class Radosgw:
         self._start_rgw()
         return self
 
+    def create_user(self, uid, access_key, secret_key):
+        """Adds an S3 user with its own key pair and no access to other users' buckets."""
+        self._run("radosgw-admin", "-c", self.conf, "-n", "client.admin", "user", "create",
+                  "--uid", uid, "--display-name", uid, "--access-key", access_key,
+                  "--secret", secret_key)
+
     def upstream(self):
         return Upstream("radosgw", "http://127.0.0.1:%d" % self.rgw_port, ACCESS_KEY, SECRET_KEY,
-                        self.bucket)
+                        self.bucket, admin=self)
 
     def logs(self):
         return "\n".join("== %s\n%s" % (p.name, p.log_tail(20)) for p in self.procs)

@@ -11,6 +11,7 @@ class Upstream:
     access_key: str
     secret_key: str
     bucket: str
+    admin: object = None  # radosgw: the cluster (harness.radosgw.Radosgw), to add users
 
     @property
     def port(self):

@@ -1,0 +1,201 @@
+/*
+ * auth.c - the "authenticate" step of the request path: who sent an S3 request
+ * (see auth.h for the rules, s3_auth.h for the signature checks).
+ *
+ * The request's headers are collected, s3_auth_verify() says which key signed
+ * it (or that nobody did), and the key's bucket list is applied. A presigned
+ * URL's X-Amz-* parameters are then dropped from the parsed target, which is
+ * parsed again without them: the upstream request is signed anew, and a plain
+ * presigned GET becomes a cacheable read. Every refusal is one call to refuse().
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/log.h"
+#include "../common/uri.h"
+#include "gw.h"
+#include "s3_auth.h"
+
+#define MAX_HEADERS 128
+
+/* ---- start-up --------------------------------------------------------------------- */
+
+sc_code gw_auth_check_listener(const struct gw *g)
+{
+    const struct gw_config *cfg = g->cfg;
+    if (g->listen_loopback)
+        return SC_OK;
+    if (cfg->client_credentials == NULL) {
+        sc_warn("listening on %s without --client-credentials: requests are not verified, and "
+                "anyone who reaches the listener uses the gateway's credentials",
+                cfg->listen_host);
+        return SC_OK;
+    }
+    if (cfg->allow_anonymous && !cfg->allow_anonymous_on_network) {
+        sc_err("--allow-anonymous on %s, which is not a loopback address, would serve unsigned "
+               "requests from the network: add --allow-anonymous-on-network if that is meant",
+               cfg->listen_host);
+        return SC_EINVAL;
+    }
+    if (cfg->allow_anonymous)
+        sc_warn("listening on %s with --allow-anonymous-on-network: unsigned requests from the "
+                "network are served what the bucket gives anonymous users",
+                cfg->listen_host);
+    return SC_OK;
+}
+
+/* ---- the request -------------------------------------------------------------------- */
+
+struct header_list {
+    struct sigv4_header h[MAX_HEADERS];
+    size_t n;
+    bool too_many;
+};
+
+static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *name,
+                               const char *value)
+{
+    struct header_list *l = cls;
+    if (l->n == MAX_HEADERS) {
+        l->too_many = true;
+        return MHD_NO;
+    }
+    l->h[l->n++] = (struct sigv4_header){name, value ? value : ""};
+    return MHD_YES;
+}
+
+static enum MHD_Result refuse(struct gw_req *q, int status, const char *code, const char *message)
+{
+    gw_stat_add(q->g->stats.auth_refused, 1);
+    sc_debug("%s %s refused by client authentication: %s (%s)", q->method, q->tgt.raw_path, code,
+             message);
+    return gw_respond_error(q, status, code, message);
+}
+
+static enum MHD_Result access_denied(struct gw_req *q)
+{
+    return refuse(q, 403, "AccessDenied", "Access Denied");
+}
+
+/* The bucket named by an x-amz-copy-source value ("/bucket/key" or "bucket/key", encoded). */
+static char *copy_source_bucket(const char *v)
+{
+    char *bucket = NULL;
+    if (*v == '/')
+        v++;
+    size_t len = strcspn(v, "/?");
+    if (uri_decode(v, len, &bucket) != SC_OK)
+        return NULL;
+    return bucket;
+}
+
+/* The key's bucket list allows the request's bucket, and the bucket it copies from. */
+static bool buckets_allowed(struct gw_req *q, const struct ckey *k)
+{
+    if (!ckey_allows_bucket(k, q->tgt.bucket))
+        return false;
+    const char *src = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "x-amz-copy-source");
+    if (src == NULL)
+        return true;
+    char *bucket = copy_source_bucket(src);
+    bool ok = bucket != NULL && ckey_allows_bucket(k, bucket);
+    free(bucket);
+    return ok;
+}
+
+/* Parses the target again without the presigned-URL parameters. */
+static sc_code drop_signature_params(struct gw_req *q)
+{
+    char *query = NULL, *target = NULL;
+    struct s3_target t;
+    sc_code rc = s3_auth_strip_query(q->tgt.raw_query, &query);
+    if (rc != SC_OK)
+        return rc;
+    size_t len = strlen(q->tgt.raw_path) + (query ? strlen(query) + 1 : 0) + 1;
+    target = malloc(len);
+    if (target == NULL) {
+        free(query);
+        return SC_ENOMEM;
+    }
+    snprintf(target, len, "%s%s%s", q->tgt.raw_path, query ? "?" : "", query ? query : "");
+    const char *host = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Host");
+    rc = s3_target_parse(q->method, target, host, q->g->cfg->vhost_domain, &t, NULL);
+    if (rc == SC_OK) {
+        s3_target_free(&q->tgt);
+        q->tgt = t;
+    }
+    free(query);
+    free(target);
+    return rc;
+}
+
+static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *r)
+{
+    if (!buckets_allowed(q, r->key))
+        return access_denied(q);
+    if (r->kind == S3_AUTH_PRESIGNED) {
+        sc_code rc = drop_signature_params(q);
+        if (rc == SC_ENOMEM)
+            return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+        if (rc != SC_OK)
+            return gw_respond_error(q, 400, "InvalidURI", "Couldn't parse the specified URI.");
+    }
+    q->client = r->key;
+    return MHD_YES;
+}
+
+enum MHD_Result gw_authenticate(struct gw_req *q)
+{
+    const struct gw *g = q->g;
+    if (g->keys == NULL || q->tgt.kind == S3_REQ_ADMIN || gw_is_probe(q))
+        return MHD_YES;
+    struct header_list l = {.n = 0};
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect, &l);
+    if (l.too_many)
+        return gw_respond_error(q, 400, "RequestHeaderSectionTooLarge",
+                                "Your request header section exceeds the maximum allowed size.");
+    struct s3_auth_input in = {
+        .method = q->method,
+        .raw_path = q->tgt.raw_path,
+        .raw_query = q->tgt.raw_query,
+        .headers = l.h,
+        .n_headers = l.n,
+        .keys = g->keys,
+        .region = g->cfg->region,
+        .now = time(NULL),
+    };
+    struct s3_auth_result r;
+    sc_code rc = s3_auth_verify(&in, &r);
+    if (rc == SC_EINVAL) {
+        const struct s3_auth_error *e = s3_auth_fault_info(r.fault);
+        return refuse(q, e->status, e->code, r.message);
+    }
+    if (rc != SC_OK)
+        return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
+    if (r.kind != S3_AUTH_ANONYMOUS)
+        return admit_key(q, &r);
+    if (!g->cfg->allow_anonymous)
+        return refuse(q, 403, "AccessDenied",
+                      "Anonymous access is not allowed here: sign the request with a key pair "
+                      "the gateway knows");
+    q->anonymous = true;
+    return MHD_YES;
+}
+
+void gw_sign_as(const struct gw_req *q, struct up_identity *as)
+{
+    *as = (struct up_identity){0};
+    if (q->anonymous)
+        as->anonymous = true;
+    else if (q->client != NULL && q->g->cfg->identity_client)
+        as->creds = &q->client->creds;
+}
+
+const char *gw_identity_name(const struct gw_req *q)
+{
+    if (q->anonymous)
+        return "anonymous";
+    return q->client ? q->client->creds.access_key : NULL;
+}
