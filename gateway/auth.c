@@ -149,8 +149,17 @@ static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *
 enum MHD_Result gw_authenticate(struct gw_req *q)
 {
     const struct gw *g = q->g;
-    if (g->keys == NULL || q->tgt.kind == S3_REQ_ADMIN || gw_is_probe(q))
+    if (q->tgt.kind == S3_REQ_ADMIN || gw_is_probe(q))
         return MHD_YES;
+    if (g->keys == NULL) {
+        /* Nothing to verify against; a presigned URL's own signature must not travel
+         * upstream beside the gateway's (S3 refuses two authentications). */
+        const char *query = q->tgt.raw_query;
+        if (query != NULL && strstr(query, "X-Amz-Signature=") != NULL &&
+            drop_signature_params(q) == SC_ENOMEM)
+            return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
+        return MHD_YES;
+    }
     struct header_list l = {.n = 0};
     MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect, &l);
     if (l.too_many)

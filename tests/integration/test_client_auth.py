@@ -235,6 +235,23 @@ def test_presigned_get_works_is_cached_and_expires(upstream, gateway):
     assert status == 400 and b"<Code>AuthorizationQueryParametersError</Code>" in text
 
 
+def test_presigned_get_without_client_keys_is_served_and_cached(upstream, gateway):
+    # No --client-credentials: nothing is verified, but the URL's own signature must not
+    # reach the upstream beside the gateway's (radosgw, strict, would refuse the pair).
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("plain-presigned")
+    body = s3util.data(9 * KiB, seed=key)
+    put_upstream(upstream, key, body)
+    url = s3util.client(gw.endpoint, gw.access_key, gw.secret_key).generate_presigned_url(
+        "get_object", Params={"Bucket": gw.bucket, "Key": key}, ExpiresIn=600)
+    assert "X-Amz-Signature=" in url
+    for want in ("MISS", "HIT"):
+        status, headers, got = http_get(url)
+        assert (status, got, headers["x-cache"]) == (200, body, want)
+        gw.stats_when(lambda s: s["fills_stored"] >= 1)
+
+
 def test_presigned_put_goes_upstream_without_the_signature_parameters(upstream, gateway):
     gw = start(gateway, upstream)
     key = s3util.unique_key("auth-presigned-put")
