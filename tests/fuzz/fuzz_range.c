@@ -29,8 +29,8 @@ static void check_partial(uint64_t start, uint64_t len, uint64_t size)
     uint64_t s2, l2;
     FZ_CHECK(len >= 1 && start < size && len <= size - start);
     FZ_CHECK(range_content_range(start, len, size, cr) == SC_OK);
-    snprintf(again, sizeof(again), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, start,
-             start + len - 1, size);
+    snprintf(again, sizeof(again), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, start, start + len - 1,
+             size);
     FZ_CHECK(strcmp(cr, again) == 0);
     snprintf(again, sizeof(again), "bytes=%" PRIu64 "-%" PRIu64, start, start + len - 1);
     FZ_CHECK(range_resolve(again, size, &s2, &l2) == RANGE_PARTIAL);
