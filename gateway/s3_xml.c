@@ -336,8 +336,8 @@ sc_code s3_xml_unescape(const char *text, size_t len, size_t max, char **out)
         size_t used = 1;
         if (*p == '&')
             used = decode_entity(p, end, dst, &n);
-        else if (*p == '<')
-            used = 0; /* markup inside text: not what the caller expects */
+        else if (*p == '<' || *p == '\0')
+            used = 0; /* markup inside text, or a NUL (no XML character): refused */
         else
             dst[n++] = *p;
         if (used == 0 || n > max) {

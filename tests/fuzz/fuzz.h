@@ -83,4 +83,31 @@ static inline uint64_t fz_number(const char *s)
     return v;
 }
 
+/*
+ * Length of the well-formed UTF-8 character at s (at most avail bytes), or 0
+ * when there is none (stray byte, overlong form, surrogate, past U+10FFFF,
+ * truncated). Written from RFC 3629 independently of the code under test.
+ */
+static inline size_t fz_utf8_len(const unsigned char *s, size_t avail, uint32_t *cp)
+{
+    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t n = s[0] < 0x80             ? 1
+               : (s[0] & 0xE0) == 0xC0 ? 2
+               : (s[0] & 0xF0) == 0xE0 ? 3
+               : (s[0] & 0xF8) == 0xF0 ? 4
+                                       : 0;
+    if (n == 0 || n > avail)
+        return 0;
+    uint32_t v = n == 1 ? s[0] : s[0] & (0x7Fu >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (s[i] & 0x3Fu);
+    }
+    if (v < min[n] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return n;
+}
+
 #endif

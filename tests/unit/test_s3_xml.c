@@ -227,6 +227,16 @@ static void body_for_table_entry_uses_its_code_and_message(void **state)
     free(body);
 }
 
+/* Found by fuzz_s3_xml: a raw NUL was copied, so the key came back cut short at it. */
+static void unescape_refuses_raw_nul_byte(void **state)
+{
+    (void)state;
+    static const char text[] = "dir/a\0b.txt";
+    char *out = NULL;
+    assert_int_equal(s3_xml_unescape(text, sizeof(text) - 1, 1024, &out), SC_EINVAL);
+    assert_null(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +255,7 @@ int main(void)
         cmocka_unit_test(table_gives_status_and_code),
         cmocka_unit_test(table_falls_back_to_internal_error),
         cmocka_unit_test(body_for_table_entry_uses_its_code_and_message),
+        cmocka_unit_test(unescape_refuses_raw_nul_byte),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
