@@ -34,7 +34,7 @@ static void check_sizes(const char *body, size_t len, const struct s3_list_page 
         FZ_CHECK(i < pg->n);
         if (s3_xml_element(&q, ce, "Size", &t, &te) == SC_OK) {
             size_t n = (size_t)(te - t);
-            FZ_CHECK(n >= 1 && n <= 20);
+            FZ_CHECK(n >= 1);
             uint64_t v = 0;
             for (size_t k = 0; k < n; k++) {
                 FZ_CHECK(t[k] >= '0' && t[k] <= '9');
