@@ -88,7 +88,7 @@ FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Wshadow \
                 -Wno-unused-parameter $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
                 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer
-FUZZ_RUN     := -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+FUZZ_RUN     := -rss_limit_mb=2048 -timeout=10 -max_len=20000 -print_final_stats=1
 
 build/fuzz/obj/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)
