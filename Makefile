@@ -105,8 +105,10 @@ fuzz-build: $(FUZZ_BIN)
 
 # Each target over its seed corpus once (regressions included): quick, deterministic.
 fuzz-smoke: fuzz-build
+	@mkdir -p build/fuzz/artifacts
 	@set -e; for t in $(FUZZ_TARGETS); do \
-	    build/fuzz/$$t -runs=0 $(FUZZ_RUN) tests/fuzz/corpus/$$t 2>build/fuzz/$$t.smoke.log || \
+	    build/fuzz/$$t -runs=0 $(FUZZ_RUN) -artifact_prefix=build/fuzz/artifacts/$$t- \
+	        tests/fuzz/corpus/$$t 2>build/fuzz/$$t.smoke.log || \
 	        { tail -n 40 build/fuzz/$$t.smoke.log; echo "fuzz-smoke: $$t FAILED"; exit 1; }; \
 	    echo "fuzz-smoke: $$t: $$(ls tests/fuzz/corpus/$$t | wc -l) seeds pass"; done
 
