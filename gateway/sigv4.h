@@ -34,13 +34,15 @@
 
 #include "../common/sc_err.h"
 
-/* Bounds on caller-supplied input; longer input is refused with SC_ETOOBIG. */
-/* Bytes in the path, the query, or one header value. A client's query (at most
- * S3_TARGET_MAX, 8 KiB) is forwarded canonicalized, up to three bytes per byte,
- * and then signed: this bound holds that. */
-#define SIGV4_MAX_FIELD   32768
-#define SIGV4_MAX_HEADERS 64  /* headers to sign */
-#define SIGV4_MAX_SECRET  256 /* bytes in the secret key */
+/*
+ * Bounds on caller-supplied input; longer input is refused with SC_ETOOBIG.
+ * SIGV4_MAX_FIELD is for the path, the query, or one header value: a client's
+ * query (at most S3_TARGET_MAX, 8 KiB) is forwarded canonicalized, up to three
+ * bytes per byte, and signed as such, so 32 KiB holds any of them.
+ */
+#define SIGV4_MAX_FIELD   32768 /* bytes in the path, the query, or one header value */
+#define SIGV4_MAX_HEADERS 64    /* headers to sign */
+#define SIGV4_MAX_SECRET  256   /* bytes in the secret key */
 
 /* Payload hash for a body that is not hashed (S3 only). */
 #define SIGV4_UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
