@@ -6,6 +6,8 @@
 #   make unit       cmocka unit tests only (under ASan/UBSan)
 #   make valgrind   integration tests of the main request paths, gateway under valgrind memcheck
 #   make pyunit     unit tests of the Python client (clients/python)
+#   make fuzz       every libFuzzer target in tests/fuzz for FUZZ_SECONDS each (default 60)
+#   make fuzz-smoke build the fuzz targets and run each over its seed corpus once (part of test)
 #   make run        a local S3 server seeded with objects, and the gateway in front of it
 #   make lint       clang-format check, and a clang -Werror compile of every file
 #   make format     clang-format every C file in place
@@ -31,7 +33,10 @@ TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
 EMBED_SRC   := tools/embed/embed.c
 RELAY_SRC   := $(wildcard tools/latency-relay/*.c)
 
-FORMAT_SRC := $(wildcard */*.c */*.h tests/unit/*.c tools/*/*.c tools/*/*.h)
+FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
+
+FORMAT_SRC := $(wildcard */*.c */*.h tests/unit/*.c tests/fuzz/*.c tests/fuzz/*.h \
+                tools/*/*.c tools/*/*.h)
 
 # The status page: gateway/status_page.html compiled in as build/gen/status_page.c.
 PAGE_OBJ      := build/obj/gen/status_page.o
@@ -41,7 +46,8 @@ OBJ      := $(LIB_SRC:%.c=build/obj/%.o) $(PAGE_OBJ)
 ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o) $(ASAN_PAGE_OBJ)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
-.PHONY: all asan unit pyunit test integration run format lint clean deps valgrind bench
+.PHONY: all asan unit pyunit test integration run format lint clean deps valgrind bench \
+        fuzz fuzz-build fuzz-smoke
 all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim
 
 build/s3cached: build/obj/gateway/main.o $(OBJ)
@@ -142,6 +148,56 @@ unit: $(UNIT_BIN)
 pyunit:
 	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m unittest discover -s clients/python/tests
 
+# ---- fuzzing (docs/security.md#fuzzing) ----
+# libFuzzer needs clang, and the code under test is instrumented for coverage too, so the
+# library is built again with clang into build/fuzz/obj (the main build uses gcc) and put in an
+# archive: each target links only the objects it uses.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZ_BIN     := $(FUZZ_TARGETS:%=build/fuzz/%)
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Wshadow \
+                -Wno-unused-parameter $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+                -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                -fno-omit-frame-pointer
+FUZZ_RUN     := -rss_limit_mb=2048 -timeout=10 -max_len=20000 -print_final_stats=1
+
+build/fuzz/obj/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build/fuzz/libs3cached.a: $(LIB_SRC:%.c=build/fuzz/obj/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h build/fuzz/libs3cached.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build/fuzz/libs3cached.a $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+# Each target over its seed corpus once (regressions included): quick, deterministic.
+fuzz-smoke: fuzz-build
+	@mkdir -p build/fuzz/artifacts
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	    build/fuzz/$$t -runs=0 $(FUZZ_RUN) -artifact_prefix=build/fuzz/artifacts/$$t- \
+	        tests/fuzz/corpus/$$t 2>build/fuzz/$$t.smoke.log || \
+	        { tail -n 40 build/fuzz/$$t.smoke.log; echo "fuzz-smoke: $$t FAILED"; exit 1; }; \
+	    echo "fuzz-smoke: $$t: $$(ls tests/fuzz/corpus/$$t | wc -l) seeds pass"; done
+
+# Every target for FUZZ_SECONDS, one after the other. New inputs go to a temporary copy of the
+# corpus (the repository is never written); a crash is saved as build/fuzz/artifacts/<target>-*.
+# FUZZ_TARGETS=fuzz_range narrows the run.
+fuzz: fuzz-build
+	@mkdir -p build/fuzz/artifacts
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	    tmp=$$(mktemp -d /tmp/s3cached-fuzz.XXXXXX); cp -R tests/fuzz/corpus/$$t/. $$tmp/; \
+	    echo "== $$t for $(FUZZ_SECONDS) s"; \
+	    build/fuzz/$$t $$tmp -max_total_time=$(FUZZ_SECONDS) $(FUZZ_RUN) \
+	        -artifact_prefix=build/fuzz/artifacts/$$t- >build/fuzz/$$t.log 2>&1 || \
+	        { tail -n 60 build/fuzz/$$t.log; rm -rf $$tmp; echo "fuzz: $$t FAILED"; exit 1; }; \
+	    grep -E '^stat::(number_of_executed_units|new_units_added)' build/fuzz/$$t.log || true; \
+	    rm -rf $$tmp; done
+
 deps:
 	tools/install-deps.sh
 
@@ -161,6 +217,7 @@ test: deps
 	$(MAKE) all asan
 	$(MAKE) unit
 	$(MAKE) pyunit
+	$(MAKE) fuzz-smoke
 	tests/integration/run.sh
 	$(MAKE) valgrind
 
@@ -168,7 +225,7 @@ test: deps
 lint:
 	@clang-format --dry-run --Werror $(FORMAT_SRC)
 	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC) \
-	         $(EMBED_SRC) $(RELAY_SRC); do \
+	         $(EMBED_SRC) $(RELAY_SRC) $(FUZZ_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean" 
 

@@ -221,7 +221,8 @@ static void parse_profile(char *buf, const char *profile, struct profile *p)
 {
     bool inside = false;
     for (char *line = buf; line != NULL;) {
-        char *nl = strchr(line, '\n');
+        /* LF, CRLF (an empty line between) or a lone CR ends a line, as botocore reads it */
+        char *nl = strpbrk(line, "\r\n");
         if (nl)
             *nl = '\0';
         char *s = trim(line);

@@ -10,7 +10,9 @@
  *      aws_secret_access_key and aws_session_token.
  * Empty variables count as unset. The file is INI: [profile] sections,
  * "key = value" lines, key names in any case, spaces around everything
- * ignored, CRLF accepted, whole-line comments starting with '#' or ';', and
+ * ignored, lines ended by LF, CRLF or a lone CR (Python's universal newlines,
+ * as botocore and the AWS CLI read the file), whole-line comments starting
+ * with '#' or ';', and
  * inline comments that begin with whitespace then '#' or ';'. Within a
  * profile, a later line overrides an earlier one.
  */

@@ -117,6 +117,13 @@ static uint64_t key_hash(const char *key, size_t len)
     return (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
 }
 
+/* Length of dataset key idx while the arena is only appended to (parsing, listing). */
+static size_t arena_key_len(const struct plan *p, uint32_t idx)
+{
+    uint64_t end = idx + 1 < p->n ? p->off[idx + 1] : p->arena_len;
+    return (size_t)(end - p->off[idx] - 1);
+}
+
 /*
  * Finds key in p's dataset or adds it (the set must have room: at most
  * `expected` keys). @param[out] idx its index. @param[out] added whether it was new.
@@ -126,8 +133,9 @@ static sc_code keyset_add(struct keyset *ks, struct plan *p, const char *key, si
 {
     uint64_t i = key_hash(key, len) & ks->mask;
     for (; ks->slot[i] != KEYSET_EMPTY; i = (i + 1) & ks->mask) {
+        /* lengths first: a shorter key may end near the arena's end, memcmp reads len bytes */
         const char *k = p->arena + p->off[ks->slot[i] - 1];
-        if (memcmp(k, key, len) == 0 && k[len] == '\0') {
+        if (arena_key_len(p, ks->slot[i] - 1) == len && memcmp(k, key, len) == 0) {
             *idx = ks->slot[i] - 1;
             *added = false;
             return SC_OK;

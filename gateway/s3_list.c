@@ -12,6 +12,22 @@
 #define KEY_MAX   1024
 #define TOKEN_MAX 4096
 
+/* Reads [t, te) as a size: decimal digits only (no sign, no space), within 64 bits. */
+static bool parse_size(const char *t, const char *te, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (t == te)
+        return false;
+    for (; t < te; t++) {
+        unsigned d = (unsigned)(*t - '0');
+        if (*t < '0' || *t > '9' || v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
 /* Appends one <Contents> element's key and size. */
 static sc_code add_entry(struct s3_list_page *out, const char *p, const char *end)
 {
@@ -24,17 +40,9 @@ static sc_code add_entry(struct s3_list_page *out, const char *p, const char *en
     if (rc != SC_OK)
         return rc;
     q = p;
-    if (s3_xml_element(&q, end, "Size", &t, &te) == SC_OK) {
-        char *stop = NULL;
-        char num[24];
-        size_t n = (size_t)(te - t) < sizeof(num) - 1 ? (size_t)(te - t) : sizeof(num) - 1;
-        memcpy(num, t, n);
-        num[n] = '\0';
-        e.size = strtoull(num, &stop, 10);
-        if (n == 0 || *stop != '\0') {
-            free(e.key);
-            return SC_EINVAL;
-        }
+    if (s3_xml_element(&q, end, "Size", &t, &te) == SC_OK && !parse_size(t, te, &e.size)) {
+        free(e.key);
+        return SC_EINVAL;
     }
     struct s3_list_entry *grown = realloc(out->entries, (out->n + 1) * sizeof(*grown));
     if (grown == NULL) {

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #define ESCAPE_MAX 6
+#define ENTITY_MAX 12 /* the longest reference read: "&#x" and 8 digits and ";" */
 
 static const struct s3_xml_error_info table[S3_XML_ERROR_MAX] = {
     [S3_XML_INTERNAL_ERROR] = {500, "InternalError",
@@ -326,8 +327,8 @@ static size_t decode_entity(const char *p, const char *end, char *dst, size_t *n
 sc_code s3_xml_unescape(const char *text, size_t len, size_t max, char **out)
 {
     const char *p = text, *end = text + len;
-    if (len > max * 6)
-        return SC_EINVAL;
+    if (max < SIZE_MAX / ENTITY_MAX && len > max * ENTITY_MAX)
+        return SC_EINVAL; /* cannot decode to max bytes or fewer: every byte costs 12 at most */
     char *dst = malloc((size_t)(end - p) + 1);
     if (dst == NULL)
         return SC_ENOMEM;
@@ -336,8 +337,8 @@ sc_code s3_xml_unescape(const char *text, size_t len, size_t max, char **out)
         size_t used = 1;
         if (*p == '&')
             used = decode_entity(p, end, dst, &n);
-        else if (*p == '<')
-            used = 0; /* markup inside text: not what the caller expects */
+        else if (*p == '<' || *p == '\0')
+            used = 0; /* markup inside text, or a NUL (no XML character): refused */
         else
             dst[n++] = *p;
         if (used == 0 || n > max) {

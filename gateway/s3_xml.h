@@ -106,7 +106,8 @@ sc_code s3_xml_element(const char **p, const char *end, const char *tag, const c
 
 /*
  * @brief Decodes element text: the five predefined entities and numeric
- * character references; markup or a bad entity is an error.
+ * character references; markup, a bad entity or a NUL byte (no XML character;
+ * the result would be cut short at it) is an error.
  * @param max the most bytes the result may have.
  * @param[out] out malloc'd NUL-terminated text, owned by the caller.
  * @return SC_OK, SC_EINVAL (malformed or longer than max), SC_ENOMEM.

@@ -37,8 +37,13 @@
 
 #include "../common/sc_err.h"
 
-/* Bounds on caller-supplied input; longer input is refused with SC_ETOOBIG. */
-#define SIGV4_MAX_FIELD   16384 /* bytes in the path, the query, or one header value */
+/*
+ * Bounds on caller-supplied input; longer input is refused with SC_ETOOBIG.
+ * SIGV4_MAX_FIELD is for the path, the query, or one header value: a client's
+ * query (at most S3_TARGET_MAX, 8 KiB) is forwarded canonicalized, up to three
+ * bytes per byte, and signed as such, so 32 KiB holds any of them.
+ */
+#define SIGV4_MAX_FIELD   32768 /* bytes in the path, the query, or one header value */
 #define SIGV4_MAX_HEADERS 64    /* headers to sign */
 #define SIGV4_MAX_SECRET  256   /* bytes in the secret key */
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# install-deps.sh - installs what building and testing s3cached needs on Debian 12.
+# install-deps.sh - installs what building and testing s3cached needs on Debian 12
+# (libclang-rt-14-dev: the libFuzzer and sanitizer runtimes of `make fuzz`).
 #
 # Idempotent and fast when everything is present: Debian packages are checked
 # with dpkg-query first, `apt-get update` runs once and only if one is missing,
@@ -16,7 +17,7 @@ LOG="$(mktemp /tmp/s3cached-deps.XXXXXX.log)"
 trap 'rm -f "$LOG"' EXIT
 
 PKGS=(
-    build-essential pkg-config clang clang-format
+    build-essential pkg-config clang clang-format libclang-rt-14-dev
     libmicrohttpd-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev
     libcmocka-dev libssl-dev lmdb-utils
     awscli python3-boto3 python3-pytest python3-torch

@@ -289,6 +289,24 @@ static void clear_frees_and_nulls_and_accepts_zeroed_struct(void **state)
     assert_null(c.session_token);
 }
 
+/*
+ * Found by fuzz_creds: only LF ended a line, so a lone CR stayed inside a
+ * value and "aws_session_token" on the same line became part of the secret.
+ */
+static void lone_cr_ends_a_line(void **state)
+{
+    struct fixture *f = *state;
+    write_file(f->file, "[default]\raws_access_key_id = AKID\raws_secret_access_key = sec\r"
+                        "aws_session_token = tok\r\n");
+    struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
+    struct creds c;
+    assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
+    assert_string_equal(c.access_key, "AKID");
+    assert_string_equal(c.secret_key, "sec");
+    assert_string_equal(c.session_token, "tok");
+    creds_clear(&c);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -310,6 +328,7 @@ int main(void)
         T(directory_as_credentials_file_is_an_io_error),
         T(creds_load_reads_the_process_environment),
         T(clear_frees_and_nulls_and_accepts_zeroed_struct),
+        T(lone_cr_ends_a_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

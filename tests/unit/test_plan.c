@@ -741,6 +741,36 @@ static void describe_json_holds_the_static_fields(void **state)
     plan_free(p);
 }
 
+/*
+ * The duplicate check compared a stored key with memcmp over the new key's
+ * length, reading past the arena when a short key near its end shared a hash
+ * slot with a long one. Here keys 1-3 (1024 bytes each) leave "dddddddddd"
+ * at offset 3075 of the 4096-byte arena, and the fifth key (1024 bytes) lands
+ * in its slot: ASan caught the read of 1024 bytes there.
+ */
+static void duplicate_check_reads_nothing_past_the_last_key(void **state)
+{
+    (void)state;
+    size_t cap = 6 * 1100;
+    char *body = malloc(cap);
+    char a[1025], b[1025], c[1025], e[1025];
+    memset(a, 'a', 1024);
+    memset(b, 'b', 1024);
+    memset(c, 'c', 1024);
+    memset(e, 'e', 1020);
+    a[1024] = b[1024] = c[1024] = '\0';
+    memcpy(e + 1020, "0027", 5); /* the same slot as "dddddddddd" in a 16-slot set */
+    snprintf(body, cap,
+             "{\"bucket\": \"bkt\", \"keys\": [\"%s\", \"%s\", \"%s\", \"dddddddddd\", \"%s\"]}", a,
+             b, c, e);
+    struct plan *p = parse_ok(body);
+    assert_int_equal(plan_objects(p), 5);
+    assert_string_equal(plan_key(p, 3), "dddddddddd");
+    assert_string_equal(plan_key(p, 4), e);
+    plan_free(p);
+    free(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -772,6 +802,7 @@ int main(void)
         cmocka_unit_test(key_hashes_are_the_policy_hashes),
         cmocka_unit_test(order_json_has_indices_except_for_the_epochs_form),
         cmocka_unit_test(describe_json_holds_the_static_fields),
+        cmocka_unit_test(duplicate_check_reads_nothing_past_the_last_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -69,6 +70,31 @@ static void malformed_pages_are_refused(void **state)
     assert_int_equal(p.n, 0); /* a refused page holds nothing */
 }
 
+/*
+ * Found by fuzz_s3_list: <Size> went through strtoull on its first 23 bytes,
+ * so a sign, spaces, a NUL and whatever followed it, or digits past 64 bits
+ * (saturated) were taken as a size.
+ */
+static void size_must_be_plain_decimal_within_64_bits(void **state)
+{
+    static const char *const bad[] = {
+        "-1", "+5", " 12", "12 ", "", "18446744073709551616", "000000000000000000000000000001x"};
+    char xml[256];
+    struct s3_list_page p;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int n =
+            snprintf(xml, sizeof(xml), "<Contents><Key>k</Key><Size>%s</Size></Contents>", bad[i]);
+        assert_int_equal(s3_list_parse(xml, (size_t)n, &p), SC_EINVAL);
+    }
+    static const char nul[] = "<Contents><Key>k</Key><Size>102\0junk</Size></Contents>";
+    assert_int_equal(s3_list_parse(nul, sizeof(nul) - 1, &p), SC_EINVAL);
+    static const char ok[] = "<Contents><Key>k</Key><Size>0018446744073709551615</Size></Contents>";
+    assert_int_equal(s3_list_parse(ok, sizeof(ok) - 1, &p), SC_OK);
+    assert_int_equal(p.n, 1);
+    assert_true(p.entries[0].size == UINT64_MAX);
+    s3_list_page_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -76,6 +102,7 @@ int main(void)
         cmocka_unit_test(truncated_page_carries_the_continuation_token),
         cmocka_unit_test(empty_listing_is_no_entries),
         cmocka_unit_test(malformed_pages_are_refused),
+        cmocka_unit_test(size_must_be_plain_decimal_within_64_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -227,6 +227,36 @@ static void body_for_table_entry_uses_its_code_and_message(void **state)
     free(body);
 }
 
+/* Found by fuzz_s3_xml: a raw NUL was copied, so the key came back cut short at it. */
+static void unescape_refuses_raw_nul_byte(void **state)
+{
+    (void)state;
+    static const char text[] = "dir/a\0b.txt";
+    char *out = NULL;
+    assert_int_equal(s3_xml_unescape(text, sizeof(text) - 1, 1024, &out), SC_EINVAL);
+    assert_null(out);
+}
+
+/*
+ * Found by fuzz_s3_xml: text was refused up front when longer than 6 bytes per
+ * byte of max, yet a reference with leading zeros ("&#x00000041;", 12 bytes)
+ * is one byte of text.
+ */
+static void unescape_accepts_long_references_within_max(void **state)
+{
+    (void)state;
+    static const char *const refs[] = {"&#x059;", "&#0000089;", "&#x00000059;"};
+    for (size_t i = 0; i < sizeof(refs) / sizeof(refs[0]); i++) {
+        char *out = NULL;
+        assert_int_equal(s3_xml_unescape(refs[i], strlen(refs[i]), 1, &out), SC_OK);
+        assert_string_equal(out, "Y");
+        free(out);
+    }
+    char *out = NULL;
+    assert_int_equal(s3_xml_unescape("&#x59;&#x59;", 12, 1, &out), SC_EINVAL);
+    assert_null(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +275,8 @@ int main(void)
         cmocka_unit_test(table_gives_status_and_code),
         cmocka_unit_test(table_falls_back_to_internal_error),
         cmocka_unit_test(body_for_table_entry_uses_its_code_and_message),
+        cmocka_unit_test(unescape_refuses_raw_nul_byte),
+        cmocka_unit_test(unescape_accepts_long_references_within_max),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -674,6 +674,28 @@ static void too_many_headers_is_etoobig(void **state)
                      SC_OK);
 }
 
+/*
+ * Found by fuzz_s3_target: a target the gateway accepts (8 KiB of raw UTF-8 in
+ * the query) canonicalizes to three bytes per byte, and signing that
+ * canonical query, as the upstream client does, was refused at 16 KiB.
+ */
+static void canonical_query_of_longest_client_query_signs(void **state)
+{
+    const struct sigv4_header h[] = {
+        {"host", "h"}, {"x-amz-date", S3_DATE}, {"x-amz-content-sha256", SIGV4_EMPTY_SHA256}};
+    char *raw = malloc(8192 + 1), *canonical = NULL;
+    memcpy(raw, "prefix=", 7);
+    memset(raw + 7, '\xe9', 8192 - 7);
+    raw[8192] = '\0';
+    assert_int_equal(sigv4_canonical_query(raw, &canonical), SC_OK);
+    assert_int_equal(strlen(canonical), 7 + 3 * (8192 - 7));
+    const struct sigv4_request req = {"GET", "/k", canonical, h, 3, SIGV4_EMPTY_SHA256};
+    char out[512];
+    assert_int_equal(sigv4_authorization(&req, &s3_key, S3_DATE, true, out, sizeof(out)), SC_OK);
+    free(canonical);
+    free(raw);
+}
+
 /* ---- helpers ------------------------------------------------------------ */
 
 static void amz_date_formats_utc(void **state)
@@ -744,6 +766,7 @@ int main(void)
         cmocka_unit_test(malformed_inputs_are_rejected),
         cmocka_unit_test(too_small_output_is_etoobig_and_empty),
         cmocka_unit_test(too_many_headers_is_etoobig),
+        cmocka_unit_test(canonical_query_of_longest_client_query_signs),
         cmocka_unit_test(amz_date_formats_utc),
         cmocka_unit_test(sha256_hex_of_empty_input_is_the_known_digest),
     };
