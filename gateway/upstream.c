@@ -303,12 +303,17 @@ static sc_code build_headers(up_req *r)
     if (rc == SC_OK)
         rc = add_header(&list, "Expect", ""); /* no 100-continue round trip */
     if (rc == SC_OK && sign) {
-        char auth[1024];
+        /* Credential scope and signature take ~200 bytes; SignedHeaders lists every name. */
+        size_t cap = 256 + strlen(creds->access_key) + strlen(up->region);
+        for (size_t i = 0; i < n_signed; i++)
+            cap += strlen(signed_h[i].name) + 1;
+        char *auth = malloc(cap);
         struct sigv4_request sr = {r->method, r->path, r->query, signed_h, n_signed, payload};
         struct sigv4_key key = {creds->access_key, creds->secret_key, up->region, "s3"};
-        rc = sigv4_authorization(&sr, &key, date, true, auth, sizeof(auth));
+        rc = auth ? sigv4_authorization(&sr, &key, date, true, auth, cap) : SC_ENOMEM;
         if (rc == SC_OK)
             rc = add_header(&list, "Authorization", auth);
+        free(auth);
     }
     if (rc != SC_OK) {
         curl_slist_free_all(list);

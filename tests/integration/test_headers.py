@@ -27,3 +27,13 @@ def test_headers_preserved_between_miss_and_hit(upstream, gw):
     head = c.head_object(Bucket=gw.bucket, Key=key)
     assert {h: s3util.headers_of(head).get(h) for h in KEPT} == want
     assert head["Metadata"] == {"color": "blue", "mixed-case": "a b=c"}
+
+
+def test_put_with_many_metadata_headers_is_signed_and_kept(upstream, gw):
+    # Every x-amz-meta-* header is signed upstream: 60 of them make a long SignedHeaders list.
+    key = s3util.unique_key("manymeta")
+    meta = {"field-number-%02d" % i: "value %d" % i for i in range(60)}
+    c = gw.client()
+    c.put_object(Bucket=gw.bucket, Key=key, Body=b"meta", Metadata=meta)
+    got = s3util.upstream_client(upstream).head_object(Bucket=upstream.bucket, Key=key)
+    assert got["Metadata"] == meta
