@@ -4,7 +4,7 @@ This is NOT an S3 implementation and must not stand in for one: the tests of
 normal behaviour run against s3rver and radosgw. It exists only because a real
 S3 server cannot be made to cut a body short, lie in Content-Length, stall
 mid-transfer, send an ETag that does not match the body, answer 503 SlowDown
-on demand, reset a connection before any header or trickle a body.
+on demand, reset a connection before any header or mid-body, or trickle a body.
 
 It serves GET and HEAD on path-style "/BUCKET/KEY" for keys a test put there,
 each with one Fault, and counts the requests per (method, key) so a test can
@@ -61,6 +61,11 @@ def normal(etag=None):
 def truncated(after):
     """Content-Length is the whole body, but only `after` bytes are sent, then FIN."""
     return Fault("truncated", after=after)
+
+
+def reset_mid_body(after):
+    """The right headers, `after` body bytes, then a connection reset (RST)."""
+    return Fault("reset_mid_body", after=after)
 
 
 def short_length(length, etag=None):
@@ -333,6 +338,10 @@ class FaultyUpstream:
             self._send_body(conn, key, body[:fault.after])
             conn.shutdown(socket.SHUT_WR)
             return False
+        if kind == "reset_mid_body":
+            self._send_body(conn, key, body[:fault.after])
+            self._reset(conn)
+            raise _Closed()
         if kind == "short_length":
             self._send_body(conn, key, body)
             conn.shutdown(socket.SHUT_WR)
