@@ -103,6 +103,18 @@ static void incremental_equals_one_shot(void **state)
         crc32c_portable(crc32c_portable(0, buf, 12345), buf + 12345, sizeof(buf) - 12345), whole);
 }
 
+static void long_buffers_around_the_lane_joins_match_reference(void **state)
+{
+    /* 3 lanes of 2 KiB are joined per 6 KiB: lengths on, before and after those edges. */
+    static unsigned char buf[3 * 6144 + 64 + 3];
+    fill(buf, sizeof(buf), 99);
+    const size_t lens[] = {6143, 6144, 6145, 12287, 12288, 12289, 18432, 18432 + 63};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+        for (size_t off = 0; off < 3; off++)
+            assert_int_equal(crc32c(0x12345678u, buf + off, lens[i]),
+                             crc32c_portable(0x12345678u, buf + off, lens[i]));
+}
+
 static void single_bit_flip_changes_crc(void **state)
 {
     (void)state;
@@ -121,6 +133,7 @@ int main(void)
         cmocka_unit_test(empty_input_returns_the_crc_given),
         cmocka_unit_test(all_lengths_and_alignments_match_reference),
         cmocka_unit_test(incremental_equals_one_shot),
+        cmocka_unit_test(long_buffers_around_the_lane_joins_match_reference),
         cmocka_unit_test(single_bit_flip_changes_crc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
