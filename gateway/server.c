@@ -28,7 +28,8 @@
 #include "s3_xml.h"
 
 #define MAX_TARGET_LEN    (8 * 1024)
-#define CONN_MEMORY_LIMIT (32 * 1024) /* bounds the request line and headers; zeroed per request */
+#define CONN_MEMORY_LIMIT (32 * 1024) /* bounds the request line and headers; zeroed per request   \
+                                       */
 
 static atomic_uint_fast64_t request_counter;
 
