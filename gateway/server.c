@@ -27,9 +27,9 @@
 #include "../common/log.h"
 #include "s3_xml.h"
 
-#define MAX_TARGET_LEN    (8 * 1024)
-#define CONN_MEMORY_LIMIT (32 * 1024) /* bounds the request line and headers; zeroed per request   \
-                                       */
+#define MAX_TARGET_LEN (8 * 1024)
+/* Bounds the request line and headers; libmicrohttpd zeroes it for every request. */
+#define CONN_MEMORY_LIMIT (32 * 1024)
 
 static atomic_uint_fast64_t request_counter;
 
