@@ -104,6 +104,18 @@ static void put(struct line *l, const char *fmt, ...)
         l->len += (size_t)n < sizeof(l->buf) - l->len ? (size_t)n : sizeof(l->buf) - 1 - l->len;
 }
 
+/* Appends n bytes as they are, never past the line's end. */
+static void put_bytes(struct line *l, const char *p, size_t n)
+{
+    if (l->len >= sizeof(l->buf) - 1)
+        return;
+    size_t room = sizeof(l->buf) - 1 - l->len;
+    if (n > room)
+        n = room;
+    memcpy(l->buf + l->len, p, n);
+    l->len += n;
+}
+
 /* Length of the valid UTF-8 sequence at s (1 to 4), or 0 if none starts there. */
 static size_t utf8_len(const unsigned char *s)
 {
@@ -136,7 +148,7 @@ static void put_json_string(struct line *l, const char *s)
                 put(l, "\\ufffd");
                 p++;
             } else {
-                put(l, "%.*s", (int)n, (const char *)p);
+                put_bytes(l, (const char *)p, n);
                 p += n;
             }
         }
@@ -151,7 +163,7 @@ static void put_text(struct line *l, const char *s)
         if (*p < 0x20 || *p == 0x7f)
             put(l, "\\x%02x", *p);
         else
-            put(l, "%c", *p);
+            put_bytes(l, (const char *)p, 1);
     }
 }
 

@@ -38,15 +38,11 @@ static enum MHD_Result respond_json_text(struct gw_req *q, int status, char *tex
                                          const char *location)
 {
     struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-    if (resp == NULL) {
-        free(text);
+        gw_buffer_response("application/json", text, strlen(text), MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL)
         return MHD_NO;
-    }
-    MHD_add_response_header(resp, "Content-Type", "application/json");
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
     if (status == 401)
-        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"s3cached admin API\"");
+        MHD_add_response_header(resp, "WWW-Authenticate", GW_ADMIN_CHALLENGE);
     if (location != NULL)
         MHD_add_response_header(resp, "Location", location);
     return gw_queue(q, status, resp);
@@ -231,9 +227,7 @@ static bool has_token(struct gw_req *q, const char *token)
 
 static bool client_is_loopback(struct gw_req *q)
 {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    return ci != NULL && gw_addr_is_loopback(ci->client_addr);
+    return gw_addr_is_loopback(gw_client_addr(q));
 }
 
 /* The status page's paths: /_s3cached, /_s3cached/ and /_s3cached/index.html. */

@@ -31,13 +31,6 @@
 struct gw;
 struct gw_req;
 
-/* The upstream question "may this identity read this object?" in flight (authz.c). */
-struct gw_authz {
-    up_req *req;
-    long status;    /* the upstream's answer to the HEAD, 0 if none */
-    sc_code result; /* of the upstream request */
-};
-
 /*
  * @brief Start-up checks of the listener against the authentication settings:
  * refuses --allow-anonymous on a listener that is not loopback unless
@@ -82,8 +75,5 @@ enum MHD_Result gw_authz_resume(struct gw_req *q);
 /* @brief Remembers that q's identity may (or may not) read q's object, e.g. after its own
  * fetch was answered. No-op when no check is needed. */
 void gw_authz_record(struct gw_req *q, bool allowed);
-
-/* @brief Releases the HEAD, cancelling it if it still runs. */
-void gw_authz_cleanup(struct gw_authz *a);
 
 #endif

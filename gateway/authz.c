@@ -4,9 +4,8 @@
  * anonymous requests), ask the upstream with a HEAD signed as that identity, and
  * remember the answer (authz_cache.h). See auth.h for the rules.
  *
- * The question is asked the way revalidate.c asks its own: the connection is
- * suspended before the HEAD is submitted, and the HEAD's last callback resumes
- * it; the access handler then runs gw_authz_resume() in phase GW_PHASE_AUTHZ.
+ * The question is a HEAD asked while the connection waits (ask.h); the access
+ * handler then runs gw_authz_resume() in phase GW_PHASE_AUTHZ.
  */
 #include <string.h>
 #include <time.h>
@@ -50,56 +49,13 @@ static enum MHD_Result deny(struct gw_req *q)
     return gw_respond_error(q, 403, "AccessDenied", "Access Denied");
 }
 
-/* ---- the upstream side (upstream thread) ---------------------------------------- */
-
-static void on_head(void *arg, const struct up_head *head)
-{
-    struct gw_req *q = arg;
-    q->authz.status = head->status;
-}
-
-static bool on_body(void *arg, const char *p, size_t n)
-{
-    return true; /* a HEAD has none; an error body is dropped */
-}
-
-static void on_done(void *arg, sc_code result)
-{
-    struct gw_req *q = arg;
-    q->authz.result = result;
-    MHD_resume_connection(q->conn); /* the access handler runs gw_authz_resume() */
-}
-
-static const struct up_handler authz_handler = {
-    .on_head = on_head,
-    .on_body = on_body,
-    .read_body = NULL,
-    .on_done = on_done,
-};
-
 /* ---- the request side ------------------------------------------------------------ */
 
 static enum MHD_Result ask(struct gw_req *q)
 {
-    struct up_request req = {
-        .method = "HEAD",
-        .bucket = q->tgt.bucket,
-        .key = q->tgt.key,
-        .body_length = -1,
-        .idempotent = true,
-    };
-    gw_sign_as(q, &req.as);
-    q->authz = (struct gw_authz){0};
     q->phase = GW_PHASE_AUTHZ;
     gw_stat_add(q->g->stats.authz_checks, 1);
-    /* Suspended before the request exists, so that its answer can never resume too early. */
-    MHD_suspend_connection(q->conn);
-    sc_code rc = up_submit(q->g->up, &req, &authz_handler, q, &q->authz.req);
-    if (rc != SC_OK) {
-        q->authz.result = rc;
-        MHD_resume_connection(q->conn);
-    }
-    return MHD_YES;
+    return gw_ask_head(q, &q->ask, NULL);
 }
 
 bool gw_authz_admit(struct gw_req *q, enum MHD_Result *ret)
@@ -122,9 +78,9 @@ bool gw_authz_admit(struct gw_req *q, enum MHD_Result *ret)
 
 enum MHD_Result gw_authz_resume(struct gw_req *q)
 {
-    long status = q->authz.status;
-    sc_code rc = q->authz.result;
-    gw_authz_cleanup(&q->authz);
+    long status = q->ask.status;
+    sc_code rc = q->ask.result;
+    gw_ask_release(&q->ask);
     q->phase = GW_PHASE_ROUTE;
     if (rc == SC_OK && status >= 200 && status < 300) {
         gw_authz_record(q, true);
@@ -141,13 +97,4 @@ enum MHD_Result gw_authz_resume(struct gw_req *q)
     q->x_cache = NULL;
     size_t zero = 0;
     return gw_proxy(q, NULL, &zero);
-}
-
-void gw_authz_cleanup(struct gw_authz *a)
-{
-    if (a->req == NULL)
-        return;
-    up_req_cancel(a->req);
-    up_req_release(a->req);
-    a->req = NULL;
 }

@@ -78,7 +78,6 @@ struct gw_req {
     bool anonymous;            /* unsigned, admitted by --allow-anonymous */
     bool authorized;           /* the upstream says this identity may read the object */
     bool observed;             /* the read was reported to the manifests (once) */
-    struct gw_authz authz;     /* the authorization question in flight */
     bool drain_body;           /* a request body that is read and dropped */
     enum gw_phase phase;
     const char *x_cache; /* HIT, MISS or BYPASS for object reads, else NULL */
@@ -87,11 +86,12 @@ struct gw_req {
     relay *relay; /* the relay read: a fill's, or the pass-through's */
     struct relay_cursor cursor;
     struct relay_waiter waiter;
-    uint64_t range_start, range_len; /* the cursor's first position and bytes to send */
-    bool ranged;                     /* a range of a miss fetched on its own, beside the fill */
-    uint64_t want_start, want_len;   /* that range, in object offsets */
-    struct upload *upload;           /* pass-through request body */
-    struct reval reval;              /* --revalidate-after: the question to the upstream */
+    uint64_t range_start, range_len;   /* the cursor's first position and bytes to send */
+    bool ranged;                       /* a range of a miss fetched on its own, beside the fill */
+    uint64_t want_start, want_len;     /* that range, in object offsets */
+    struct upload *upload;             /* pass-through request body */
+    struct gw_ask ask;                 /* a HEAD in flight: revalidation or authorization */
+    char cached_etag[GW_ASK_ETAG_MAX]; /* revalidation: the ETag of the copy in question */
     /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX). */
     char *body;
     size_t body_len, body_cap;
@@ -107,6 +107,20 @@ enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
 
 /* server.c: true for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. NULL is not loopback. */
 bool gw_addr_is_loopback(const struct sockaddr *sa);
+
+/*
+ * server.c: a response of the len bytes at body, of content_type, that no client caches
+ * (the gateway's own API and probes). With MHD_RESPMEM_MUST_FREE the response owns body,
+ * also when it cannot be made (NULL: out of memory).
+ */
+struct MHD_Response *gw_buffer_response(const char *content_type, void *body, size_t len,
+                                        enum MHD_ResponseMemoryMode mode);
+
+/* What a 401 from the admin API asks for, in its WWW-Authenticate header. */
+#define GW_ADMIN_CHALLENGE "Bearer realm=\"s3cached admin API\""
+
+/* server.c: the client's address, or NULL if libmicrohttpd does not say. */
+const struct sockaddr *gw_client_addr(struct gw_req *q);
 
 /* Adds the headers every response carries (request id). */
 void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "manifest_int.h"
 
@@ -258,17 +259,10 @@ sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, 
 
 /* ---- progress ---------------------------------------------------------------- */
 
-static double seconds_since(const struct timespec *t)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
-}
-
 /* Rates since the first prefetch and the time left for what still fits. */
 static void add_rates(json_t *o, const struct mf *m)
 {
-    double secs = m->first_fetch.tv_sec ? seconds_since(&m->first_fetch) : 0;
+    double secs = m->first_fetch.tv_sec ? sc_seconds_since(&m->first_fetch) : 0;
     double bps = secs > 0 ? (double)m->bytes_fetched / secs : 0;
     double ops = secs > 0 ? (double)m->fetched / secs : 0;
     uint32_t target = m->fits < m->used ? m->fits : m->used;

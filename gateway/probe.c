@@ -6,20 +6,15 @@
  * /healthz: the process serves requests. /readyz: the store is open and the
  * upstream's latest outcome was an answer (see up_reachable()).
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "gw.h"
 
 static enum MHD_Result respond_plain(struct gw_req *q, int status, const char *text)
 {
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
-    if (resp == NULL)
-        return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
-    return gw_queue(q, status, resp);
+    struct MHD_Response *resp = gw_buffer_response("text/plain; charset=utf-8", (void *)text,
+                                                   strlen(text), MHD_RESPMEM_PERSISTENT);
+    return resp ? gw_queue(q, status, resp) : MHD_NO;
 }
 
 bool gw_is_probe(const struct gw_req *q)
@@ -39,14 +34,9 @@ static enum MHD_Result respond_metrics(struct gw_req *q)
     char *text = gw_metrics_text(q->g, &len);
     if (text == NULL)
         return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
-    if (resp == NULL) {
-        free(text);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
-    return gw_queue(q, 200, resp);
+    struct MHD_Response *resp = gw_buffer_response("text/plain; version=0.0.4; charset=utf-8", text,
+                                                   len, MHD_RESPMEM_MUST_FREE);
+    return resp ? gw_queue(q, 200, resp) : MHD_NO;
 }
 
 enum MHD_Result gw_probe(struct gw_req *q)

@@ -180,12 +180,12 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
         MHD_add_response_header(resp, "Warning", "111 s3cached \"Revalidation Failed\"");
         MHD_add_response_header(resp, "x-s3cached-stale", "true");
     }
-    if (head)
+    if (head) {
         store_obj_close(obj); /* nothing to send from the map */
-    else
+    } else {
         gw_stat_add(q->g->stats.bytes_from_cache, a.len);
-    if (!head)
         q->bytes_out = a.len;
+    }
     gw_stat_add(q->g->stats.hits, 1);
     count_read(q, GW_READ_HIT, head ? 0 : a.len);
     *ret = gw_queue(q, a.status, resp);
@@ -445,10 +445,11 @@ static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum
     if (may_revalidate && gw_reval_due(q, store_obj_stored_at(obj))) {
         size_t hlen = 0;
         const char *hdrs = store_obj_headers(obj, &hlen);
-        char etag[sizeof(q->reval.etag)];
-        snprintf(etag, sizeof(etag), "%s", hdrblob_get(hdrs, hlen, "ETag") ?: "");
-        store_obj_close(obj);
-        *ret = (enum MHD_Result)gw_reval_start(q, etag);
+        const char *cached_etag = hdrblob_get(hdrs, hlen, "ETag");
+        char etag[GW_ASK_ETAG_MAX];
+        snprintf(etag, sizeof(etag), "%s", cached_etag ? cached_etag : "");
+        store_obj_close(obj); /* the ETag lived in the map */
+        *ret = gw_reval_start(q, etag);
         return true;
     }
     rc = serve_hit(q, obj, stale, ret);
@@ -474,8 +475,10 @@ enum MHD_Result gw_serve_object(struct gw_req *q)
 
 enum MHD_Result gw_serve_revalidated(struct gw_req *q)
 {
-    enum reval_outcome outcome = gw_reval_outcome(&q->reval);
-    gw_reval_cleanup(&q->reval);
+    enum reval_outcome outcome = gw_reval_outcome(q->cached_etag, &q->ask);
+    long status = q->ask.status;
+    sc_code result = q->ask.result;
+    gw_ask_release(&q->ask);
     q->phase = GW_PHASE_ROUTE;
     enum MHD_Result ret = MHD_NO;
     switch (outcome) {
@@ -486,12 +489,12 @@ enum MHD_Result gw_serve_revalidated(struct gw_req *q)
         break;
     case REVAL_UNREACHABLE:
         sc_warn("revalidating %s/%s failed (%s, status %ld): serving the stale copy", q->tgt.bucket,
-                q->tgt.key, sc_strerror(q->reval.result), q->reval.status);
+                q->tgt.key, sc_strerror(result), status);
         if (serve_cached(q, false, true, &ret))
             return ret;
         break;
     case REVAL_CHANGED:
-        if (q->reval.status == 403 && gw_authz_needed(q)) {
+        if (status == 403 && gw_authz_needed(q)) {
             /* This identity may no longer read it; the copy stays for the others. */
             gw_authz_record(q, false);
             gw_stat_add(q->g->stats.authz_denied, 1);

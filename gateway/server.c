@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "s3_xml.h"
 
@@ -282,30 +283,43 @@ static void *on_request_start(void *cls, const char *uri, struct MHD_Connection 
     return q;
 }
 
-/* Adds a finished request to the metrics. */
-static void count_request(struct gw_req *q)
+/* Adds a finished request, seconds after it arrived, to the metrics. */
+static void count_request(struct gw_req *q, double seconds)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double seconds =
-        (double)(now.tv_sec - q->arrived.tv_sec) + (double)(now.tv_nsec - q->arrived.tv_nsec) / 1e9;
     enum gw_op op =
         gw_is_probe(q) ? GW_OP_PROBE : gw_op_of(q->method, q->have_target ? &q->tgt : NULL);
     gw_metrics_request(&q->g->metrics, op, q->status, seconds);
 }
 
-static void log_access(struct gw_req *q)
+struct MHD_Response *gw_buffer_response(const char *content_type, void *body, size_t len,
+                                        enum MHD_ResponseMemoryMode mode)
 {
-    char client[INET6_ADDRSTRLEN] = "";
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
+    if (resp == NULL) {
+        if (mode == MHD_RESPMEM_MUST_FREE)
+            free(body);
+        return NULL;
+    }
+    MHD_add_response_header(resp, "Content-Type", content_type);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    return resp;
+}
+
+const struct sockaddr *gw_client_addr(struct gw_req *q)
+{
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    return ci ? ci->client_addr : NULL;
+}
+
+static void log_access(struct gw_req *q, double seconds)
+{
+    char client[INET6_ADDRSTRLEN] = "";
+    const struct sockaddr *sa = gw_client_addr(q);
     if (sa && sa->sa_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, client, sizeof(client));
     else if (sa && sa->sa_family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, client, sizeof(client));
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
     struct sc_access a = {
         .request_id = q->request_id,
         .client = client,
@@ -316,8 +330,7 @@ static void log_access(struct gw_req *q)
         .bytes = q->bytes_out,
         .cache = q->x_cache,
         .identity = gw_identity_name(q),
-        .seconds = (double)(now.tv_sec - q->arrived.tv_sec) +
-                   (double)(now.tv_nsec - q->arrived.tv_nsec) / 1e9,
+        .seconds = seconds,
     };
     sc_log_access(&a);
 }
@@ -328,16 +341,16 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
     struct gw_req *q = *con_cls;
     if (q == NULL)
         return;
-    count_request(q);
+    double seconds = sc_seconds_since(&q->arrived);
+    count_request(q, seconds);
     if (q->g->cfg->access_log)
-        log_access(q);
+        log_access(q, seconds);
     if (q->relay) {
         relay_unpark(q->relay, &q->waiter);
         relay_detach(q->relay, &q->cursor);
     }
     gw_proxy_cleanup(q);
-    gw_reval_cleanup(&q->reval);
-    gw_authz_cleanup(&q->authz);
+    gw_ask_release(&q->ask);
     if (q->fill)
         fill_leave(q->fill);
     if (q->have_target)

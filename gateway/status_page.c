@@ -21,17 +21,16 @@ enum MHD_Result gw_status_page(struct gw_req *q, int status)
              "img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
              gw_status_page_script_hash, gw_status_page_style_hash);
     /* The bytes are constant: libmicrohttpd points at them, no copy. */
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        gw_status_page_html_len, (void *)gw_status_page_html, MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *resp =
+        gw_buffer_response("text/html; charset=utf-8", (void *)gw_status_page_html,
+                           gw_status_page_html_len, MHD_RESPMEM_PERSISTENT);
     if (resp == NULL)
         return MHD_NO;
-    MHD_add_response_header(resp, "Content-Type", "text/html; charset=utf-8");
     MHD_add_response_header(resp, "Content-Security-Policy", csp);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     if (status == 401)
-        MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"s3cached admin API\"");
+        MHD_add_response_header(resp, "WWW-Authenticate", GW_ADMIN_CHALLENGE);
     return gw_queue(q, status, resp);
 }

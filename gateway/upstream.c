@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/uri.h"
 #include "sigv4.h"
@@ -346,8 +347,6 @@ static int on_curl_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, cur
     return now - r->last_progress_ms > r->up->cfg.stall_timeout_s * 1000 ? 1 : 0;
 }
 
-/* Bytes past Content-Length that arrive with the headers are reported only as an
- * informational line; a fill must fail (see also excess_pending()). */
 /* Learns which socket this attempt uses, just before the request goes out. */
 static int on_curl_prereq(void *arg, char *primary_ip, char *local_ip, int primary_port,
                           int local_port)
@@ -357,6 +356,8 @@ static int on_curl_prereq(void *arg, char *primary_ip, char *local_ip, int prima
     return CURL_PREREQFUNC_OK;
 }
 
+/* Bytes past Content-Length that arrive with the headers are reported only as an
+ * informational line; a fill must fail (see also excess_pending()). */
 static int on_curl_debug(CURL *e, curl_infotype type, char *text, size_t len, void *arg)
 {
     up_req *r = arg;
@@ -478,11 +479,7 @@ static void deliver_head(up_req *r, long status)
     }
     struct up_head head = {status, r->resp, r->n_resp, length};
     atomic_store(&r->up->last_answer_ms, now_ms());
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    gw_hist_observe(&r->up->head_latency,
-                    (double)(now.tv_sec - r->attempt_start.tv_sec) +
-                        (double)(now.tv_nsec - r->attempt_start.tv_nsec) / 1e9);
+    gw_hist_observe(&r->up->head_latency, sc_seconds_since(&r->attempt_start));
     r->delivered = true;
     r->body_expected = length;
     r->body_seen = 0;

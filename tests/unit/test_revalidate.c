@@ -9,54 +9,54 @@
 
 #include "../../gateway/revalidate.h"
 
-static struct reval answer(const char *cached, sc_code rc, long status, const char *got)
+/* The outcome for a copy cached with ETag cached, of an answer rc / status / ETag got. */
+static enum reval_outcome outcome(const char *cached, sc_code rc, long status, const char *got)
 {
-    struct reval rv = {.result = rc, .status = status};
-    strcpy(rv.etag, cached);
-    strcpy(rv.got_etag, got);
-    return rv;
+    struct gw_ask answer = {.result = rc, .status = status};
+    strcpy(answer.etag, got);
+    return gw_reval_outcome(cached, &answer);
 }
 
 static void not_modified_is_fresh(void **state)
 {
-    struct reval rv = answer("\"abc\"", SC_OK, 304, "");
-    assert_int_equal(gw_reval_outcome(&rv), REVAL_FRESH);
+    enum reval_outcome rv = outcome("\"abc\"", SC_OK, 304, "");
+    assert_int_equal(rv, REVAL_FRESH);
 }
 
 static void ok_with_same_etag_is_fresh(void **state)
 {
-    struct reval rv = answer("\"abc\"", SC_OK, 200, "\"abc\"");
-    assert_int_equal(gw_reval_outcome(&rv), REVAL_FRESH);
+    enum reval_outcome rv = outcome("\"abc\"", SC_OK, 200, "\"abc\"");
+    assert_int_equal(rv, REVAL_FRESH);
 }
 
 static void ok_with_other_etag_is_changed(void **state)
 {
-    struct reval rv = answer("\"abc\"", SC_OK, 200, "\"abd\"");
-    assert_int_equal(gw_reval_outcome(&rv), REVAL_CHANGED);
+    enum reval_outcome rv = outcome("\"abc\"", SC_OK, 200, "\"abd\"");
+    assert_int_equal(rv, REVAL_CHANGED);
 }
 
 static void ok_when_nothing_was_cached_to_compare_is_changed(void **state)
 {
-    struct reval rv = answer("", SC_OK, 200, "");
-    assert_int_equal(gw_reval_outcome(&rv), REVAL_CHANGED);
+    enum reval_outcome rv = outcome("", SC_OK, 200, "");
+    assert_int_equal(rv, REVAL_CHANGED);
 }
 
 static void not_found_and_forbidden_are_changed(void **state)
 {
-    struct reval gone = answer("\"abc\"", SC_OK, 404, "");
-    struct reval denied = answer("\"abc\"", SC_OK, 403, "");
-    assert_int_equal(gw_reval_outcome(&gone), REVAL_CHANGED);
-    assert_int_equal(gw_reval_outcome(&denied), REVAL_CHANGED);
+    enum reval_outcome gone = outcome("\"abc\"", SC_OK, 404, "");
+    enum reval_outcome denied = outcome("\"abc\"", SC_OK, 403, "");
+    assert_int_equal(gone, REVAL_CHANGED);
+    assert_int_equal(denied, REVAL_CHANGED);
 }
 
 static void server_errors_and_no_answer_keep_the_stale_copy(void **state)
 {
-    struct reval slow = answer("\"abc\"", SC_OK, 503, "");
-    struct reval down = answer("\"abc\"", SC_EUPSTREAM, 0, "");
-    struct reval timeout = answer("\"abc\"", SC_ETIMEOUT, 200, "\"abc\"");
-    assert_int_equal(gw_reval_outcome(&slow), REVAL_UNREACHABLE);
-    assert_int_equal(gw_reval_outcome(&down), REVAL_UNREACHABLE);
-    assert_int_equal(gw_reval_outcome(&timeout), REVAL_UNREACHABLE);
+    enum reval_outcome slow = outcome("\"abc\"", SC_OK, 503, "");
+    enum reval_outcome down = outcome("\"abc\"", SC_EUPSTREAM, 0, "");
+    enum reval_outcome timeout = outcome("\"abc\"", SC_ETIMEOUT, 200, "\"abc\"");
+    assert_int_equal(slow, REVAL_UNREACHABLE);
+    assert_int_equal(down, REVAL_UNREACHABLE);
+    assert_int_equal(timeout, REVAL_UNREACHABLE);
 }
 
 int main(void)

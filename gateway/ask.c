@@ -1,0 +1,68 @@
+/* ask.c - a HEAD to the upstream while the client's connection waits (see ask.h). */
+#include "ask.h"
+
+#include <stdio.h>
+
+#include "gw.h"
+
+/* ---- the upstream side (upstream thread) ---------------------------------- */
+
+static void on_head(void *arg, const struct up_head *head)
+{
+    struct gw_ask *a = arg;
+    const char *etag = up_header_get(head->headers, head->n_headers, "ETag");
+    a->status = head->status;
+    snprintf(a->etag, sizeof(a->etag), "%s", etag ? etag : "");
+}
+
+static bool on_body(void *arg, const char *p, size_t n)
+{
+    return true; /* a HEAD has none; an error body is dropped */
+}
+
+static void on_done(void *arg, sc_code result)
+{
+    struct gw_ask *a = arg;
+    a->result = result;
+    MHD_resume_connection(a->q->conn); /* the access handler reads the answer */
+}
+
+static const struct up_handler ask_handler = {
+    .on_head = on_head,
+    .on_body = on_body,
+    .read_body = NULL,
+    .on_done = on_done,
+};
+
+/* ---- the request side ------------------------------------------------------- */
+
+enum MHD_Result gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct up_header *header)
+{
+    struct up_request req = {
+        .method = "HEAD",
+        .bucket = q->tgt.bucket,
+        .key = q->tgt.key,
+        .headers = header,
+        .n_headers = header ? 1 : 0,
+        .body_length = -1,
+        .idempotent = true,
+    };
+    gw_sign_as(q, &req.as); /* asked as the client, so its own permissions apply */
+    *a = (struct gw_ask){.q = q};
+    MHD_suspend_connection(q->conn);
+    sc_code rc = up_submit(q->g->up, &req, &ask_handler, a, &a->req);
+    if (rc != SC_OK) {
+        a->result = rc;
+        MHD_resume_connection(q->conn);
+    }
+    return MHD_YES;
+}
+
+void gw_ask_release(struct gw_ask *a)
+{
+    if (a->req == NULL)
+        return;
+    up_req_cancel(a->req);
+    up_req_release(a->req);
+    a->req = NULL;
+}

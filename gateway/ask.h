@@ -1,0 +1,41 @@
+/*
+ * ask.h - a HEAD of the request's object to the upstream, signed as the request's
+ * identity, while the client's connection waits suspended. Revalidation
+ * (revalidate.c) and authorization checks (authz.c) both ask this way.
+ *
+ * The caller sets q->phase to the phase that reads the answer, then calls
+ * gw_ask_head(); the connection is suspended before the HEAD exists, so the
+ * answer can never resume it too early, and the HEAD's last callback resumes
+ * it: the access handler then runs in that phase and reads the gw_ask.
+ */
+#ifndef GW_ASK_H
+#define GW_ASK_H
+
+#include <microhttpd.h>
+
+#include "upstream.h"
+
+#define GW_ASK_ETAG_MAX 80
+
+/* One question in flight, and its answer once the connection is resumed. */
+struct gw_ask {
+    struct gw_req *q;
+    up_req *req;
+    long status;                /* the answer's status, 0 if none came */
+    char etag[GW_ASK_ETAG_MAX]; /* the answer's ETag, "" if none */
+    sc_code result;             /* of the upstream request */
+};
+
+struct gw_req;
+
+/*
+ * @brief Suspends q and sends the HEAD, with header (may be NULL) added. A failure to
+ * send is an answer too (result set, connection resumed at once).
+ * @return what the access handler returns.
+ */
+enum MHD_Result gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct up_header *header);
+
+/* @brief Releases the upstream request, cancelling it if it still runs. Safe when idle. */
+void gw_ask_release(struct gw_ask *a);
+
+#endif
