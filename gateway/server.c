@@ -177,9 +177,21 @@ struct framing {
     const char *content_length; /* the first Content-Length */
     bool lengths_differ;        /* another Content-Length with a different value */
     unsigned transfer_encodings;
-    bool chunked; /* the (last) Transfer-Encoding is exactly "chunked" */
-    bool folded;  /* a header line was continued on the next one (obs-fold) */
+    bool chunked;  /* the (last) Transfer-Encoding is exactly "chunked" */
+    bool folded;   /* a header line was continued on the next one (obs-fold) */
+    bool bad_name; /* a header name that is not a token ("Content-Length : 4") */
 };
+
+/* True if name is an RFC 9110 token: no blank, control character or separator. */
+static bool is_token(const char *name)
+{
+    if (*name == '\0')
+        return false;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p <= 0x20 || *p >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", *p) != NULL)
+            return false;
+    return true;
+}
 
 /*
  * True if libmicrohttpd joined a continuation line (obs-fold, RFC 9112 5.2) into this header.
@@ -203,6 +215,8 @@ static enum MHD_Result note_framing(void *cls, enum MHD_ValueKind kind, const ch
                                     const char *value)
 {
     struct framing *f = cls;
+    if (!is_token(name))
+        f->bad_name = true;
     if (value == NULL)
         return MHD_YES;
     if (header_was_folded(name, value))
@@ -231,6 +245,8 @@ static const char *framing_fault(struct gw_req *q)
     MHD_get_connection_values(q->conn, MHD_HEADER_KIND, note_framing, &f);
     if (f.folded)
         return "A header line continued on the next line (obs-fold) is not accepted.";
+    if (f.bad_name) /* a blank before the colon: some servers would still read the header */
+        return "A header name is not a valid token.";
     if (f.lengths_differ)
         return "The request has Content-Length headers with different values.";
     if (f.transfer_encodings > 0 && f.content_length != NULL)
