@@ -260,3 +260,14 @@ def test_put_with_empty_content_md5_is_refused_by_strict_upstream(radosgw, gatew
     assert resp.status == 400, (resp.status, resp.body[:300])
     assert rawhttp.s3_error_code(resp.body) == "InvalidDigest"
     assert not _upstream_has(radosgw, key)
+
+
+def test_raw_empty_metadata_header_without_blank_reaches_upstream(s3rver, fgw):
+    # "x-amz-meta-z:" with nothing at all after the colon, as some clients write it.
+    key = s3util.unique_key("emptyraw")
+    r = rawhttp.exchange(fgw.port, _request(b"PUT", _target(key), b"x-amz-meta-z:",
+                                            b"Content-Length: 4", b"Connection: close",
+                                            body=b"abcd"), timeout=10)
+    assert r.status == 200, (r.status, r.body[:300])
+    got = s3util.upstream_client(s3rver).head_object(Bucket=s3rver.bucket, Key=key)
+    assert got["Metadata"] == {"z": ""}
