@@ -186,8 +186,9 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
     if (in_list(name, dropped_request_headers,
                 sizeof(dropped_request_headers) / sizeof(dropped_request_headers[0])))
         return MHD_YES;
-    if (strcasecmp(name, "content-encoding") == 0) {
-        /* Keep every coding but aws-chunked, which is ours to remove. */
+    if (strcasecmp(name, "content-encoding") == 0 && *value != '\0') {
+        /* Keep every coding but aws-chunked, which is ours to remove (an empty value is
+         * forwarded as sent; it is dropped only when aws-chunked was its one coding). */
         char copy[256];
         snprintf(copy, sizeof(copy), "%s", value);
         f->content_encoding[0] = '\0';

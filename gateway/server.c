@@ -198,7 +198,7 @@ static bool is_token(const char *name)
  * It parses a line in place ("name\0 value") but appends a continuation to the *name*, in a
  * new block of its memory pool (0.9.75: "x-amz-meta-a: one" CRLF " two" arrives as
  * "x-amz-meta-atwo: one"), so the value no longer follows its name and the blanks after
- * the colon. tests/integration/test_framing.py fails if a libmicrohttpd changes this.
+ * the colon. tests/integration/test_framing.py fails if a newer libmicrohttpd changes this.
  */
 static bool header_was_folded(const char *name, const char *value)
 {

@@ -240,6 +240,15 @@ def test_curl_upload_from_stdin_gets_an_answer(s3rver, fgw):
 
 # ---- headers with empty values (pass through as sent) -------------------------------------
 
+def test_put_with_empty_content_encoding_keeps_it(upstream, gw):
+    key = s3util.unique_key("emptyce")
+    resp = s3util.raw(gw, "PUT", _target(key).decode(), body=b"empty coding",
+                      headers={"Content-Encoding": ""})
+    assert resp.status == 200, (resp.status, resp.body[:300])
+    head = s3util.raw(upstream, "HEAD", _target(key).decode())
+    assert head.headers.get("content-encoding") == "", head.headers
+
+
 def test_put_with_empty_metadata_and_content_type_keeps_them(upstream, gw):
     key = s3util.unique_key("emptyhdr")
     resp = s3util.raw(gw, "PUT", _target(key).decode(), body=b"empty headers",
