@@ -153,6 +153,12 @@ enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
  * ranged GET, into a fresh windowed relay that becomes q->relay (q->fill is kept).
  */
 sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len);
+/*
+ * proxy.c: false if q's body would go upstream but q does not say how long it is
+ * (Transfer-Encoding: chunked without a Content-Length, or aws-chunked without
+ * x-amz-decoded-content-length). Needs q's target; reads only its headers.
+ */
+bool gw_proxy_length_known(struct gw_req *q);
 /* proxy.c: after the upstream's head, drop cached copies the request changed. */
 void gw_proxy_after_head(struct gw_req *q, long status);
 /* proxy.c: ends the pass-through transfer of a request that is going away. */

@@ -48,6 +48,8 @@ struct upload {
     char *tee;     /* a DeleteObjects body, kept to learn which keys it removes */
     size_t tee_len;
     bool tee_overflow;
+    int64_t announced; /* the body length the upstream is told */
+    int64_t taken;     /* body bytes put into the pipe so far (decoded) */
 };
 
 static const char *const dropped_request_headers[] = {
@@ -179,12 +181,14 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
                                       const char *value)
 {
     struct fwd_headers *f = cls;
-    if (value == NULL ||
-        in_list(name, dropped_request_headers,
+    if (value == NULL)
+        value = ""; /* "Name:" with nothing after it: forwarded as sent, empty */
+    if (in_list(name, dropped_request_headers,
                 sizeof(dropped_request_headers) / sizeof(dropped_request_headers[0])))
         return MHD_YES;
-    if (strcasecmp(name, "content-encoding") == 0) {
-        /* Keep every coding but aws-chunked, which is ours to remove. */
+    if (strcasecmp(name, "content-encoding") == 0 && *value != '\0') {
+        /* Keep every coding but aws-chunked, which is ours to remove (an empty value is
+         * forwarded as sent; it is dropped only when aws-chunked was its one coding). */
         char copy[256];
         snprintf(copy, sizeof(copy), "%s", value);
         f->content_encoding[0] = '\0';
@@ -225,31 +229,48 @@ static const char *req_header(struct gw_req *q, const char *name)
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
 }
 
+/*
+ * The length of the body as sent upstream into *len (-1: no body), and whether it arrives
+ * aws-chunked (then *len is x-amz-decoded-content-length). False if the request does not
+ * tell the length (S3 requires one).
+ */
+static bool upstream_length(struct gw_req *q, bool *aws_chunked, int64_t *len)
+{
+    *aws_chunked = false;
+    *len = -1;
+    if (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0)
+        return true; /* a read never carries a body upstream (server.c drained it) */
+    const char *sha = req_header(q, "x-amz-content-sha256");
+    const char *enc = req_header(q, "Content-Encoding");
+    *aws_chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) ||
+                   (enc && strcasestr(enc, "aws-chunked") != NULL);
+    const char *cl =
+        req_header(q, *aws_chunked ? "x-amz-decoded-content-length" : "Content-Length");
+    if (parse_length(cl, len))
+        return true;
+    const char *te = req_header(q, "Transfer-Encoding");
+    return cl == NULL && te == NULL && !*aws_chunked; /* no body */
+}
+
+bool gw_proxy_length_known(struct gw_req *q)
+{
+    bool aws_chunked;
+    int64_t len;
+    return upstream_length(q, &aws_chunked, &len);
+}
+
 /* Works out the body's length upstream; false (with an error sent) if it cannot be known. */
 static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum MHD_Result *ret)
 {
-    if (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0) {
-        *len = -1; /* a read never carries a body upstream (server.c drained it) */
-        return true;
+    if (!upstream_length(q, &u->chunked, len)) {
+        *ret = gw_respond_error(q, 411, "MissingContentLength",
+                                "You must provide the Content-Length HTTP header.");
+        return false;
     }
-    const char *sha = req_header(q, "x-amz-content-sha256");
-    const char *enc = req_header(q, "Content-Encoding");
-    u->chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) ||
-                 (enc && strcasestr(enc, "aws-chunked") != NULL);
-    const char *cl = req_header(q, u->chunked ? "x-amz-decoded-content-length" : "Content-Length");
-    if (parse_length(cl, len)) {
-        if (u->chunked)
-            awschunked_init(&u->dec, (uint64_t)*len);
-        return true;
-    }
-    const char *te = req_header(q, "Transfer-Encoding");
-    if (cl == NULL && te == NULL && !u->chunked) {
-        *len = -1; /* no body */
-        return true;
-    }
-    *ret = gw_respond_error(q, 411, "MissingContentLength",
-                            "You must provide the Content-Length HTTP header.");
-    return false;
+    if (u->chunked && *len >= 0)
+        awschunked_init(&u->dec, (uint64_t)*len);
+    u->announced = *len;
+    return true;
 }
 
 /* Drops the cached copies of the keys a DeleteObjects body names; false if it cannot tell. */
@@ -430,13 +451,19 @@ static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
     size_t room = PIPE_SIZE - u->len;
     if (!u->chunked) {
         size_t take = n < room ? n : room;
+        if ((uint64_t)take > (uint64_t)(u->announced - u->taken)) {
+            u->error = SC_EMISMATCH; /* more than announced upstream: none of it goes */
+            return n;
+        }
         memcpy(u->buf + u->len, data, take);
         u->len += take;
+        u->taken += (int64_t)take;
         return take;
     }
     size_t used = 0, made = 0;
     sc_code rc = awschunked_feed(&u->dec, data, n, &used, u->buf + u->len, room, &made);
     u->len += made;
+    u->taken += (int64_t)made;
     if (rc != SC_OK) {
         u->error = rc;
         return n;
@@ -468,15 +495,17 @@ static enum MHD_Result end_body(struct gw_req *q)
 {
     struct upload *u = q->upload;
     pthread_mutex_lock(&u->mu);
-    bool bad = u->error != SC_OK || (u->chunked && !awschunked_done(&u->dec));
-    u->eof = true;
+    /* A transfer that already ended took no more body bytes: they were drained. */
+    bool bad = u->error != SC_OK || (u->chunked && !awschunked_done(&u->dec)) ||
+               (!u->finished && u->taken != u->announced);
+    u->eof = !bad; /* the upstream never sees a short body end: the transfer is canceled */
     bool resume_up = u->up_paused;
     u->up_paused = false;
     pthread_mutex_unlock(&u->mu);
     if (bad) {
         up_req_cancel(u->req);
         return gw_respond_error(q, 400, "IncompleteBody",
-                                "The aws-chunked request body is malformed or incomplete");
+                                "The request body is malformed, or not as long as announced");
     }
     if (resume_up)
         up_req_resume(u->req);
