@@ -146,17 +146,37 @@ static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *
     return MHD_YES;
 }
 
+/* The target holds presigned-URL parameters (SigV4 or SigV2), in any spelling. */
+static bool has_signature_params(const struct s3_target *t)
+{
+    for (size_t i = 0; i < t->nparams; i++) {
+        if (s3_auth_is_query_param(t->params[i].name))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * A CORS preflight: S3 answers OPTIONS without authentication (the CORS rules, or 400
+ * without an Origin), and a browser sends it with the query of the URL it will request,
+ * a presigned URL's signature included, which does not sign an OPTIONS.
+ */
+static bool is_preflight(const struct gw_req *q)
+{
+    return strcmp(q->method, "OPTIONS") == 0;
+}
+
 enum MHD_Result gw_authenticate(struct gw_req *q)
 {
     const struct gw *g = q->g;
     if (q->tgt.kind == S3_REQ_ADMIN || gw_is_probe(q))
         return MHD_YES;
-    if (g->keys == NULL) {
-        /* Nothing to verify against; a presigned URL's own signature must not travel
-         * upstream beside the gateway's (S3 refuses two authentications). */
-        const char *query = q->tgt.raw_query;
-        if (query != NULL && strstr(query, "X-Amz-Signature=") != NULL &&
-            drop_signature_params(q) == SC_ENOMEM)
+    bool preflight = g->keys != NULL && is_preflight(q);
+    if (g->keys == NULL || preflight) {
+        /* Nothing to verify; a presigned URL's own signature must not travel upstream beside
+         * the gateway's (S3 refuses two authentications). A preflight goes unsigned. */
+        q->anonymous = preflight;
+        if (has_signature_params(&q->tgt) && drop_signature_params(q) == SC_ENOMEM)
             return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
         return MHD_YES;
     }
