@@ -167,3 +167,17 @@ def test_cors_preflight_of_a_presigned_url_is_answered_as_the_upstream_answers_i
     assert (r.status, r.body) == (200, b"cors")
     r = raw_get(gw.endpoint, signed.replace("X-Amz-Signature=", "X-Amz-Signature=0"))
     assert r.status == 403
+
+
+def test_signature_parameters_of_an_anonymous_request_never_reach_the_upstream(upstream, gateway):
+    # Unverified SigV2-looking parameters (any case) on an unsigned request: the upstream would
+    # take them for the client's query authentication and judge that instead of the bucket's
+    # anonymous access; they are dropped, and the request is the plain anonymous read it is.
+    gw = gateway(upstream, client_keys=keys(), extra_args=["--allow-anonymous"])
+    gw.require_real()
+    key = s3util.unique_key("anon-sig-params")
+    s3util.upstream_client(upstream).put_object(Bucket=gw.bucket, Key=key, Body=b"public",
+                                               ACL="public-read")
+    for query in ("Signature=c2ln&Expires=1", "awsaccesskeyid=x&signature=c2ln&expires=1"):
+        r = raw_get(gw.endpoint, "/%s/%s?%s" % (gw.bucket, key, query))
+        assert (r.status, r.body) == (200, b"public"), (query, r.status, r.body)
