@@ -19,6 +19,7 @@
 #include "../common/uri.h"
 #include "gw.h"
 #include "s3_auth.h"
+#include "s3_xml.h"
 
 #define MAX_HEADERS 128
 
@@ -163,11 +164,11 @@ static enum MHD_Result drop_client_signature(struct gw_req *q)
     if (!has_signature_params(&q->tgt))
         return MHD_YES;
     sc_code rc = drop_signature_params(q);
-    if (rc == SC_ENOMEM)
-        return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
-    if (rc != SC_OK)
-        return gw_respond_error(q, 400, "InvalidURI", "Couldn't parse the specified URI.");
-    return MHD_YES;
+    if (rc == SC_OK)
+        return MHD_YES;
+    const struct s3_xml_error_info *e =
+        s3_xml_error_info(rc == SC_ENOMEM ? S3_XML_SLOW_DOWN : S3_XML_INVALID_URI);
+    return gw_respond_error(q, e->status, e->code, e->message);
 }
 
 static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *r)
