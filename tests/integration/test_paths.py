@@ -42,7 +42,7 @@ def signed_as_sent(endpoint, ak, sk, method, signed_path, sent_path, host=None, 
 
 
 def upstream_body(up, key, bucket=None):
-    """The object as the upstream itself holds it (a path-free boto3 read), or None."""
+    """The object as the upstream holds it (boto3, straight to the upstream), or None."""
     c = s3util.upstream_client(up)
     try:
         return c.get_object(Bucket=bucket or up.bucket, Key=key)["Body"].read()
