@@ -405,6 +405,9 @@ static sc_code setup_easy(up_req *r)
     CURL *e = r->easy;
     curl_easy_setopt(e, CURLOPT_URL, url);
     free(url); /* curl keeps its own copy */
+    /* '.' and '..' are legal key segments: libcurl would remove them, and the upstream would
+     * get another object than the one authorized, cached and signed (r->path). */
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);

@@ -3,13 +3,20 @@
 It lets a test cut the upstream off (stop: new connections are refused and
 open ones are closed), slow it down (a per-connection byte rate from the
 upstream), and measure how much the upstream sent and how many connections
-the gateway opened, independently of the gateway's own statistics.
+the gateway opened, independently of the gateway's own statistics; it also
+keeps the start of what the gateway sent on each connection, so a test can
+read the request targets exactly as they went out on the wire.
 """
+import re
 import socket
 import threading
 import time
 
 from . import proc
+
+
+RECORD_MAX = 1 << 20
+_REQUEST_LINE = re.compile(rb"(GET|HEAD|PUT|POST|DELETE|OPTIONS) (/\S*) HTTP/1\.[01]\r\n")
 
 
 class TcpProxy:
@@ -23,6 +30,7 @@ class TcpProxy:
         self.bytes_down = 0  # upstream -> gateway
         self.bytes_up = 0  # gateway -> upstream
         self.connections = 0
+        self.sent = []  # per connection: the first RECORD_MAX bytes the gateway sent
         self._listener = None
         self._socks = set()
         self._thread = None
@@ -65,6 +73,18 @@ class TcpProxy:
     def reset_counters(self):
         with self.lock:
             self.bytes_down = self.bytes_up = self.connections = 0
+            self.sent = []
+
+    def request_lines(self):
+        """(method, target) of each request line the gateway sent, as bytes on the wire.
+
+        Found by pattern anywhere in what was recorded (a request follows the previous
+        one's body directly), so a body holding text like a request line would count
+        too: tests send bodies without one."""
+        with self.lock:
+            streams = [bytes(b) for b in self.sent]
+        return [(m.group(1).decode(), m.group(2).decode("latin-1"))
+                for data in streams for m in _REQUEST_LINE.finditer(data)]
 
     def _accept_loop(self, ls):
         while True:
@@ -81,7 +101,9 @@ class TcpProxy:
             with self.lock:
                 self.connections += 1
                 self._socks.update((client, upstream))
-            pair = {"open": 2, "socks": (client, upstream)}
+            pair = {"open": 2, "socks": (client, upstream), "record": bytearray()}
+            with self.lock:
+                self.sent.append(pair["record"])
             threading.Thread(target=self._pump, args=(client, upstream, False, pair),
                              daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client, True, pair),
@@ -106,6 +128,8 @@ class TcpProxy:
                         self.bytes_down += len(buf)
                     else:
                         self.bytes_up += len(buf)
+                        room = RECORD_MAX - len(pair["record"])
+                        pair["record"] += buf[:max(room, 0)]
         except OSError:
             pass
         finally:
