@@ -55,7 +55,7 @@ static enum s3_method parse_method(const char *m)
         enum s3_method method;
     } methods[] = {
         {"GET", S3_METHOD_GET},   {"HEAD", S3_METHOD_HEAD},     {"PUT", S3_METHOD_PUT},
-        {"POST", S3_METHOD_POST}, {"DELETE", S3_METHOD_DELETE},
+        {"POST", S3_METHOD_POST}, {"DELETE", S3_METHOD_DELETE}, {"OPTIONS", S3_METHOD_OPTIONS},
     };
     for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
         if (strcmp(m, methods[i].name) == 0)

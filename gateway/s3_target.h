@@ -53,12 +53,13 @@ enum s3_req_kind {
 };
 
 enum s3_method {
-    S3_METHOD_OTHER,
+    S3_METHOD_OTHER, /* not an S3 method (PATCH, TRACE, "get"...): the gateway refuses it */
     S3_METHOD_GET,
     S3_METHOD_HEAD,
     S3_METHOD_PUT,
     S3_METHOD_POST,
     S3_METHOD_DELETE,
+    S3_METHOD_OPTIONS, /* CORS preflight */
 };
 
 /* Why a target was refused; maps to the S3 error the client gets. */

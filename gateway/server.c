@@ -121,6 +121,9 @@ static enum MHD_Result step_parse(struct gw_req *q)
     if (rc != SC_OK)
         return respond_known_error(q, fault_errors[fault]);
     q->have_target = true;
+    /* Anything else would go upstream signed with the gateway's credentials. */
+    if (q->tgt.method == S3_METHOD_OTHER)
+        return respond_known_error(q, S3_XML_METHOD_NOT_ALLOWED);
     return MHD_YES;
 }
 

@@ -490,9 +490,10 @@ static void methods_are_classified(void **state)
         const char *name;
         enum s3_method m;
     } want[] = {
-        {"GET", S3_METHOD_GET},   {"HEAD", S3_METHOD_HEAD},     {"PUT", S3_METHOD_PUT},
-        {"POST", S3_METHOD_POST}, {"DELETE", S3_METHOD_DELETE}, {"PATCH", S3_METHOD_OTHER},
-        {"Get", S3_METHOD_OTHER}, {"", S3_METHOD_OTHER},        {"GETX", S3_METHOD_OTHER},
+        {"GET", S3_METHOD_GET},         {"HEAD", S3_METHOD_HEAD},     {"PUT", S3_METHOD_PUT},
+        {"POST", S3_METHOD_POST},       {"DELETE", S3_METHOD_DELETE}, {"PATCH", S3_METHOD_OTHER},
+        {"Get", S3_METHOD_OTHER},       {"", S3_METHOD_OTHER},        {"GETX", S3_METHOD_OTHER},
+        {"OPTIONS", S3_METHOD_OPTIONS}, {"TRACE", S3_METHOD_OTHER},   {"1GET", S3_METHOD_OTHER},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         struct s3_target t;

@@ -8,7 +8,8 @@ on demand, reset a connection before any header or mid-body, or trickle a body.
 
 It serves GET and HEAD on path-style "/BUCKET/KEY" for keys a test put there,
 each with one Fault, and counts the requests per (method, key) so a test can
-tell how many upstream fetches the gateway made. Unknown keys get 404
+tell how many upstream fetches the gateway made, and records every request
+with its headers (requests()) so a test can see what the gateway sent. Unknown keys get 404
 NoSuchKey; other methods get 501. It ignores signatures (the gateway may sign
 with any credentials, or none) and Range (it always answers the whole
 object, which the gateway must cope with anyway).
@@ -122,6 +123,7 @@ class FaultyUpstream:
         self._objects = {}
         self._counts = {}
         self._body_bytes = {}
+        self._requests = []
         self._stopping = threading.Event()
         self._listener = None
         self._conns = set()
@@ -153,6 +155,11 @@ class FaultyUpstream:
             if method is None:
                 return sum(n for (_, k), n in self._counts.items() if k == key)
             return self._counts.get((method, key), 0)
+
+    def requests(self):
+        """Every request received so far, in order: (method, target, lower-cased headers)."""
+        with self._lock:
+            return list(self._requests)
 
     def body_bytes_sent(self, key):
         """Body bytes written to sockets for key, over all requests."""
@@ -215,6 +222,8 @@ class FaultyUpstream:
             while not self._stopping.is_set():
                 head = self._read_head(conn, buf)
                 method, target, headers = self._parse_head(head)
+                with self._lock:
+                    self._requests.append((method, target, headers))
                 self._skip_body(conn, buf, headers)
                 keep = self._answer(conn, method, target)
                 if not keep or headers.get("connection", "").lower() == "close":
