@@ -280,6 +280,22 @@ out:
     return rc;
 }
 
+bool s3_target_header_needs_upstream(const char *name, const char *value)
+{
+    static const char *const neutral[] = {"x-amz-date", "x-amz-content-sha256",
+                                          "x-amz-security-token", "x-amz-user-agent"};
+    if (strncasecmp(name, "x-amz-", 6) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof(neutral) / sizeof(neutral[0]); i++) {
+        if (strcasecmp(name, neutral[i]) == 0)
+            return false;
+    }
+    /* S3 knows only ENABLED; anything else is the upstream's to refuse. */
+    if (strcasecmp(name, "x-amz-checksum-mode") == 0)
+        return value == NULL || strcmp(value, "ENABLED") != 0;
+    return true;
+}
+
 void s3_target_free(struct s3_target *t)
 {
     for (size_t i = 0; i < t->nparams; i++) {

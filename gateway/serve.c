@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../common/log.h"
 #include "cond.h"
@@ -44,6 +45,19 @@ static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t by
 static const char *header(struct gw_req *q, const char *name)
 {
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}
+
+/*
+ * The object's checksums (x-amz-checksum-*, stored since fills ask for them) go out as S3
+ * sends them: to a client that asked (x-amz-checksum-mode: ENABLED), on a whole object.
+ * On a part they would not match the bytes.
+ */
+static bool sends_object_header(struct gw_req *q, const char *name, int status)
+{
+    if (strncasecmp(name, "x-amz-checksum-", 15) != 0)
+        return true;
+    const char *mode = header(q, "x-amz-checksum-mode");
+    return status == 200 && mode != NULL && strcmp(mode, "ENABLED") == 0;
 }
 
 static struct answer decide(struct gw_req *q, const char *etag, const char *last_modified,
@@ -173,8 +187,10 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     }
     size_t pos = 0;
     const char *name, *value;
-    while (hdrblob_next(hdrs, hlen, &pos, &name, &value))
-        MHD_add_response_header(resp, name, value);
+    while (hdrblob_next(hdrs, hlen, &pos, &name, &value)) {
+        if (sends_object_header(q, name, a.status))
+            MHD_add_response_header(resp, name, value);
+    }
     add_range_headers(resp, &a, size);
     if (stale) {
         MHD_add_response_header(resp, "Warning", "111 s3cached \"Revalidation Failed\"");
@@ -225,14 +241,22 @@ static struct MHD_Response *relay_response(struct gw_req *q, uint64_t start, uin
                                              read_relay, q, NULL);
 }
 
-static void add_relayed_headers(struct MHD_Response *resp, const struct relay_head *h,
-                                bool object_only)
+static void add_relayed_headers(struct MHD_Response *resp, const struct relay_head *h)
+{
+    for (size_t i = 0; i < h->n_headers; i++) {
+        if (proxy_passes_response_header(h->headers[i].name))
+            MHD_add_response_header(resp, h->headers[i].name, h->headers[i].value);
+    }
+}
+
+/* The object's own headers from a fill's head, for an answer with this status. */
+static void add_object_headers(struct gw_req *q, struct MHD_Response *resp,
+                               const struct relay_head *h, int status)
 {
     for (size_t i = 0; i < h->n_headers; i++) {
         const char *name = h->headers[i].name;
-        if (object_only ? !hdrblob_keeps(name) : !proxy_passes_response_header(name))
-            continue;
-        MHD_add_response_header(resp, name, h->headers[i].value);
+        if (hdrblob_keeps(name) && sends_object_header(q, name, status))
+            MHD_add_response_header(resp, name, h->headers[i].value);
     }
 }
 
@@ -252,7 +276,7 @@ static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_
              : relay_response(q, 0, len);
     if (resp == NULL)
         return MHD_NO;
-    add_relayed_headers(resp, h, false);
+    add_relayed_headers(resp, h);
     return gw_queue(q, (int)h->status, resp);
 }
 
@@ -299,7 +323,7 @@ static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_h
     struct MHD_Response *resp = relay_response(q, q->want_start - offset, q->want_len);
     if (resp == NULL)
         return MHD_NO;
-    add_relayed_headers(resp, fh, true);
+    add_object_headers(q, resp, fh, 206);
     add_range_headers(resp, &a, size);
     return gw_queue(q, 206, resp);
 }
@@ -366,7 +390,7 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
              : relay_response(q, a.start, a.len);
     if (resp == NULL)
         return MHD_NO;
-    add_relayed_headers(resp, h, true);
+    add_object_headers(q, resp, h, a.status);
     add_range_headers(resp, &a, size);
     return gw_queue(q, a.status, resp);
 }

@@ -100,6 +100,26 @@ void gw_waiter_init(struct gw_req *q)
 
 /* ---- the request path ------------------------------------------------------ */
 
+static enum MHD_Result note_upstream_header(void *cls, enum MHD_ValueKind kind, const char *name,
+                                            const char *value)
+{
+    bool *needs_upstream = cls;
+    *needs_upstream = s3_target_header_needs_upstream(name, value);
+    return *needs_upstream ? MHD_NO : MHD_YES;
+}
+
+/* An object read with a header a cached copy cannot honour (SSE-C, request payer...) is
+ * forwarded, uncached. */
+static void pass_if_headers_need_upstream(struct gw_req *q)
+{
+    bool needs_upstream = false;
+    if (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT)
+        return;
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, note_upstream_header, &needs_upstream);
+    if (needs_upstream)
+        q->tgt.kind = S3_REQ_PASS;
+}
+
 /* Step 1: the raw target into bucket, key and kind. */
 static enum MHD_Result step_parse(struct gw_req *q)
 {
@@ -124,6 +144,7 @@ static enum MHD_Result step_parse(struct gw_req *q)
     /* Anything else would go upstream signed with the gateway's credentials. */
     if (q->tgt.method == S3_METHOD_OTHER)
         return respond_known_error(q, S3_XML_METHOD_NOT_ALLOWED);
+    pass_if_headers_need_upstream(q);
     return MHD_YES;
 }
 

@@ -103,10 +103,11 @@ def trickle(chunk, interval):
 
 
 class _Object:
-    def __init__(self, body, fault):
+    def __init__(self, body, fault, checksums):
         self.body = body
         self.fault = fault
         self.md5 = hashlib.md5(body).hexdigest()
+        self.checksums = dict(checksums or {})
 
 
 class _Closed(Exception):
@@ -139,10 +140,11 @@ class FaultyUpstream:
         """The Upstream to hand to the gateway factory (dummy credentials)."""
         return Upstream("faulty", self.endpoint, ACCESS_KEY, SECRET_KEY, self.bucket)
 
-    def put(self, key, body, fault=None):
-        """Serves body at key with fault (default: normal)."""
+    def put(self, key, body, fault=None, checksums=None):
+        """Serves body at key with fault (default: normal). checksums ({"x-amz-checksum-crc32":
+        value, ...}) are sent, as S3 does, only to requests with x-amz-checksum-mode: ENABLED."""
         with self._lock:
-            self._objects[key] = _Object(bytes(body), fault or normal())
+            self._objects[key] = _Object(bytes(body), fault or normal(), checksums)
 
     def set_fault(self, key, fault):
         """Changes how an existing key is served from the next request on."""
@@ -225,7 +227,7 @@ class FaultyUpstream:
                 with self._lock:
                     self._requests.append((method, target, headers))
                 self._skip_body(conn, buf, headers)
-                keep = self._answer(conn, method, target)
+                keep = self._answer(conn, method, target, headers)
                 if not keep or headers.get("connection", "").lower() == "close":
                     break
         except (_Closed, OSError, ValueError):
@@ -281,7 +283,7 @@ class FaultyUpstream:
         bucket, _, key = path.lstrip("/").partition("/")
         return (key if bucket == self.bucket else None), bucket
 
-    def _answer(self, conn, method, target):
+    def _answer(self, conn, method, target, headers):
         """Answers one request; returns whether the connection may serve another."""
         key, bucket = self._key_of(target)
         with self._lock:
@@ -302,7 +304,8 @@ class FaultyUpstream:
             raise _Closed()
         if slowed:
             return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
-        return self._send_object(conn, method, key, obj, fault)
+        checksums = obj.checksums if headers.get("x-amz-checksum-mode") == "ENABLED" else {}
+        return self._send_object(conn, method, key, obj, fault, checksums)
 
     @staticmethod
     def _reset(conn):
@@ -326,7 +329,7 @@ class FaultyUpstream:
         conn.sendall(head + (body if method != "HEAD" else b""))
         return True
 
-    def _send_object(self, conn, method, key, obj, fault):
+    def _send_object(self, conn, method, key, obj, fault, checksums):
         body = obj.body
         length = len(body)
         etag = '"%s"' % obj.md5
@@ -339,7 +342,7 @@ class FaultyUpstream:
         conn.sendall(self._head_bytes(200, "OK", [
             ("Content-Type", "application/octet-stream"), ("Content-Length", str(length)),
             ("ETag", etag), ("Last-Modified", LAST_MODIFIED),
-            ("Accept-Ranges", "bytes"), ("x-amz-request-id", "FAKE")]))
+            ("Accept-Ranges", "bytes"), ("x-amz-request-id", "FAKE")] + list(checksums.items())))
         if method == "HEAD":
             return True
         kind = fault.kind
