@@ -138,9 +138,9 @@ static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *
     if (r->kind == S3_AUTH_PRESIGNED) {
         sc_code rc = drop_signature_params(q);
         if (rc == SC_ENOMEM)
-            return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+            return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
         if (rc != SC_OK)
-            return gw_respond_error(q, 400, "InvalidURI", "Couldn't parse the specified URI.");
+            return gw_respond_known_error(q, S3_XML_INVALID_URI, NULL);
     }
     q->client = r->key;
     return MHD_YES;
@@ -157,14 +157,13 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
         const char *query = q->tgt.raw_query;
         if (query != NULL && strstr(query, "X-Amz-Signature=") != NULL &&
             drop_signature_params(q) == SC_ENOMEM)
-            return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
+            return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
         return MHD_YES;
     }
     struct header_list l = {.n = 0};
     MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect, &l);
     if (l.too_many)
-        return gw_respond_error(q, 400, "RequestHeaderSectionTooLarge",
-                                "Your request header section exceeds the maximum allowed size.");
+        return gw_respond_known_error(q, S3_XML_HEADERS_TOO_LARGE, NULL);
     struct s3_auth_input in = {
         .method = q->method,
         .raw_path = q->tgt.raw_path,
@@ -182,7 +181,7 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
         return refuse(q, e->status, e->code, r.message);
     }
     if (rc != SC_OK)
-        return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (r.kind != S3_AUTH_ANONYMOUS)
         return admit_key(q, &r);
     if (!g->cfg->allow_anonymous)

@@ -95,11 +95,10 @@ static enum MHD_Result respond_bodiless(struct gw_req *q, const struct answer *a
                                         const char *etag, const char *last_modified)
 {
     if (a->status == 412)
-        return gw_respond_error(q, 412, "PreconditionFailed",
-                                "At least one of the pre-conditions you specified did not hold");
+        return gw_respond_known_error(q, S3_XML_PRECONDITION_FAILED, NULL);
     if (a->status == 416) {
         q->x_cache = q->x_cache ? q->x_cache : "MISS";
-        return gw_respond_error(q, 416, "InvalidRange", "The requested range is not satisfiable");
+        return gw_respond_known_error(q, S3_XML_INVALID_RANGE, NULL);
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     if (resp == NULL)
@@ -406,8 +405,7 @@ enum MHD_Result gw_serve_relay(struct gw_req *q)
         count_read(q, GW_READ_MISS, 0);
     }
     if (h == NULL)
-        return gw_respond_error(q, 502, "ServiceUnavailable",
-                                "The upstream S3 endpoint could not be reached");
+        return gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL);
     if (q->ranged)
         return respond_from_range(q, h);
     return q->fill ? respond_from_fill(q, h) : respond_as_upstream(q, h);
@@ -436,7 +434,7 @@ static enum MHD_Result serve_miss(struct gw_req *q)
             return gw_proxy(q, NULL, &zero);
         }
     } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &as, &f, &started) != SC_OK) {
-        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
     }
     /* Another identity's fill: this one must be allowed to read the object first. */
     if (!started && !up_identity_same(&as, fill_identity(f)) && !gw_authz_admit(q, &ret)) {
@@ -522,7 +520,7 @@ enum MHD_Result gw_serve_revalidated(struct gw_req *q)
             /* This identity may no longer read it; the copy stays for the others. */
             gw_authz_record(q, false);
             gw_stat_add(q->g->stats.authz_denied, 1);
-            return gw_respond_error(q, 403, "AccessDenied", "Access Denied");
+            return gw_respond_known_error(q, S3_XML_ACCESS_DENIED, NULL);
         }
         fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
         store_remove(q->g->st, q->tgt.bucket, q->tgt.key);

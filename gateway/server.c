@@ -38,8 +38,14 @@ static atomic_uint_fast64_t request_counter;
 
 void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp)
 {
-    MHD_add_response_header(resp, "x-amz-request-id", q->request_id);
-    MHD_add_response_header(resp, "x-amz-id-2", q->request_id);
+    /* A response relayed from the upstream keeps the upstream's ids, which its error body
+     * names too; the gateway's own (the access log's) then goes beside them. */
+    if (MHD_get_response_header(resp, "x-amz-request-id") != NULL) {
+        MHD_add_response_header(resp, "x-s3cached-request-id", q->request_id);
+    } else {
+        MHD_add_response_header(resp, "x-amz-request-id", q->request_id);
+        MHD_add_response_header(resp, "x-amz-id-2", q->request_id);
+    }
     MHD_add_response_header(resp, "Server", "s3cached");
     if (q->x_cache)
         MHD_add_response_header(resp, "X-Cache", q->x_cache);
@@ -73,10 +79,15 @@ enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
     return gw_queue(q, status, resp);
 }
 
-static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e)
+enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message)
 {
     const struct s3_xml_error_info *info = s3_xml_error_info(e);
-    return gw_respond_error(q, info->status, info->code, info->message);
+    return gw_respond_error(q, info->status, info->code, message ? message : info->message);
+}
+
+static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e)
+{
+    return gw_respond_known_error(q, e, NULL);
 }
 
 /* ---- suspending and resuming a connection --------------------------------- */
@@ -266,8 +277,8 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         if (gw_is_probe(q))
             return gw_probe(q);
         if (atomic_load(&q->g->draining))
-            return gw_respond_error(q, 503, "ServiceUnavailable",
-                                    "The gateway is shutting down. Please try again.");
+            return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
+                                          "The gateway is shutting down. Please try again.");
         if (!q->have_target && !identify(q, &ret))
             return ret;
         return step_route(q, upload_data, upload_size);

@@ -209,3 +209,28 @@ def test_boto3_reads_with_checksum_mode_are_cached(upstream, gateway):
         gw.stats_when(lambda s: s["objects"] >= 1)
     assert seen and seen[0] in (b"ENABLED", "ENABLED"), seen
     assert results == ["MISS", "HIT"], results
+
+
+# ---- the gateway's errors and the upstream's ---------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/test/some-key", "/test?list-type=2"], ids=["fill", "pass"])
+def test_unreachable_upstream_is_502_bad_gateway_with_matching_request_id(gateway, path):
+    """No server at all on the upstream port: the gateway answers itself."""
+    dead = Upstream("dead", "http://127.0.0.1:%d" % proc.free_port(), "AKIDDEAD", "dead", "test")
+    gw = gateway(dead, extra_args=["--upstream-retries", "0"])
+    gw.require_real()
+    _assert_own_error(rawhttp.get(gw.endpoint, path), 502, "BadGateway")
+
+
+def test_relayed_upstream_errors_keep_the_upstreams_request_id(radosgw, gateway):
+    """radosgw names its request in the error body; the header must name the same one."""
+    gw = gateway(radosgw)
+    gw.require_real()
+    for path in ("/test/%s" % s3util.unique_key("missing"),  # a fill's error
+                 "/no-such-bucket-%s?list-type=2" % proc.free_port()):  # pass-through
+        r = rawhttp.get(gw.endpoint, path)
+        assert r.status == 404, (r.status, r.body[:300])
+        code, body_id = _error_fields(r.body)
+        assert body_id and r.headers.get("x-amz-request-id") == body_id, (
+            code, body_id, r.headers)
+        assert r.headers.get("x-s3cached-request-id"), r.headers  # the access log's id
