@@ -117,6 +117,28 @@ def test_sse_c_object_is_read_with_its_key_and_never_cached(radosgw, gateway):
     assert st["objects"] == 0 and st["hits"] == 0, st
 
 
+def test_plain_object_overwritten_with_sse_c_is_not_served_from_the_cache(radosgw, gateway):
+    """A cached plain object rewritten through the gateway as SSE-C: a read without the key
+    gets the upstream's refusal, never the old bytes; a read with it, the new ones."""
+    up = radosgw
+    gw = gateway(up)
+    gw.require_real()
+    client = s3util.client(gw.endpoint, gw.access_key, gw.secret_key)
+    key = s3util.unique_key("sse-c/rewritten")
+    path = "/%s/%s" % (up.bucket, s3util.quote_key(key))
+    old, new = b"plain old bytes" * 100, b"secret new bytes" * 100
+    client.put_object(Bucket=up.bucket, Key=key, Body=old)
+    assert rawhttp.get(gw.endpoint, path).body == old
+    gw.stats_when(lambda s: s["objects"] == 1)
+    client.put_object(Bucket=up.bucket, Key=key, Body=new, SSECustomerAlgorithm="AES256",
+                      SSECustomerKey=SSE_C_KEY)
+    r = rawhttp.get(gw.endpoint, path)
+    assert r.status == 400 and old not in r.body and new not in r.body, (r.status, r.body[:300])
+    r = s3util.raw(gw, "GET", path, headers=_sse_c_headers())
+    assert r.status == 200 and r.body == new and r.headers.get("x-cache") == "BYPASS"
+    assert gw.stats()["objects"] == 0
+
+
 @pytest.mark.parametrize("headers", [
     _sse_c_headers(),
     {"x-amz-request-payer": "requester"},
