@@ -152,8 +152,9 @@ static enum MHD_Result step_parse(struct gw_req *q)
     if (rc != SC_OK)
         return respond_known_error(q, fault_errors[fault]);
     q->have_target = true;
-    /* Anything else would go upstream signed with the gateway's credentials. */
-    if (q->tgt.method == S3_METHOD_OTHER)
+    /* Anything else would go upstream signed with the gateway's credentials; the admin API
+     * answers its own methods, in its own JSON. */
+    if (q->tgt.method == S3_METHOD_OTHER && q->tgt.kind != S3_REQ_ADMIN)
         return respond_known_error(q, S3_XML_METHOD_NOT_ALLOWED);
     pass_if_headers_need_upstream(q);
     return MHD_YES;

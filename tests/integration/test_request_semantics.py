@@ -6,6 +6,7 @@ The upstreams are s3rver and radosgw. Where only a fake can show what the gatewa
 (a header S3 would check, a request that must never reach the upstream), the recording
 fake of harness/faulty_upstream.py is used and named as such.
 """
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -69,6 +70,15 @@ def test_methods_s3_does_not_have_are_refused_before_the_upstream(faulty_upstrea
     assert fake.requests() == [], "a method S3 does not have was sent upstream, signed"
     r = rawhttp.get(gw.endpoint, "/test/k")  # the gateway still works
     assert r.status == 200 and r.body == b"object bytes", (r.status, r.body[:200])
+
+
+def test_admin_api_answers_other_methods_in_its_own_json(s3rver, gateway):
+    gw = gateway(s3rver)
+    gw.require_real()
+    r = rawhttp.exchange(gw.port, b"PATCH /_s3cached/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                  b"Content-Length: 0\r\n\r\n")
+    assert r.status == 405 and json.loads(r.body)["error"] == "MethodNotAllowed", (r.status,
+                                                                                  r.body)
 
 
 # ---- headers that change what S3 answers -------------------------------------------------------
