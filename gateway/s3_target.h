@@ -112,7 +112,9 @@ struct s3_target {
  *       query parameter other than "x-id" (added by SDK v3, any value).
  *       versionId, partNumber, response-*, uploadId, acl, tagging, torrent,
  *       attributes, presigned-URL parameters, and anything unknown make the
- *       request S3_REQ_PASS.
+ *       request S3_REQ_PASS. Headers are not seen here: the caller passes a
+ *       read with a header s3_target_header_needs_upstream() names. A method
+ *       that is S3_METHOD_OTHER still parses; the caller refuses it.
  */
 sc_code s3_target_parse(const char *method, const char *target, const char *host,
                         const char *vhost_domain, struct s3_target *out,
