@@ -138,9 +138,9 @@ static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *
     if (r->kind == S3_AUTH_PRESIGNED) {
         sc_code rc = drop_signature_params(q);
         if (rc == SC_ENOMEM)
-            return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+            return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
         if (rc != SC_OK)
-            return gw_respond_known_error(q, S3_XML_INVALID_URI, NULL);
+            return gw_respond_error(q, 400, "InvalidURI", "Couldn't parse the specified URI.");
     }
     q->client = r->key;
     return MHD_YES;
@@ -157,7 +157,7 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
         const char *query = q->tgt.raw_query;
         if (query != NULL && strstr(query, "X-Amz-Signature=") != NULL &&
             drop_signature_params(q) == SC_ENOMEM)
-            return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
+            return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
         return MHD_YES;
     }
     struct header_list l = {.n = 0};

@@ -248,7 +248,8 @@ static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum M
         *len = -1; /* no body */
         return true;
     }
-    *ret = gw_respond_known_error(q, S3_XML_MISSING_CONTENT_LENGTH, NULL);
+    *ret = gw_respond_error(q, 411, "MissingContentLength",
+                            "You must provide the Content-Length HTTP header.");
     return false;
 }
 
@@ -475,8 +476,8 @@ static enum MHD_Result end_body(struct gw_req *q)
     pthread_mutex_unlock(&u->mu);
     if (bad) {
         up_req_cancel(u->req);
-        return gw_respond_known_error(q, S3_XML_INCOMPLETE_BODY,
-                                      "The aws-chunked request body is malformed or incomplete");
+        return gw_respond_error(q, 400, "IncompleteBody",
+                                "The aws-chunked request body is malformed or incomplete");
     }
     if (resume_up)
         up_req_resume(u->req);
