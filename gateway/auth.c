@@ -192,8 +192,7 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
     struct header_list l = {.n = 0};
     MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect, &l);
     if (l.too_many)
-        return gw_respond_error(q, 400, "RequestHeaderSectionTooLarge",
-                                "Your request header section exceeds the maximum allowed size.");
+        return gw_respond_known_error(q, S3_XML_HEADERS_TOO_LARGE, NULL);
     struct s3_auth_input in = {
         .method = q->method,
         .raw_path = q->tgt.raw_path,
@@ -211,7 +210,7 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
         return refuse(q, e->status, e->code, r.message);
     }
     if (rc != SC_OK)
-        return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (r.kind != S3_AUTH_ANONYMOUS)
         return admit_key(q, &r);
     if (!g->cfg->allow_anonymous)

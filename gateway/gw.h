@@ -27,6 +27,7 @@
 #include "relay.h"
 #include "revalidate.h"
 #include "s3_target.h"
+#include "s3_xml.h"
 #include "stats.h"
 #include "upstream.h"
 
@@ -105,6 +106,13 @@ struct gw_req {
 enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
                                  const char *message);
 
+/*
+ * server.c: sends the S3 XML error of the gateway's error table (s3_xml.h) for e, with its
+ * usual message, or message when one helps more. Every error the gateway answers itself
+ * comes from the table.
+ */
+enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message);
+
 /* server.c: true for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. NULL is not loopback. */
 bool gw_addr_is_loopback(const struct sockaddr *sa);
 
@@ -122,7 +130,8 @@ struct MHD_Response *gw_buffer_response(const char *content_type, void *body, si
 /* server.c: the client's address, or NULL if libmicrohttpd does not say. */
 const struct sockaddr *gw_client_addr(struct gw_req *q);
 
-/* Adds the headers every response carries (request id). */
+/* Adds the headers every response carries: the request id (x-amz-request-id, x-amz-id-2), or,
+ * when resp already has the upstream's, x-s3cached-request-id beside them. */
 void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp);
 
 /* Queues resp with status, adds common headers, destroys the caller's reference. */

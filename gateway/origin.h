@@ -17,8 +17,9 @@ struct origin {
 };
 
 /*
- * @brief Fetches a whole object (GET, no conditions) for a cache fill, signed as
- * `as` says (the client that started the fill, or the gateway).
+ * @brief Fetches a whole object (GET, no conditions, with x-amz-checksum-mode: ENABLED so
+ * that its checksums come along) for a cache fill, signed as `as` says (the client that
+ * started the fill, or the gateway).
  * Callbacks and ownership as for up_submit().
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED.
  */

@@ -73,10 +73,11 @@ static const char *const dropped_request_headers[] = {
     "x-amz-sdk-checksum-algorithm",
 };
 
+/* The upstream's request ids pass: its error bodies name them (gw_add_common_headers). */
 static const char *const dropped_response_headers[] = {
-    "connection", "keep-alive",         "transfer-encoding", "content-length",
-    "upgrade",    "proxy-authenticate", "trailer",           "te",
-    "server",     "x-amz-request-id",   "x-amz-id-2",
+    "connection",     "keep-alive", "transfer-encoding",
+    "content-length", "upgrade",    "proxy-authenticate",
+    "trailer",        "te",         "server",
 };
 
 static bool in_list(const char *name, const char *const *list, size_t n)
@@ -355,8 +356,7 @@ static enum MHD_Result start(struct gw_req *q)
     struct fwd_headers fwd = {.n = 0};
     MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect_header, &fwd);
     if (fwd.too_many)
-        return gw_respond_error(q, 400, "RequestHeaderSectionTooLarge",
-                                "Your request header section exceeds the maximum allowed size.");
+        return gw_respond_known_error(q, S3_XML_HEADERS_TOO_LARGE, NULL);
     struct upload *u = upload_new(q);
     if (u == NULL)
         return MHD_NO;
@@ -388,7 +388,8 @@ static enum MHD_Result start(struct gw_req *q)
                              .idempotent = read};
     gw_sign_as(q, &req.as);
     if (submit(q, u, &req) != SC_OK)
-        return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
+        return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
+                                      "The gateway is shutting down. Please try again.");
     gw_stat_add(g->stats.passthrough, 1);
     if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
         q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */

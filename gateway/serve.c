@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../common/log.h"
 #include "cond.h"
@@ -44,6 +45,19 @@ static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t by
 static const char *header(struct gw_req *q, const char *name)
 {
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}
+
+/*
+ * The object's checksums (x-amz-checksum-*, stored since fills ask for them) go out as S3
+ * sends them: to a client that asked (x-amz-checksum-mode: ENABLED), on a whole object.
+ * On a part they would not match the bytes.
+ */
+static bool sends_object_header(struct gw_req *q, const char *name, int status)
+{
+    if (strncasecmp(name, "x-amz-checksum-", 15) != 0)
+        return true;
+    const char *mode = header(q, "x-amz-checksum-mode");
+    return status == 200 && mode != NULL && strcmp(mode, "ENABLED") == 0;
 }
 
 static struct answer decide(struct gw_req *q, const char *etag, const char *last_modified,
@@ -81,11 +95,10 @@ static enum MHD_Result respond_bodiless(struct gw_req *q, const struct answer *a
                                         const char *etag, const char *last_modified)
 {
     if (a->status == 412)
-        return gw_respond_error(q, 412, "PreconditionFailed",
-                                "At least one of the pre-conditions you specified did not hold");
+        return gw_respond_known_error(q, S3_XML_PRECONDITION_FAILED, NULL);
     if (a->status == 416) {
         q->x_cache = q->x_cache ? q->x_cache : "MISS";
-        return gw_respond_error(q, 416, "InvalidRange", "The requested range is not satisfiable");
+        return gw_respond_known_error(q, S3_XML_INVALID_RANGE, NULL);
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     if (resp == NULL)
@@ -173,8 +186,10 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     }
     size_t pos = 0;
     const char *name, *value;
-    while (hdrblob_next(hdrs, hlen, &pos, &name, &value))
-        MHD_add_response_header(resp, name, value);
+    while (hdrblob_next(hdrs, hlen, &pos, &name, &value)) {
+        if (sends_object_header(q, name, a.status))
+            MHD_add_response_header(resp, name, value);
+    }
     add_range_headers(resp, &a, size);
     if (stale) {
         MHD_add_response_header(resp, "Warning", "111 s3cached \"Revalidation Failed\"");
@@ -225,14 +240,22 @@ static struct MHD_Response *relay_response(struct gw_req *q, uint64_t start, uin
                                              read_relay, q, NULL);
 }
 
-static void add_relayed_headers(struct MHD_Response *resp, const struct relay_head *h,
-                                bool object_only)
+static void add_relayed_headers(struct MHD_Response *resp, const struct relay_head *h)
+{
+    for (size_t i = 0; i < h->n_headers; i++) {
+        if (proxy_passes_response_header(h->headers[i].name))
+            MHD_add_response_header(resp, h->headers[i].name, h->headers[i].value);
+    }
+}
+
+/* The object's own headers from a fill's head, for an answer with this status. */
+static void add_object_headers(struct gw_req *q, struct MHD_Response *resp,
+                               const struct relay_head *h, int status)
 {
     for (size_t i = 0; i < h->n_headers; i++) {
         const char *name = h->headers[i].name;
-        if (object_only ? !hdrblob_keeps(name) : !proxy_passes_response_header(name))
-            continue;
-        MHD_add_response_header(resp, name, h->headers[i].value);
+        if (hdrblob_keeps(name) && sends_object_header(q, name, status))
+            MHD_add_response_header(resp, name, h->headers[i].value);
     }
 }
 
@@ -252,7 +275,7 @@ static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_
              : relay_response(q, 0, len);
     if (resp == NULL)
         return MHD_NO;
-    add_relayed_headers(resp, h, false);
+    add_relayed_headers(resp, h);
     return gw_queue(q, (int)h->status, resp);
 }
 
@@ -299,7 +322,7 @@ static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_h
     struct MHD_Response *resp = relay_response(q, q->want_start - offset, q->want_len);
     if (resp == NULL)
         return MHD_NO;
-    add_relayed_headers(resp, fh, true);
+    add_object_headers(q, resp, fh, 206);
     add_range_headers(resp, &a, size);
     return gw_queue(q, 206, resp);
 }
@@ -366,7 +389,7 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
              : relay_response(q, a.start, a.len);
     if (resp == NULL)
         return MHD_NO;
-    add_relayed_headers(resp, h, true);
+    add_object_headers(q, resp, h, a.status);
     add_range_headers(resp, &a, size);
     return gw_queue(q, a.status, resp);
 }
@@ -382,8 +405,7 @@ enum MHD_Result gw_serve_relay(struct gw_req *q)
         count_read(q, GW_READ_MISS, 0);
     }
     if (h == NULL)
-        return gw_respond_error(q, 502, "ServiceUnavailable",
-                                "The upstream S3 endpoint could not be reached");
+        return gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL);
     if (q->ranged)
         return respond_from_range(q, h);
     return q->fill ? respond_from_fill(q, h) : respond_as_upstream(q, h);
@@ -412,7 +434,7 @@ static enum MHD_Result serve_miss(struct gw_req *q)
             return gw_proxy(q, NULL, &zero);
         }
     } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &as, &f, &started) != SC_OK) {
-        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
     }
     /* Another identity's fill: this one must be allowed to read the object first. */
     if (!started && !up_identity_same(&as, fill_identity(f)) && !gw_authz_admit(q, &ret)) {
@@ -498,7 +520,7 @@ enum MHD_Result gw_serve_revalidated(struct gw_req *q)
             /* This identity may no longer read it; the copy stays for the others. */
             gw_authz_record(q, false);
             gw_stat_add(q->g->stats.authz_denied, 1);
-            return gw_respond_error(q, 403, "AccessDenied", "Access Denied");
+            return gw_respond_known_error(q, S3_XML_ACCESS_DENIED, NULL);
         }
         fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
         store_remove(q->g->st, q->tgt.bucket, q->tgt.key);

@@ -40,8 +40,14 @@ static atomic_uint_fast64_t request_counter;
 
 void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp)
 {
-    MHD_add_response_header(resp, "x-amz-request-id", q->request_id);
-    MHD_add_response_header(resp, "x-amz-id-2", q->request_id);
+    /* A response relayed from the upstream keeps the upstream's ids, which its error body
+     * names too; the gateway's own (the access log's) then goes beside them. */
+    if (MHD_get_response_header(resp, "x-amz-request-id") != NULL) {
+        MHD_add_response_header(resp, "x-s3cached-request-id", q->request_id);
+    } else {
+        MHD_add_response_header(resp, "x-amz-request-id", q->request_id);
+        MHD_add_response_header(resp, "x-amz-id-2", q->request_id);
+    }
     MHD_add_response_header(resp, "Server", "s3cached");
     if (q->x_cache)
         MHD_add_response_header(resp, "X-Cache", q->x_cache);
@@ -75,10 +81,15 @@ enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
     return gw_queue(q, status, resp);
 }
 
-static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e)
+enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message)
 {
     const struct s3_xml_error_info *info = s3_xml_error_info(e);
-    return gw_respond_error(q, info->status, info->code, info->message);
+    return gw_respond_error(q, info->status, info->code, message ? message : info->message);
+}
+
+static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e)
+{
+    return gw_respond_known_error(q, e, NULL);
 }
 
 /* An error from the table, with a message that says what exactly was wrong. */
@@ -110,6 +121,26 @@ void gw_waiter_init(struct gw_req *q)
 
 /* ---- the request path ------------------------------------------------------ */
 
+static enum MHD_Result note_upstream_header(void *cls, enum MHD_ValueKind kind, const char *name,
+                                            const char *value)
+{
+    bool *needs_upstream = cls;
+    *needs_upstream = s3_target_header_needs_upstream(name, value);
+    return *needs_upstream ? MHD_NO : MHD_YES;
+}
+
+/* An object read with a header a cached copy cannot honour (SSE-C, request payer...) is
+ * forwarded, uncached. */
+static void pass_if_headers_need_upstream(struct gw_req *q)
+{
+    bool needs_upstream = false;
+    if (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT)
+        return;
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, note_upstream_header, &needs_upstream);
+    if (needs_upstream)
+        q->tgt.kind = S3_REQ_PASS;
+}
+
 /* Step 1: the raw target into bucket, key and kind. */
 static enum MHD_Result step_parse(struct gw_req *q)
 {
@@ -131,6 +162,11 @@ static enum MHD_Result step_parse(struct gw_req *q)
     if (rc != SC_OK)
         return respond_known_error(q, fault_errors[fault]);
     q->have_target = true;
+    /* Anything else would go upstream signed with the gateway's credentials; the admin API
+     * answers its own methods, in its own JSON. */
+    if (q->tgt.method == S3_METHOD_OTHER && q->tgt.kind != S3_REQ_ADMIN)
+        return respond_known_error(q, S3_XML_METHOD_NOT_ALLOWED);
+    pass_if_headers_need_upstream(q);
     return MHD_YES;
 }
 
@@ -343,8 +379,8 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         if (gw_is_probe(q))
             return gw_probe(q);
         if (atomic_load(&q->g->draining))
-            return gw_respond_error(q, 503, "ServiceUnavailable",
-                                    "The gateway is shutting down. Please try again.");
+            return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
+                                          "The gateway is shutting down. Please try again.");
         if (!q->have_target && !identify(q, &ret))
             return ret;
         return step_route(q, upload_data, upload_size);

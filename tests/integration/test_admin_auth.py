@@ -195,8 +195,10 @@ def raw_admin(gw, method, path, headers):
     {"Sec-Fetch-Site": "same-site"},
     {"Origin": "http://evil.example"},
     {"Origin": "http://127.0.0.1:1"},
+    {"Origin": "null"},  # sandboxed iframes, file: pages, some redirects: an opaque origin
     {"Host": "evil.example:8080"},
-], ids=["cross-site", "same-site", "foreign-origin", "other-port-origin", "rebound-host"])
+], ids=["cross-site", "same-site", "foreign-origin", "other-port-origin", "null-origin",
+        "rebound-host"])
 def test_browser_requests_from_other_sites_are_refused(upstream, gateway, headers):
     gw = gateway(upstream)
     gw.require_real()

@@ -8,7 +8,8 @@ on demand, reset a connection before any header or mid-body, or trickle a body.
 
 It serves GET and HEAD on path-style "/BUCKET/KEY" for keys a test put there,
 each with one Fault, and counts the requests per (method, key) so a test can
-tell how many upstream fetches the gateway made. Unknown keys get 404
+tell how many upstream fetches the gateway made, and records every request
+with its headers (requests()) so a test can see what the gateway sent. Unknown keys get 404
 NoSuchKey; other methods get 501. It ignores signatures (the gateway may sign
 with any credentials, or none) and Range (it always answers the whole
 object, which the gateway must cope with anyway).
@@ -102,10 +103,11 @@ def trickle(chunk, interval):
 
 
 class _Object:
-    def __init__(self, body, fault):
+    def __init__(self, body, fault, checksums):
         self.body = body
         self.fault = fault
         self.md5 = hashlib.md5(body).hexdigest()
+        self.checksums = dict(checksums or {})
 
 
 class _Closed(Exception):
@@ -122,6 +124,7 @@ class FaultyUpstream:
         self._objects = {}
         self._counts = {}
         self._body_bytes = {}
+        self._requests = []
         self._stopping = threading.Event()
         self._listener = None
         self._conns = set()
@@ -137,10 +140,11 @@ class FaultyUpstream:
         """The Upstream to hand to the gateway factory (dummy credentials)."""
         return Upstream("faulty", self.endpoint, ACCESS_KEY, SECRET_KEY, self.bucket)
 
-    def put(self, key, body, fault=None):
-        """Serves body at key with fault (default: normal)."""
+    def put(self, key, body, fault=None, checksums=None):
+        """Serves body at key with fault (default: normal). checksums ({"x-amz-checksum-crc32":
+        value, ...}) are sent, as S3 does, only to requests with x-amz-checksum-mode: ENABLED."""
         with self._lock:
-            self._objects[key] = _Object(bytes(body), fault or normal())
+            self._objects[key] = _Object(bytes(body), fault or normal(), checksums)
 
     def set_fault(self, key, fault):
         """Changes how an existing key is served from the next request on."""
@@ -153,6 +157,11 @@ class FaultyUpstream:
             if method is None:
                 return sum(n for (_, k), n in self._counts.items() if k == key)
             return self._counts.get((method, key), 0)
+
+    def requests(self):
+        """Every request received so far, in order: (method, target, lower-cased headers)."""
+        with self._lock:
+            return list(self._requests)
 
     def body_bytes_sent(self, key):
         """Body bytes written to sockets for key, over all requests."""
@@ -215,8 +224,10 @@ class FaultyUpstream:
             while not self._stopping.is_set():
                 head = self._read_head(conn, buf)
                 method, target, headers = self._parse_head(head)
+                with self._lock:
+                    self._requests.append((method, target, headers))
                 self._skip_body(conn, buf, headers)
-                keep = self._answer(conn, method, target)
+                keep = self._answer(conn, method, target, headers)
                 if not keep or headers.get("connection", "").lower() == "close":
                     break
         except (_Closed, OSError, ValueError):
@@ -272,7 +283,7 @@ class FaultyUpstream:
         bucket, _, key = path.lstrip("/").partition("/")
         return (key if bucket == self.bucket else None), bucket
 
-    def _answer(self, conn, method, target):
+    def _answer(self, conn, method, target, headers):
         """Answers one request; returns whether the connection may serve another."""
         key, bucket = self._key_of(target)
         with self._lock:
@@ -293,7 +304,8 @@ class FaultyUpstream:
             raise _Closed()
         if slowed:
             return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
-        return self._send_object(conn, method, key, obj, fault)
+        checksums = obj.checksums if headers.get("x-amz-checksum-mode") == "ENABLED" else {}
+        return self._send_object(conn, method, key, obj, fault, checksums)
 
     @staticmethod
     def _reset(conn):
@@ -317,7 +329,7 @@ class FaultyUpstream:
         conn.sendall(head + (body if method != "HEAD" else b""))
         return True
 
-    def _send_object(self, conn, method, key, obj, fault):
+    def _send_object(self, conn, method, key, obj, fault, checksums):
         body = obj.body
         length = len(body)
         etag = '"%s"' % obj.md5
@@ -330,7 +342,7 @@ class FaultyUpstream:
         conn.sendall(self._head_bytes(200, "OK", [
             ("Content-Type", "application/octet-stream"), ("Content-Length", str(length)),
             ("ETag", etag), ("Last-Modified", LAST_MODIFIED),
-            ("Accept-Ranges", "bytes"), ("x-amz-request-id", "FAKE")]))
+            ("Accept-Ranges", "bytes"), ("x-amz-request-id", "FAKE")] + list(checksums.items())))
         if method == "HEAD":
             return True
         kind = fault.kind
