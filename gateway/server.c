@@ -92,14 +92,6 @@ static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e
     return gw_respond_known_error(q, e, NULL);
 }
 
-/* An error from the table, with a message that says what exactly was wrong. */
-static enum MHD_Result respond_known_error_saying(struct gw_req *q, enum s3_xml_error e,
-                                                  const char *message)
-{
-    const struct s3_xml_error_info *info = s3_xml_error_info(e);
-    return gw_respond_error(q, info->status, info->code, message);
-}
-
 /* ---- suspending and resuming a connection --------------------------------- */
 
 static void park_connection(void *arg)
@@ -356,7 +348,7 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         gw_stat_add(q->g->stats.requests, 1);
         const char *fault = framing_fault(q);
         if (fault != NULL) /* refused before any body byte is read, and the connection closed */
-            return respond_known_error_saying(q, S3_XML_INVALID_REQUEST, fault);
+            return gw_respond_known_error(q, S3_XML_INVALID_REQUEST, fault);
         if (!has_body(q))
             return MHD_YES;
         /* With a body: refuse a bad target or signature now, not after reading the body. */
