@@ -150,9 +150,10 @@ enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
 
 /*
  * proxy.c: fetches bytes [start, start + len) of the request's object with an explicit
- * ranged GET, into a fresh windowed relay that becomes q->relay (q->fill is kept).
+ * ranged GET, If-Match: etag (the version the fill serves), into a fresh windowed relay that
+ * becomes q->relay (q->fill is kept).
  */
-sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len);
+sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, const char *etag);
 /* proxy.c: after the upstream's head, drop cached copies the request changed. */
 void gw_proxy_after_head(struct gw_req *q, long status);
 /* proxy.c: ends the pass-through transfer of a request that is going away. */

@@ -377,17 +377,17 @@ static enum MHD_Result start(struct gw_req *q)
     return len >= 0 ? MHD_YES : gw_serve_relay(q);
 }
 
-sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
+sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, const char *etag)
 {
     char range[64];
     snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)start,
              (unsigned long long)(start + len - 1));
-    struct up_header h = {"Range", range};
+    struct up_header h[] = {{"Range", range}, {"If-Match", etag}};
     struct up_request req = {.method = "GET",
                              .bucket = q->tgt.bucket,
                              .key = q->tgt.key,
-                             .headers = &h,
-                             .n_headers = 1,
+                             .headers = h,
+                             .n_headers = 2,
                              .body_length = -1,
                              .idempotent = true};
     gw_sign_as(q, &req.as);

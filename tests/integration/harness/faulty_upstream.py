@@ -3,13 +3,15 @@
 This is NOT an S3 implementation and must not stand in for one: the tests of
 normal behaviour run against s3rver and radosgw. It exists only because a real
 S3 server cannot be made to cut a body short, lie in Content-Length, stall
-mid-transfer, send an ETag that does not match the body, answer 503 SlowDown
-on demand, reset a connection before any header or mid-body, or trickle a body.
+mid-transfer, send an ETag or checksum that does not match the body, leave the
+ETag out of a 200, answer 503 SlowDown on demand, reset a connection before any
+header or mid-body, or trickle a body (s3rver and radosgw send no x-amz-checksum-*
+headers, so the checksum path is tested here too).
 
 It serves GET and HEAD on path-style "/BUCKET/KEY" for keys a test put there,
 each with one Fault, and counts the requests per (method, key) so a test can
-tell how many upstream fetches the gateway made. Unknown keys get 404
-NoSuchKey; other methods get 501. It ignores signatures (the gateway may sign
+tell how many upstream fetches the gateway made, and keeps each request's
+headers. Unknown keys get 404 NoSuchKey; other methods get 501. It ignores signatures (the gateway may sign
 with any credentials, or none) and Range (it always answers the whole
 object, which the gateway must cope with anyway).
 
@@ -50,12 +52,22 @@ class Fault:
     times: int = 0  # how many requests a 503 fault answers before the object is served
     chunk: int = 4096  # trickle: bytes per send
     interval: float = 0.0  # trickle: pause between sends
-    etag: str = None  # the ETag header verbatim; None: the quoted MD5 of the body
+    etag: str = None  # the ETag header verbatim; None: the quoted MD5 of the body; "": no ETag
+    # x-amz-checksum-* headers (name -> value) sent, as S3 does, only to a GET or HEAD that
+    # carries x-amz-checksum-mode: ENABLED
+    checksums: dict = None
 
 
-def normal(etag=None):
-    """200 with the right Content-Length and an ETag that is the body's MD5 (or etag)."""
-    return Fault("normal", etag=etag)
+def normal(etag=None, checksums=None):
+    """200 with the right Content-Length and an ETag that is the body's MD5 (or etag).
+
+    checksums: x-amz-checksum-* headers to send when the request asks for them."""
+    return Fault("normal", etag=etag, checksums=checksums)
+
+
+def no_etag():
+    """200 with the right Content-Length and body, and no ETag header at all."""
+    return Fault("normal", etag="")
 
 
 def truncated(after):
@@ -121,6 +133,7 @@ class FaultyUpstream:
         self._lock = threading.Lock()
         self._objects = {}
         self._counts = {}
+        self._requests = {}
         self._body_bytes = {}
         self._stopping = threading.Event()
         self._listener = None
@@ -153,6 +166,11 @@ class FaultyUpstream:
             if method is None:
                 return sum(n for (_, k), n in self._counts.items() if k == key)
             return self._counts.get((method, key), 0)
+
+    def request_headers(self, key, method="GET"):
+        """The headers (lower-cased names) of each request received for key with method."""
+        with self._lock:
+            return list(self._requests.get((method, key), []))
 
     def body_bytes_sent(self, key):
         """Body bytes written to sockets for key, over all requests."""
@@ -216,7 +234,7 @@ class FaultyUpstream:
                 head = self._read_head(conn, buf)
                 method, target, headers = self._parse_head(head)
                 self._skip_body(conn, buf, headers)
-                keep = self._answer(conn, method, target)
+                keep = self._answer(conn, method, target, headers)
                 if not keep or headers.get("connection", "").lower() == "close":
                     break
         except (_Closed, OSError, ValueError):
@@ -272,11 +290,12 @@ class FaultyUpstream:
         bucket, _, key = path.lstrip("/").partition("/")
         return (key if bucket == self.bucket else None), bucket
 
-    def _answer(self, conn, method, target):
+    def _answer(self, conn, method, target, headers):
         """Answers one request; returns whether the connection may serve another."""
         key, bucket = self._key_of(target)
         with self._lock:
             self._counts[(method, key)] = self._counts.get((method, key), 0) + 1
+            self._requests.setdefault((method, key), []).append(headers)
             obj = self._objects.get(key) if key is not None else None
             fault = obj.fault if obj else None
             slowed = fault is not None and fault.kind == "slowdown" and fault.times > 0
@@ -293,7 +312,8 @@ class FaultyUpstream:
             raise _Closed()
         if slowed:
             return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
-        return self._send_object(conn, method, key, obj, fault)
+        wants_checksum = headers.get("x-amz-checksum-mode", "").upper() == "ENABLED"
+        return self._send_object(conn, method, key, obj, fault, wants_checksum)
 
     @staticmethod
     def _reset(conn):
@@ -317,7 +337,7 @@ class FaultyUpstream:
         conn.sendall(head + (body if method != "HEAD" else b""))
         return True
 
-    def _send_object(self, conn, method, key, obj, fault):
+    def _send_object(self, conn, method, key, obj, fault, wants_checksum=False):
         body = obj.body
         length = len(body)
         etag = '"%s"' % obj.md5
@@ -327,10 +347,14 @@ class FaultyUpstream:
             etag = '"%s"' % hashlib.md5(b"not the body" + body).hexdigest()
         if fault.etag is not None:
             etag = fault.etag
-        conn.sendall(self._head_bytes(200, "OK", [
-            ("Content-Type", "application/octet-stream"), ("Content-Length", str(length)),
-            ("ETag", etag), ("Last-Modified", LAST_MODIFIED),
-            ("Accept-Ranges", "bytes"), ("x-amz-request-id", "FAKE")]))
+        headers = [("Content-Type", "application/octet-stream"), ("Content-Length", str(length))]
+        if etag != "":
+            headers.append(("ETag", etag))
+        headers += [("Last-Modified", LAST_MODIFIED), ("Accept-Ranges", "bytes"),
+                    ("x-amz-request-id", "FAKE")]
+        if wants_checksum and fault.checksums:
+            headers += sorted(fault.checksums.items())
+        conn.sendall(self._head_bytes(200, "OK", headers))
         if method == "HEAD":
             return True
         kind = fault.kind
