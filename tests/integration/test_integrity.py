@@ -202,6 +202,22 @@ def test_fake_md5_mismatch_fails_every_concurrent_reader_of_the_fill(faulty_upst
     assert st["fills_stored"] == 0 and st["objects"] == 0, st
 
 
+def test_fake_md5_mismatch_of_an_object_too_big_to_cache_fails_the_transfer_too(
+        faulty_upstream, gateway):
+    # Streamed through a bounded window, never stored: still checked before its last byte.
+    fake = faulty_upstream
+    key = "md5/big"
+    body = s3util.data(3 * MiB + 5, seed=key)
+    fake.put(key, body, faults.bad_md5())
+    gw = _start(gateway, fake, "--max-object-size", "1M")
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    _assert_failed_transfer(r, body)
+    assert r.headers.get("x-cache") == "BYPASS"
+    assert "does not match its ETag" in _log(gw)
+    fake.set_fault(key, faults.normal())
+    _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body, "BYPASS")
+
+
 # ---- item 4: a range beside a fill is of the fill's version ---------------------------------
 
 
