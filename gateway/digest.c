@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../common/log.h"
 #include "../store/crc32c.h"
 
 #define CRC32_POLY     0xedb88320u           /* reflected 0x04c11db7 */
@@ -97,10 +98,19 @@ static bool is_composite(const struct up_header *h, size_t n, const char *value)
     return strchr(value, '-') != NULL || (type != NULL && strcasecmp(type, "COMPOSITE") == 0);
 }
 
+/* SSE-KMS (aws:kms, aws:kms:dsse) and SSE-C objects have ETags that look like an MD5 but are
+ * not the MD5 of the body (SSE-S3 ones are). */
+static bool etag_may_be_md5(const struct up_header *h, size_t n)
+{
+    const char *sse = up_header_get(h, n, "x-amz-server-side-encryption");
+    return (sse == NULL || strncasecmp(sse, "aws:kms", 7) != 0) &&
+           up_header_get(h, n, "x-amz-server-side-encryption-customer-algorithm") == NULL;
+}
+
 /* Picks what to check (d->kind, d->name, d->want); false if the head offers nothing. */
 static bool choose(digest *d, const struct up_header *h, size_t n)
 {
-    if (up_etag_md5(up_header_get(h, n, "etag"), d->want)) {
+    if (etag_may_be_md5(h, n) && up_etag_md5(up_header_get(h, n, "etag"), d->want)) {
         d->kind = K_MD5_ETAG;
         d->name = "ETag";
         return true;
@@ -199,4 +209,43 @@ void digest_free(digest *d)
         return;
     EVP_MD_CTX_free(d->md);
     free(d);
+}
+
+void body_check_start(struct body_check *c, const struct up_head *head)
+{
+    body_check_release(c);
+    c->active = head->status == 200;
+    c->length = head->content_length;
+    if (c->active && digest_for(head->headers, head->n_headers, &c->digest) != SC_OK)
+        c->broken = true;
+}
+
+void body_check_add(struct body_check *c, const void *p, size_t n)
+{
+    c->received += n;
+    if (c->digest && !c->broken && digest_update(c->digest, p, n) != SC_OK)
+        c->broken = true;
+}
+
+sc_code body_check_verdict(struct body_check *c, sc_code rc, const char *bucket, const char *key)
+{
+    if (rc != SC_OK || !c->active)
+        return rc;
+    if (c->length >= 0 && c->received != (uint64_t)c->length) {
+        sc_warn("upstream body of %s/%s is %llu bytes, not the %lld announced: the transfer fails",
+                bucket, key, (unsigned long long)c->received, (long long)c->length);
+        return SC_EMISMATCH;
+    }
+    if (c->broken || (c->digest && !digest_matches(c->digest))) {
+        sc_warn("upstream body of %s/%s does not match its %s: the transfer fails", bucket, key,
+                c->digest ? digest_name(c->digest) : "digest");
+        return SC_EMISMATCH;
+    }
+    return SC_OK;
+}
+
+void body_check_release(struct body_check *c)
+{
+    digest_free(c->digest);
+    *c = (struct body_check){.length = -1};
 }

@@ -6,6 +6,8 @@
  * with `x-amz-checksum-mode: ENABLED`, a full-object checksum: one of
  * x-amz-checksum-crc64nvme, -crc32c, -crc32, -sha256, -sha1, base64 of the big-endian
  * value. The MD5 is used where there is one; otherwise the first checksum of that list.
+ * SSE-KMS and SSE-C objects have ETags that look like an MD5 but are not one: for them
+ * only a checksum counts.
  * A multipart ETag ("...-N") and a COMPOSITE checksum (x-amz-checksum-type: COMPOSITE,
  * or a value ending in "-N") describe the parts, not the body: nothing to check then.
  *
@@ -53,5 +55,34 @@ const char *digest_name(const digest *d);
 
 /* @brief Frees the check. NULL is a no-op. */
 void digest_free(digest *d);
+
+/*
+ * A 200's body checked as it streams to its readers: its length against Content-Length, and
+ * its digest where the head offers one. The relay that carries it must hold the last byte
+ * back (relay_hold_tail) and finish with the verdict, so that a body that fails the check
+ * reaches no reader as a success. Zero-initialize; used on the upstream thread only.
+ */
+struct body_check {
+    bool active;       /* a 200 whose body is checked */
+    bool broken;       /* the digest itself failed: the body cannot be verified */
+    digest *digest;    /* NULL: the length is all there is to check */
+    int64_t length;    /* announced, or -1 */
+    uint64_t received; /* body bytes added */
+};
+
+/* @brief Starts checking the body of head, if it is a 200. Cannot fail (see broken). */
+void body_check_start(struct body_check *c, const struct up_head *head);
+
+/* @brief Adds the next n body bytes (those the relay took). */
+void body_check_add(struct body_check *c, const void *p, size_t n);
+
+/*
+ * @brief The verdict on a transfer that ended with rc: rc itself unless SC_OK, else SC_OK or
+ * SC_EMISMATCH (the length or digest is wrong; logged with bucket/key and what failed).
+ */
+sc_code body_check_verdict(struct body_check *c, sc_code rc, const char *bucket, const char *key);
+
+/* @brief Frees what the check holds; it may be started again. */
+void body_check_release(struct body_check *c);
 
 #endif

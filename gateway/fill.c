@@ -40,13 +40,10 @@ struct fill {
     bool cacheable;   /* decided at the head (upstream thread) */
     char *hdrs;       /* replayable headers, for the store */
     size_t hdrs_len;
-    digest *digest;             /* what the body is checked against (digest.h), or NULL */
-    bool digest_failed;         /* the check itself failed: the body cannot be verified */
-    uint64_t received;          /* body bytes taken */
+    struct body_check check;    /* the body's length and digest (digest.h) */
     long status;                /* the upstream's, once the head is in */
     int64_t length;             /* its Content-Length, or -1 */
     bool no_etag;               /* a 200 without an ETag: never cached */
-    bool mismatch;              /* the body did not match its length, ETag or checksum */
     bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
     struct fill_watch *watches; /* notified when the fill ends (table lock) */
     fill *next;
@@ -94,7 +91,7 @@ static void fill_unref(fill *f)
         return;
     relay_unref(f->relay);
     up_req_release(f->req);
-    digest_free(f->digest);
+    body_check_release(&f->check);
     free(f->hdrs);
     free(f->bucket);
     free(f->key);
@@ -151,7 +148,7 @@ static sc_code failure_of(const fill *f, sc_code rc)
         return SC_EUPSTREAM;
     if (f->length >= 0 && (uint64_t)f->length > f->t->ctx->max_object_size)
         return SC_ETOOBIG;
-    if (f->mismatch || rc == SC_EMISMATCH)
+    if (rc == SC_EMISMATCH)
         return SC_EMISMATCH;
     return rc == SC_OK ? SC_EUPSTREAM : rc;
 }
@@ -176,18 +173,6 @@ static void abandon_if_unread(fill *f)
 
 /* ---- the upstream side (upstream thread) --------------------------------- */
 
-/*
- * Readies the check of an object's body: its MD5 ETag or full-object checksum, and its
- * length. Every reader's last byte waits for the verdict (relay_hold_tail), so a body that
- * fails reaches no client as a success, cached or not.
- */
-static void start_verification(fill *f, const struct up_head *head)
-{
-    relay_hold_tail(f->relay);
-    if (digest_for(head->headers, head->n_headers, &f->digest) != SC_OK)
-        f->digest_failed = true;
-}
-
 static void on_head(void *arg, const struct up_head *head)
 {
     fill *f = arg;
@@ -202,8 +187,11 @@ static void on_head(void *arg, const struct up_head *head)
     if (f->cacheable &&
         hdrblob_encode(head->headers, head->n_headers, &f->hdrs, &f->hdrs_len) != SC_OK)
         f->cacheable = false;
-    if (head->status == 200)
-        start_verification(f, head);
+    /* The body's length and MD5 ETag or checksum are checked, cached or not; every reader's
+     * last byte waits for the verdict, so a body that fails reaches no client as a success. */
+    body_check_start(&f->check, head);
+    if (f->check.active)
+        relay_hold_tail(f->relay);
     if (f->no_etag)
         sc_warn("upstream sent %s/%s without an ETag: relayed, not cached", f->bucket, f->key);
     if (!f->cacheable)
@@ -223,35 +211,8 @@ static bool on_body(void *arg, const char *p, size_t n)
     if (!relay_push(f->relay, p, n))
         return false;
     gw_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
-    f->received += n;
-    if (f->digest && digest_update(f->digest, p, n) != SC_OK)
-        f->digest_failed = true;
+    body_check_add(&f->check, p, n);
     return true;
-}
-
-/*
- * The fill's verdict on a transfer that ended well: the body is exactly as long as announced
- * and matches its ETag or checksum (a multipart ETag without a full-object checksum leaves
- * only the length to check). The relay's readers get their last byte only if it holds.
- */
-static sc_code verdict(fill *f, sc_code rc)
-{
-    if (rc != SC_OK || f->status != 200)
-        return rc;
-    if (f->length >= 0 && f->received != (uint64_t)f->length) {
-        sc_warn("upstream body of %s/%s is %llu bytes, not the %lld announced: not served whole, "
-                "not cached",
-                f->bucket, f->key, (unsigned long long)f->received, (long long)f->length);
-        f->mismatch = true;
-        return SC_EMISMATCH;
-    }
-    if (f->digest_failed || (f->digest && !digest_matches(f->digest))) {
-        sc_warn("upstream body of %s/%s does not match its %s: not served whole, not cached",
-                f->bucket, f->key, f->digest ? digest_name(f->digest) : "digest");
-        f->mismatch = true;
-        return SC_EMISMATCH;
-    }
-    return SC_OK;
 }
 
 static void on_stored(void *arg, sc_code rc)
@@ -271,7 +232,7 @@ static void on_done(void *arg, sc_code rc)
 {
     fill *f = arg;
     const struct fill_ctx *ctx = f->t->ctx;
-    rc = verdict(f, rc);
+    rc = body_check_verdict(&f->check, rc, f->bucket, f->key);
     if (rc != SC_OK)
         unlist_locked(f); /* before its readers learn: a retry starts a new fill, not this one */
     relay_finish(f->relay, rc);

@@ -92,6 +92,33 @@ static void multipart_etags_and_composite_checksums_give_nothing_to_check(void *
     assert_null(d);
 }
 
+/* Their ETags look like an MD5 but are not the body's: only a checksum counts. */
+static void sse_kms_and_sse_c_etags_are_not_taken_for_an_md5(void **state)
+{
+    static const struct up_header kms[][2] = {
+        {{"ETag", "\"0123456789abcdef0123456789abcdef\""},
+         {"x-amz-server-side-encryption", "aws:kms"}},
+        {{"ETag", "\"0123456789abcdef0123456789abcdef\""},
+         {"x-amz-server-side-encryption", "aws:kms:dsse"}},
+        {{"ETag", "\"0123456789abcdef0123456789abcdef\""},
+         {"x-amz-server-side-encryption-customer-algorithm", "AES256"}},
+    };
+    for (size_t i = 0; i < sizeof(kms) / sizeof(kms[0]); i++) {
+        digest *d = (digest *)&kms; /* must be overwritten */
+        assert_int_equal(digest_for(kms[i], 2, &d), SC_OK);
+        assert_null(d);
+    }
+    const char *name = NULL;
+    struct up_header sse_s3[] = {{"ETag", "\"25f9e794323b453885f5181f1b624d0b\""},
+                                 {"x-amz-server-side-encryption", "AES256"}};
+    assert_true(verdict(sse_s3, 2, &name));
+    struct up_header kms_sum[] = {{"ETag", "\"0123456789abcdef0123456789abcdef\""},
+                                  {"x-amz-server-side-encryption", "aws:kms"},
+                                  {"x-amz-checksum-crc32", "y/Q5Jg=="}};
+    assert_true(verdict(kms_sum, 3, &name));
+    assert_string_equal(name, "x-amz-checksum-crc32");
+}
+
 static void a_full_object_type_is_checked(void **state)
 {
     const char *name = NULL;
@@ -107,6 +134,7 @@ int main(void)
         cmocka_unit_test(a_wrong_or_malformed_value_never_matches),
         cmocka_unit_test(the_md5_etag_is_preferred_then_the_first_checksum),
         cmocka_unit_test(multipart_etags_and_composite_checksums_give_nothing_to_check),
+        cmocka_unit_test(sse_kms_and_sse_c_etags_are_not_taken_for_an_md5),
         cmocka_unit_test(a_full_object_type_is_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -56,13 +56,15 @@ class Fault:
     # x-amz-checksum-* headers (name -> value) sent, as S3 does, only to a GET or HEAD that
     # carries x-amz-checksum-mode: ENABLED
     checksums: dict = None
+    headers: dict = None  # more response headers (name -> value), sent to every GET and HEAD
 
 
-def normal(etag=None, checksums=None):
+def normal(etag=None, checksums=None, headers=None):
     """200 with the right Content-Length and an ETag that is the body's MD5 (or etag).
 
-    checksums: x-amz-checksum-* headers to send when the request asks for them."""
-    return Fault("normal", etag=etag, checksums=checksums)
+    checksums: x-amz-checksum-* headers to send when the request asks for them;
+    headers: more headers to send with every answer."""
+    return Fault("normal", etag=etag, checksums=checksums, headers=headers)
 
 
 def no_etag():
@@ -354,6 +356,8 @@ class FaultyUpstream:
                     ("x-amz-request-id", "FAKE")]
         if wants_checksum and fault.checksums:
             headers += sorted(fault.checksums.items())
+        if fault.headers:
+            headers += sorted(fault.headers.items())
         conn.sendall(self._head_bytes(200, "OK", headers))
         if method == "HEAD":
             return True
