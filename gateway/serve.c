@@ -417,6 +417,11 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
              : relay_response(q, a.start, a.len);
     if (resp == NULL)
         return MHD_NO;
+    /* A range that ends near the end of the object waits for the fill's verdict before its
+     * last byte, as the whole object does (relay_hold_tail): at most FILL_RANGE_SLACK more
+     * bytes to wait for. One that ends further in is served as it arrives, unverified. */
+    if (!head && a.status == 206 && size - (a.start + a.len) <= FILL_RANGE_SLACK)
+        relay_hold_from(q->relay, &q->cursor, a.start + a.len - 1);
     add_relayed_headers(resp, h, true, a.status);
     add_range_headers(resp, &a, size);
     return gw_queue(q, a.status, resp);

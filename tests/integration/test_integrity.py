@@ -236,6 +236,25 @@ def test_fake_md5_mismatch_of_an_object_too_big_to_cache_fails_the_transfer_too(
     _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body, "BYPASS")
 
 
+@pytest.mark.parametrize("rng", ["bytes=0-99", "bytes=150000-150099"])
+def test_fake_md5_mismatch_fails_a_range_of_a_small_object_read_from_its_fill(
+        faulty_upstream, gateway, rng):
+    # A range that ends within 256 KiB of the end waits for the fill's verdict; a small
+    # object's ranges all do.
+    fake = faulty_upstream
+    key = "md5/small-range"
+    body = s3util.data(200 * KiB, seed=key)
+    wrong = '"%s"' % hashlib.md5(b"x" + body).hexdigest()
+    fake.put(key, body, faults.Fault("trickle", chunk=32 * KiB, interval=0.02, etag=wrong))
+    gw = _start(gateway, fake)
+    r = rawhttp.get(gw.endpoint, _path(gw, key), {"Range": rng})
+    assert r.status == 206 and not r.complete, (r.status, r.complete, r.error)
+    fake.set_fault(key, faults.normal())
+    first, last = (int(x) for x in rng[len("bytes="):].split("-"))
+    _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key), {"Range": rng}),
+                  body[first:last + 1], "MISS", status=206)
+
+
 @pytest.mark.parametrize("query", ["versionId=v1", "response-content-type=text/plain"])
 def test_fake_md5_mismatch_of_a_pass_through_get_fails_the_transfer(faulty_upstream, gateway,
                                                                     query):
