@@ -256,9 +256,13 @@ static uint64_t readable_end(const relay *r, const struct relay_cursor *c)
     if (r->finished && r->result == SC_OK)
         return r->end;
     uint64_t hold = c->hold_at;
-    int64_t len = r->head.content_length;
-    if (r->hold_tail && len > 0 && (uint64_t)len - 1 < hold)
-        hold = (uint64_t)len - 1;
+    if (r->hold_tail) {
+        /* Without a Content-Length, the last byte is the last one received so far. */
+        int64_t len = r->head.content_length;
+        uint64_t tail = len >= 0 ? (uint64_t)len : r->end;
+        if (tail > 0 && tail - 1 < hold)
+            hold = tail - 1;
+    }
     return r->end < hold ? r->end : hold;
 }
 

@@ -76,7 +76,8 @@ sc_code relay_set_head(relay *r, const struct up_head *head, bool keep_all);
  * @brief Producer, before relay_set_head(): the body's last byte is given to no reader until
  * relay_finish() says the transfer is good (SC_OK). A body found wrong at its end (a digest
  * that does not match, bytes beyond the announced length) then reaches every reader as a
- * failed transfer, one byte short of its Content-Length, never as a complete one.
+ * failed transfer, one byte short of its Content-Length, never as a complete one. Without a
+ * Content-Length, the last byte received so far is held.
  */
 void relay_hold_tail(relay *r);
 

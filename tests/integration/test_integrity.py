@@ -236,6 +236,25 @@ def test_fake_md5_mismatch_of_an_object_too_big_to_cache_fails_the_transfer_too(
     _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body, "BYPASS")
 
 
+def test_fake_md5_mismatch_of_a_body_without_content_length_fails_the_transfer(
+        faulty_upstream, gateway):
+    # Without a Content-Length the last byte received so far is held until the end; the
+    # client's chunked transfer then ends without its last chunk.
+    fake = faulty_upstream
+    key = "md5/chunked"
+    body = s3util.data(300 * KiB + 9, seed=key)
+    wrong = '"%s"' % hashlib.md5(b"x" + body).hexdigest()
+    fake.put(key, body, faults.chunked(etag=wrong))
+    gw = _start(gateway, fake)
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    assert r.status == 200 and "content-length" not in r.headers, (r.status, r.headers)
+    assert not r.complete and len(r.body) < len(body), (r.error, len(r.body))
+    assert body.startswith(r.body)
+    assert "does not match its ETag" in _log(gw)
+    fake.set_fault(key, faults.chunked())
+    _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body)
+
+
 @pytest.mark.parametrize("rng", ["bytes=0-99", "bytes=150000-150099"])
 def test_fake_md5_mismatch_fails_a_range_of_a_small_object_read_from_its_fill(
         faulty_upstream, gateway, rng):

@@ -95,6 +95,11 @@ def stall(after, seconds):
     return Fault("stall", after=after, seconds=seconds)
 
 
+def chunked(etag=None):
+    """The whole body in chunked transfer coding, without a Content-Length (etag as normal)."""
+    return Fault("chunked", etag=etag)
+
+
 def bad_md5():
     """The whole body, with an ETag that is a plain MD5 but of other bytes."""
     return Fault("bad_md5")
@@ -349,7 +354,11 @@ class FaultyUpstream:
             etag = '"%s"' % hashlib.md5(b"not the body" + body).hexdigest()
         if fault.etag is not None:
             etag = fault.etag
-        headers = [("Content-Type", "application/octet-stream"), ("Content-Length", str(length))]
+        headers = [("Content-Type", "application/octet-stream")]
+        if fault.kind == "chunked":
+            headers.append(("Transfer-Encoding", "chunked"))
+        else:
+            headers.append(("Content-Length", str(length)))
         if etag != "":
             headers.append(("ETag", etag))
         headers += [("Last-Modified", LAST_MODIFIED), ("Accept-Ranges", "bytes"),
@@ -379,6 +388,12 @@ class FaultyUpstream:
             if self._stopping.wait(fault.seconds):
                 return False
             self._send_body(conn, key, body[fault.after:])
+            return True
+        if kind == "chunked":
+            for i in range(0, len(body), 64 * 1024):
+                piece = body[i:i + 64 * 1024]
+                self._send_body(conn, key, b"%x\r\n%s\r\n" % (len(piece), piece))
+            conn.sendall(b"0\r\n\r\n")
             return True
         if kind == "trickle":
             for i in range(0, len(body), fault.chunk):
