@@ -312,10 +312,10 @@ static bool same_version(const struct relay_head *fill_head, const struct relay_
 
 /*
  * The range fetched beside the fill came back of another version (the object was overwritten
- * since the fill started: 412 to If-Match, or another ETag), or as an error: it is read from
- * the fill instead, once the fill gets there. Its last byte then waits for the fill's
- * verdict, because a fill that overlapped an overwrite may itself be mixed (an upstream that
- * rewrites objects in place).
+ * since the fill started: 412 to If-Match, or another ETag): it is read from the fill
+ * instead, once the fill gets there. Its last byte then waits for the fill's verdict, because
+ * a fill that overlapped an overwrite may itself be mixed (an upstream that rewrites objects
+ * in place).
  */
 static enum MHD_Result range_from_fill(struct gw_req *q, const struct relay_head *fill_head)
 {
@@ -339,10 +339,11 @@ static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_h
     bool failed;
     const struct relay_head *fh = relay_head(fill_relay(q->fill), &q->waiter, &failed);
     uint64_t offset = 0;
-    if (fh == NULL)
-        return respond_as_upstream(q, h); /* not reached: the fill's head came first */
-    if (!same_version(fh, h) || !range_offset(h, &offset) || offset > q->want_start)
+    bool answered = h->status == 200 || h->status == 206;
+    if (fh != NULL && (h->status == 412 || (answered && !same_version(fh, h))))
         return range_from_fill(q, fh);
+    if (fh == NULL || !range_offset(h, &offset) || offset > q->want_start)
+        return respond_as_upstream(q, h); /* vanished, refused, or answered some other range */
     uint64_t size = (uint64_t)fh->content_length;
     struct answer a = {206, q->want_start, q->want_len};
     struct MHD_Response *resp = relay_response(q, q->want_start - offset, q->want_len);
