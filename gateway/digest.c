@@ -128,6 +128,12 @@ static bool choose(digest *d, const struct up_header *h, size_t n)
     return false;
 }
 
+bool digest_offered(const struct up_header *h, size_t n)
+{
+    digest d = {0};
+    return choose(&d, h, n);
+}
+
 sc_code digest_for(const struct up_header *h, size_t n, digest **out)
 {
     *out = NULL;

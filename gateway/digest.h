@@ -38,6 +38,9 @@ typedef struct digest digest;
  */
 sc_code digest_for(const struct up_header *h, size_t n, digest **out);
 
+/* @brief Whether a response head offers something to check the body against (as digest_for). */
+bool digest_offered(const struct up_header *h, size_t n);
+
 /*
  * @brief Adds the next n body bytes.
  * @return SC_OK, or SC_ECRYPTO (the hash failed: the body can no longer be verified).

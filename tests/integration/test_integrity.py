@@ -180,6 +180,23 @@ def test_fake_sse_kms_or_c_etag_is_no_md5_so_the_object_is_served_and_cached(
     _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body, "HIT")
 
 
+def test_fake_sse_kms_body_longer_than_announced_is_never_stored(faulty_upstream, gateway):
+    # An SSE-KMS ETag checks nothing, so, as for a multipart ETag, the fill's connection is
+    # watched after the last announced byte; here the excess comes 5 ms later.
+    fake = faulty_upstream
+    key = "sse/excess"
+    body = s3util.data(200 * KiB, seed=key)
+    half = len(body) // 2
+    etag = '"%s"' % hashlib.md5(b"key" + body).hexdigest()
+    sse = {"x-amz-server-side-encryption": "aws:kms"}
+    fake.put(key, body, faults.late_excess(half, 0.005, etag=etag, headers=sse))
+    gw = _start(gateway, fake)
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    assert not r.complete, "a body longer than announced reached the client as a success"
+    st = gw.stats_when(lambda s: s["fills_failed"] == 1)
+    assert st["fills_failed"] == 1 and st["fills_stored"] == 0 and st["objects"] == 0, st
+
+
 @pytest.mark.parametrize("cached", [False, True], ids=["miss", "hit"])
 def test_fake_checksum_of_the_whole_object_is_never_sent_with_a_range(faulty_upstream, gateway,
                                                                       cached):

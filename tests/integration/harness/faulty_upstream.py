@@ -90,6 +90,12 @@ def short_length(length, etag=None):
     return Fault("short_length", after=length, etag=etag)
 
 
+def late_excess(length, seconds, etag=None, headers=None):
+    """Content-Length says `length` (less than the body); those bytes, then after `seconds`
+    the rest, then FIN: the excess arrives only after the announced end."""
+    return Fault("late_excess", after=length, seconds=seconds, etag=etag, headers=headers)
+
+
 def stall(after, seconds):
     """`after` bytes, then nothing for `seconds`, then the rest (if anyone still listens)."""
     return Fault("stall", after=after, seconds=seconds)
@@ -348,7 +354,7 @@ class FaultyUpstream:
         body = obj.body
         length = len(body)
         etag = '"%s"' % obj.md5
-        if fault.kind == "short_length":
+        if fault.kind in ("short_length", "late_excess"):
             length = fault.after
         elif fault.kind == "bad_md5":
             etag = '"%s"' % hashlib.md5(b"not the body" + body).hexdigest()
@@ -381,6 +387,12 @@ class FaultyUpstream:
             raise _Closed()
         if kind == "short_length":
             self._send_body(conn, key, body)
+            conn.shutdown(socket.SHUT_WR)
+            return False
+        if kind == "late_excess":
+            self._send_body(conn, key, body[:fault.after])
+            if not self._stopping.wait(fault.seconds):
+                self._send_body(conn, key, body[fault.after:])
             conn.shutdown(socket.SHUT_WR)
             return False
         if kind == "stall":
