@@ -9,13 +9,13 @@
  */
 #include "fill.h"
 
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/log.h"
+#include "digest.h"
 #include "hdrblob.h"
 
 #define N_SLOTS 256
@@ -40,11 +40,10 @@ struct fill {
     bool cacheable;   /* decided at the head (upstream thread) */
     char *hdrs;       /* replayable headers, for the store */
     size_t hdrs_len;
-    char etag_md5[33]; /* the ETag when it is a plain MD5, else "" */
-    EVP_MD_CTX *md5;
+    struct body_check check;    /* the body's length and digest (digest.h) */
     long status;                /* the upstream's, once the head is in */
     int64_t length;             /* its Content-Length, or -1 */
-    bool mismatch;              /* the body did not match its ETag */
+    bool no_etag;               /* a 200 without an ETag: never cached */
     bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
     struct fill_watch *watches; /* notified when the fill ends (table lock) */
     fill *next;
@@ -92,7 +91,7 @@ static void fill_unref(fill *f)
         return;
     relay_unref(f->relay);
     up_req_release(f->req);
-    EVP_MD_CTX_free(f->md5);
+    body_check_release(&f->check);
     free(f->hdrs);
     free(f->bucket);
     free(f->key);
@@ -139,6 +138,8 @@ static void notify(fill *f, sc_code rc)
 /* Why a fill that was not stored ended, for its watchers. */
 static sc_code failure_of(const fill *f, sc_code rc)
 {
+    if (f->no_etag && !f->invalidated)
+        return SC_EINVAL; /* before canceled: an unread uncacheable fill is canceled */
     if (f->invalidated || rc == SC_ECANCELED)
         return SC_ECANCELED;
     if (f->status == 404)
@@ -147,7 +148,7 @@ static sc_code failure_of(const fill *f, sc_code rc)
         return SC_EUPSTREAM;
     if (f->length >= 0 && (uint64_t)f->length > f->t->ctx->max_object_size)
         return SC_ETOOBIG;
-    if (f->mismatch || rc == SC_EMISMATCH)
+    if (rc == SC_EMISMATCH)
         return SC_EMISMATCH;
     return rc == SC_OK ? SC_EUPSTREAM : rc;
 }
@@ -172,34 +173,28 @@ static void abandon_if_unread(fill *f)
 
 /* ---- the upstream side (upstream thread) --------------------------------- */
 
-/* Remembers the ETag when it is a quoted 32-digit hex MD5 (single-part upload). */
-static void note_md5_etag(fill *f, const char *etag)
-{
-    f->etag_md5[0] = '\0';
-    if (!up_etag_md5(etag, f->etag_md5))
-        return;
-    f->md5 = EVP_MD_CTX_new();
-    if (f->md5 == NULL || EVP_DigestInit_ex(f->md5, EVP_md5(), NULL) != 1) {
-        EVP_MD_CTX_free(f->md5);
-        f->md5 = NULL;
-        f->etag_md5[0] = '\0';
-    }
-}
-
 static void on_head(void *arg, const struct up_head *head)
 {
     fill *f = arg;
     const struct fill_ctx *ctx = f->t->ctx;
     f->status = head->status;
     f->length = head->content_length;
+    /* Without an ETag a copy could not be revalidated, answer conditionals, or have a
+     * range fetched beside its fill pinned to its version: relayed, never cached. */
+    f->no_etag = head->status == 200 && !up_header_get(head->headers, head->n_headers, "etag");
     f->cacheable = head->status == 200 && head->content_length >= 0 &&
-                   (uint64_t)head->content_length <= ctx->max_object_size;
+                   (uint64_t)head->content_length <= ctx->max_object_size && !f->no_etag;
     if (f->cacheable &&
         hdrblob_encode(head->headers, head->n_headers, &f->hdrs, &f->hdrs_len) != SC_OK)
         f->cacheable = false;
-    if (f->cacheable)
-        note_md5_etag(f, up_header_get(head->headers, head->n_headers, "etag"));
-    else
+    /* The body's length and MD5 ETag or checksum are checked, cached or not; every reader's
+     * last byte waits for the verdict, so a body that fails reaches no client as a success. */
+    body_check_start(&f->check, head);
+    if (f->check.active)
+        relay_hold_tail(f->relay);
+    if (f->no_etag)
+        sc_warn("upstream sent %s/%s without an ETag: relayed, not cached", f->bucket, f->key);
+    if (!f->cacheable)
         unlist_locked(f);
     /* Keep-all for fills and for short error bodies; an uncacheable object is windowed. */
     bool small_error =
@@ -216,26 +211,8 @@ static bool on_body(void *arg, const char *p, size_t n)
     if (!relay_push(f->relay, p, n))
         return false;
     gw_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
-    if (f->md5 && EVP_DigestUpdate(f->md5, p, n) != 1) {
-        EVP_MD_CTX_free(f->md5);
-        f->md5 = NULL;
-        f->cacheable = false;
-    }
+    body_check_add(&f->check, p, n);
     return true;
-}
-
-static bool md5_matches(fill *f)
-{
-    if (f->etag_md5[0] == '\0')
-        return true; /* multipart or SSE-KMS ETag: not a digest of the body */
-    unsigned char md[16];
-    unsigned int len = 0;
-    if (f->md5 == NULL || EVP_DigestFinal_ex(f->md5, md, &len) != 1 || len != 16)
-        return false;
-    char hex[33];
-    for (int i = 0; i < 16; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    return memcmp(hex, f->etag_md5, 32) == 0;
 }
 
 static void on_stored(void *arg, sc_code rc)
@@ -255,15 +232,13 @@ static void on_done(void *arg, sc_code rc)
 {
     fill *f = arg;
     const struct fill_ctx *ctx = f->t->ctx;
+    rc = body_check_verdict(&f->check, rc, f->bucket, f->key);
+    if (rc != SC_OK)
+        unlist_locked(f); /* before its readers learn: a retry starts a new fill, not this one */
     relay_finish(f->relay, rc);
     const char *body = NULL;
     uint64_t len = 0;
     bool complete = f->cacheable && relay_body(f->relay, &body, &len) == SC_OK;
-    if (complete && !md5_matches(f)) {
-        sc_warn("upstream body of %s/%s does not match its ETag: not cached", f->bucket, f->key);
-        complete = false;
-        f->mismatch = true;
-    }
     pthread_mutex_lock(&f->t->mu);
     bool store_it = complete && !f->invalidated;
     if (!store_it)

@@ -159,9 +159,10 @@ enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
 
 /*
  * proxy.c: fetches bytes [start, start + len) of the request's object with an explicit
- * ranged GET, into a fresh windowed relay that becomes q->relay (q->fill is kept).
+ * ranged GET, If-Match: etag (the version the fill serves), into a fresh windowed relay that
+ * becomes q->relay (q->fill is kept).
  */
-sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len);
+sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, const char *etag);
 /*
  * proxy.c: false if q's body would go upstream but q does not say how long it is
  * (Transfer-Encoding: chunked without a Content-Length, or aws-chunked without

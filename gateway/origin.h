@@ -17,8 +17,8 @@ struct origin {
 };
 
 /*
- * @brief Fetches a whole object (GET, no conditions, with x-amz-checksum-mode: ENABLED so
- * that its checksums come along) for a cache fill, signed as `as` says (the client that
+ * @brief Fetches a whole object (GET, no conditions, x-amz-checksum-mode: ENABLED so that a
+ * full-object checksum comes with it) for a cache fill, signed as `as` says (the client that
  * started the fill, or the gateway).
  * Callbacks and ownership as for up_submit().
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED.

@@ -10,7 +10,10 @@
  * decoded on the way, and sent upstream as a plain body of
  * x-amz-decoded-content-length bytes. Writes that change a key drop its cached
  * copy, before they are forwarded (so no fill running now is stored) and again
- * once the upstream answered.
+ * once the upstream answered. A GET whose answer is an object's whole body (a
+ * version, other response headers) is checked like a fill (digest.h): its last
+ * byte waits for the verdict, and a body that fails reaches the client as a
+ * failed transfer.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,6 +24,7 @@
 
 #include "../common/log.h"
 #include "awschunked.h"
+#include "digest.h"
 #include "s3_delete.h"
 #include "gw.h"
 #include "s3_xml.h"
@@ -50,6 +54,8 @@ struct upload {
     bool tee_overflow;
     int64_t announced; /* the body length the upstream is told */
     int64_t taken;     /* body bytes put into the pipe so far (decoded) */
+    char *checked; /* bucket, NUL, key of a whole-object answer whose body is checked; or NULL */
+    struct body_check check; /* upstream thread */
 };
 
 static const char *const dropped_request_headers[] = {
@@ -100,6 +106,8 @@ static void upload_unref(struct upload *u)
         return;
     relay_unref(u->relay);
     up_req_release(u->req);
+    body_check_release(&u->check);
+    free(u->checked);
     free(u->tee);
     pthread_mutex_destroy(&u->mu);
     free(u->buf);
@@ -127,13 +135,21 @@ static void on_head(void *arg, const struct up_head *head)
 {
     struct upload *u = arg;
     bool small = head->content_length >= 0 && head->content_length <= 64 * 1024;
+    if (u->checked) {
+        body_check_start(&u->check, head);
+        if (u->check.active)
+            relay_hold_tail(u->relay);
+    }
     relay_set_head(u->relay, head, small);
 }
 
 static bool on_body(void *arg, const char *p, size_t n)
 {
     struct upload *u = arg;
-    return relay_push(u->relay, p, n);
+    if (!relay_push(u->relay, p, n))
+        return false;
+    body_check_add(&u->check, p, n);
+    return true;
 }
 
 static size_t read_body(void *arg, char *out, size_t cap)
@@ -162,6 +178,8 @@ static void on_done(void *arg, sc_code rc)
     u->finished = true;
     struct gw_req *wake = take_parked(u);
     pthread_mutex_unlock(&u->mu);
+    if (u->checked)
+        rc = body_check_verdict(&u->check, rc, u->checked, u->checked + strlen(u->checked) + 1);
     relay_finish(u->relay, rc);
     resume_conn(wake);
     upload_unref(u); /* the transfer's reference */
@@ -317,6 +335,45 @@ static void invalidate(struct gw_req *q, bool commit)
         gw_stat_add(g->stats.invalidations, 1);
 }
 
+/*
+ * True for a GET whose 200 is the object's whole body: no Range, and no parameter but a
+ * version or response header overrides (acl, tagging, partNumber, ... answer other bytes).
+ */
+static bool answers_whole_object(struct gw_req *q)
+{
+    static const char *const same_body[] = {
+        "versionId",
+        "x-id",
+        "response-cache-control",
+        "response-content-disposition",
+        "response-content-encoding",
+        "response-content-language",
+        "response-content-type",
+        "response-expires",
+    };
+    if (strcmp(q->method, "GET") != 0 || *q->tgt.bucket == '\0' || *q->tgt.key == '\0' ||
+        req_header(q, "Range") != NULL)
+        return false;
+    for (size_t i = 0; i < q->tgt.nparams; i++)
+        if (!in_list(q->tgt.params[i].name, same_body, sizeof(same_body) / sizeof(same_body[0])))
+            return false;
+    return true;
+}
+
+/* Marks u's answer for checking (digest.h) when it is an object's whole body. */
+static sc_code check_whole_object(struct gw_req *q, struct upload *u)
+{
+    if (!answers_whole_object(q))
+        return SC_OK;
+    size_t b = strlen(q->tgt.bucket) + 1, k = strlen(q->tgt.key) + 1;
+    u->checked = malloc(b + k);
+    if (u->checked == NULL)
+        return SC_ENOMEM;
+    memcpy(u->checked, q->tgt.bucket, b);
+    memcpy(u->checked + b, q->tgt.key, k);
+    return SC_OK;
+}
+
 static struct upload *upload_new(struct gw_req *q)
 {
     struct upload *u = calloc(1, sizeof(*u));
@@ -365,7 +422,7 @@ static enum MHD_Result start(struct gw_req *q)
         upload_unref(u);
         return ret;
     }
-    if (len >= 0 && (u->buf = malloc(PIPE_SIZE)) == NULL) {
+    if ((len >= 0 && (u->buf = malloc(PIPE_SIZE)) == NULL) || check_whole_object(q, u) != SC_OK) {
         upload_unref(u);
         return MHD_NO;
     }
@@ -399,17 +456,17 @@ static enum MHD_Result start(struct gw_req *q)
     return len >= 0 ? MHD_YES : gw_serve_relay(q);
 }
 
-sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
+sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, const char *etag)
 {
     char range[64];
     snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)start,
              (unsigned long long)(start + len - 1));
-    struct up_header h = {"Range", range};
+    struct up_header h[] = {{"Range", range}, {"If-Match", etag}};
     struct up_request req = {.method = "GET",
                              .bucket = q->tgt.bucket,
                              .key = q->tgt.key,
-                             .headers = &h,
-                             .n_headers = 1,
+                             .headers = h,
+                             .n_headers = 2,
                              .body_length = -1,
                              .idempotent = true};
     gw_sign_as(q, &req.as);

@@ -284,12 +284,13 @@ static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_
  * does not wait for the fill to get there. The range sent upstream is explicit (bytes=a-b,
  * resolved here with S3's rules against the size the fill announced), and what comes back is
  * sliced to it, so an upstream that answers some range forms loosely cannot change the bytes.
+ * It carries If-Match with the fill's ETag, so that it is of the version the fill serves.
  */
-static sc_code fetch_range(struct gw_req *q, const struct answer *a)
+static sc_code fetch_range(struct gw_req *q, const struct answer *a, const char *etag)
 {
     q->want_start = a->start;
     q->want_len = a->len;
-    sc_code rc = gw_proxy_fetch_range(q, a->start, a->len);
+    sc_code rc = gw_proxy_fetch_range(q, a->start, a->len, etag);
     if (rc == SC_OK)
         q->ranged = true;
     return rc;
@@ -310,13 +311,49 @@ static bool range_offset(const struct relay_head *h, uint64_t *offset)
     return true;
 }
 
+/* True when a ranged answer is of the version the fill serves: the same ETag. If-Match asked
+ * the upstream to make sure; not every upstream does (s3rver ignores it). */
+static bool same_version(const struct relay_head *fill_head, const struct relay_head *h)
+{
+    const char *want = up_header_get(fill_head->headers, fill_head->n_headers, "ETag");
+    const char *got = up_header_get(h->headers, h->n_headers, "ETag");
+    return want != NULL && got != NULL && strcmp(want, got) == 0;
+}
+
+/*
+ * The range fetched beside the fill came back of another version (the object was overwritten
+ * since the fill started: 412 to If-Match, or another ETag): it is read from the fill
+ * instead, once the fill gets there. Its last byte then waits for the fill's verdict, because
+ * a fill that overlapped an overwrite may itself be mixed (an upstream that rewrites objects
+ * in place).
+ */
+static enum MHD_Result range_from_fill(struct gw_req *q, const struct relay_head *fill_head)
+{
+    sc_debug("range of %s/%s fetched beside its fill is of another version: read from the fill",
+             q->tgt.bucket, q->tgt.key);
+    gw_proxy_cleanup(q); /* ends the ranged transfer, and drops its relay */
+    q->ranged = false;
+    q->relay = fill_relay(q->fill);
+    struct answer a = {206, q->want_start, q->want_len};
+    struct MHD_Response *resp = relay_response(q, a.start, a.len);
+    if (resp == NULL)
+        return MHD_NO;
+    relay_hold_from(q->relay, &q->cursor, a.start + a.len - 1);
+    add_object_headers(q, resp, fill_head, 206);
+    add_range_headers(resp, &a, (uint64_t)fill_head->content_length);
+    return gw_queue(q, 206, resp);
+}
+
 static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_head *h)
 {
     bool failed;
     const struct relay_head *fh = relay_head(fill_relay(q->fill), &q->waiter, &failed);
     uint64_t offset = 0;
+    bool answered = h->status == 200 || h->status == 206;
+    if (fh != NULL && (h->status == 412 || (answered && !same_version(fh, h))))
+        return range_from_fill(q, fh);
     if (fh == NULL || !range_offset(h, &offset) || offset > q->want_start)
-        return respond_as_upstream(q, h); /* the object changed or vanished meanwhile */
+        return respond_as_upstream(q, h); /* vanished, refused, or answered some other range */
     uint64_t size = (uint64_t)fh->content_length;
     struct answer a = {206, q->want_start, q->want_len};
     struct MHD_Response *resp = relay_response(q, q->want_start - offset, q->want_len);
@@ -381,14 +418,21 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
         return respond_bodiless(q, &a, size, etag, lm);
     if (result == GW_READ_HIT)
         gw_stat_add(q->g->stats.bytes_from_cache, a.len);
-    if (a.status == 206 && a.start > FILL_RANGE_SLACK && !relay_reached(q->relay, a.start) &&
-        fetch_range(q, &a) == SC_OK)
+    /* Without an ETag a range fetched on its own could not be pinned to the fill's version:
+     * it waits for the fill. */
+    if (a.status == 206 && a.start > FILL_RANGE_SLACK && etag != NULL &&
+        !relay_reached(q->relay, a.start) && fetch_range(q, &a, etag) == SC_OK)
         return gw_serve_relay(q);
     struct MHD_Response *resp =
         head ? MHD_create_response_from_callback(a.len, 4096, no_body, NULL, NULL)
              : relay_response(q, a.start, a.len);
     if (resp == NULL)
         return MHD_NO;
+    /* A range that ends near the end of the object waits for the fill's verdict before its
+     * last byte, as the whole object does (relay_hold_tail): at most FILL_RANGE_SLACK more
+     * bytes to wait for. One that ends further in is served as it arrives, unverified. */
+    if (!head && a.status == 206 && size - (a.start + a.len) <= FILL_RANGE_SLACK)
+        relay_hold_from(q->relay, &q->cursor, a.start + a.len - 1);
     add_object_headers(q, resp, h, a.status);
     add_range_headers(resp, &a, size);
     return gw_queue(q, a.status, resp);
@@ -449,6 +493,15 @@ static enum MHD_Result serve_miss(struct gw_req *q)
     return gw_serve_relay(q);
 }
 
+/* A copy without an ETag (stored by an earlier version, which cached such objects) cannot
+ * answer conditionals or be revalidated; it is never cached now (fill.c). */
+static bool stored_without_etag(store_obj *obj)
+{
+    size_t hlen = 0;
+    const char *hdrs = store_obj_headers(obj, &hlen);
+    return hdrblob_get(hdrs, hlen, "ETag") == NULL;
+}
+
 /* Serves the cached copy if there is a usable one; otherwise, or when it is due for
  * revalidation, returns false and leaves *ret alone. */
 static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum MHD_Result *ret)
@@ -458,6 +511,12 @@ static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum
     if (rc != SC_OK) {
         if (rc != SC_ENOTFOUND)
             sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+        return false;
+    }
+    if (stored_without_etag(obj)) {
+        store_obj_close(obj);
+        sc_warn("cached %s/%s has no ETag: dropped, fetching again", q->tgt.bucket, q->tgt.key);
+        store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
         return false;
     }
     if (!gw_authz_admit(q, ret)) {

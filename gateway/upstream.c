@@ -19,6 +19,7 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/uri.h"
+#include "digest.h"
 #include "sigv4.h"
 #include "histogram.h"
 #include "upsock.h"
@@ -26,7 +27,7 @@
 #define EMPTY_SHA256     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define MAX_RESP_HEADERS 128
 #define MAX_HEADER_BYTES (64 * 1024)
-#define TAIL_WATCH_MS    20 /* how long a body without an MD5 ETag is watched for excess */
+#define TAIL_WATCH_MS    20 /* how long a body with no digest (digest.h) is watched for excess */
 
 enum cmd_kind { CMD_SUBMIT, CMD_RESUME, CMD_CANCEL };
 
@@ -88,7 +89,7 @@ struct up_req {
     bool live;                     /* linked into upstream.live */
     bool paused;                   /* waiting on our side (client slow, or body not ready) */
     bool excess;                   /* the upstream sent more than its Content-Length */
-    bool watch_tail;               /* no MD5 ETag: hold the last byte and watch for excess */
+    bool watch_tail;               /* no digest to check: hold the last byte, watch for excess */
     bool tail_held;                /* the last body bytes went to on_body; curl holds them paused */
     bool in_watch;                 /* linked into upstream.watching */
     long tail_until_ms;            /* when the watch ends */
@@ -502,8 +503,7 @@ static void deliver_head(up_req *r, long status)
     r->delivered = true;
     r->body_expected = length;
     r->body_seen = 0;
-    r->watch_tail = r->exact_length && length > 0 &&
-                    !up_etag_md5(up_header_get(r->resp, r->n_resp, "etag"), NULL);
+    r->watch_tail = r->exact_length && length > 0 && !digest_offered(r->resp, r->n_resp);
     r->h.on_head(r->arg, &head);
 }
 
@@ -553,8 +553,8 @@ static size_t on_curl_header(char *p, size_t size, size_t n, void *arg)
 /*
  * Keeps the connection of a transfer whose last byte has arrived, for TAIL_WATCH_MS: an
  * upstream that announced less than it sends may still be sending, and without an MD5
- * ETag nothing else would tell. The bytes were delivered; pausing makes curl hold them
- * (and the connection) until watch_tails() lets go.
+ * ETag or full-object checksum (digest.h) nothing else would tell. The bytes were delivered;
+ * pausing makes curl hold them (and the connection) until watch_tails() lets go.
  */
 static size_t hold_tail(up_req *r)
 {

@@ -68,9 +68,9 @@ struct up_request {
     bool idempotent;       /* may be retried */
     struct up_identity as; /* who signs it; zeroed: the gateway */
     bool exact_length;     /* fail the transfer if the upstream sends more bytes
-                              than its Content-Length (cache fills); when the ETag
-                              is no MD5 to check the body against, the connection
-                              is watched for a moment after the last byte */
+                              than its Content-Length (cache fills); when neither
+                              the ETag nor a checksum can check the body (digest.h),
+                              the connection is watched a moment after the last byte */
 };
 
 /* The final response's status line and headers, valid only during on_head. */
