@@ -112,10 +112,35 @@ def apt_packages(stage):
 
 
 def healthcheck_cmd(stage):
+    """The HEALTHCHECK command as an argv (exec form) or a shell string."""
     for kw, args in stage["instr"]:
         if kw == "HEALTHCHECK":
-            return args.split(" CMD ", 1)[1]
+            cmd = args.split(" CMD ", 1)[1]
+            return json.loads(cmd) if cmd.startswith("[") else cmd
     return None
+
+
+def image_user(stage):
+    """(uid, gid) of the runtime stage's USER: numeric, and the ids its useradd and groupadd
+    give the user (so /etc/passwd and Kubernetes' runAsUser/runAsGroup agree)."""
+    user = [a for k, a in stage["instr"] if k == "USER"][-1]
+    m = re.fullmatch(r"(\d+):(\d+)", user)
+    assert m, "USER %s: numeric uid:gid, so that runAsNonRoot can check it" % user
+    uid, gid = int(m.group(1)), int(m.group(2))
+    run_cmds = " ".join(a for k, a in stage["instr"] if k == "RUN")
+    assert re.search(r"groupadd .*--gid %d\b" % gid, run_cmds), run_cmds
+    assert re.search(r"useradd .*--uid %d .*--gid %d\b" % (uid, gid), run_cmds), run_cmds
+    return uid, gid
+
+
+def healthcheck_script(stage):
+    """The repository file the runtime stage copies to where HEALTHCHECK runs it."""
+    cmd = healthcheck_cmd(stage)
+    assert isinstance(cmd, list) and len(cmd) == 1, cmd
+    copies = [a.split() for k, a in stage["instr"] if k == "COPY" and "--from" not in a]
+    srcs = [src for src, dst in copies if dst == cmd[0]]
+    assert len(srcs) == 1, "HEALTHCHECK runs %s, which no COPY puts there" % cmd[0]
+    return os.path.join(REPO, srcs[0])
 
 
 def listen_port(listen):
@@ -182,9 +207,14 @@ def test_dockerfile_build_stage_builds_from_only_what_it_copies(tmp_path):
     binary = tmp_path / "build" / "s3cached"
     assert run([str(binary), "--version"]).returncode == 0
 
-    # What the runtime stage copies is what the build stage made, and what ENTRYPOINT runs.
-    (src, dst), = [a.split()[1:] for k, a in runtime["instr"] if k == "COPY"]
+    # What the runtime stage copies from the build stage is what it made, and what ENTRYPOINT
+    # runs; from the repository, it copies only the health check script.
+    (src, dst), = [a.split()[1:] for k, a in runtime["instr"] if k == "COPY" and "--from" in a]
     assert src == os.path.join(workdir, "build/s3cached")
+    context_copies = [a.split()[0] for k, a in runtime["instr"]
+                      if k == "COPY" and "--from" not in a]
+    assert context_copies == ["docker/healthcheck.sh"], context_copies
+    assert os.access(os.path.join(REPO, "docker/healthcheck.sh"), os.X_OK)
     entry = [json.loads(a) for k, a in runtime["instr"] if k == "ENTRYPOINT"][-1]
     assert entry == [dst]
 
@@ -252,14 +282,18 @@ def test_dockerfile_env_user_volume_and_healthcheck_agree_with_the_gateway():
               for k, a in runtime["instr"] if k == "VOLUME"][-1]
     assert env["S3CACHED_CACHE_DIR"] in volume
     assert ("EXPOSE", str(port)) in runtime["instr"]
-    user = [a for k, a in runtime["instr"] if k == "USER"][-1]
+    uid, gid = image_user(runtime)
+    assert uid >= 1000 and gid >= 1000, "the image runs as an unprivileged user"
     run_cmds = " ".join(a for k, a in runtime["instr"] if k == "RUN")
-    uid = re.search(r"useradd .*--uid (\d+) .*\b%s\b" % re.escape(user), run_cmds).group(1)
-    assert int(uid) >= 1000, "the image runs as an unprivileged user"
-    assert re.search(r"chown %s %s" % (user, re.escape(env["S3CACHED_CACHE_DIR"])), run_cmds)
-    hc = healthcheck_cmd(runtime)
-    url = re.search(r"http://127\.0\.0\.1:(\d+)(/\S*)", hc)
-    assert url and int(url.group(1)) == port and url.group(2) in PROBE_PATHS, hc
+    assert re.search(r"chown %d:%d %s" % (uid, gid, re.escape(env["S3CACHED_CACHE_DIR"])),
+                     run_cmds)
+    # The health check asks a probe path on the port the gateway listens on (run against a
+    # gateway by test_compose_demo_runs_with_environment_only_configuration, and in the image
+    # by test_docker_sidecar.py).
+    with open(healthcheck_script(runtime)) as f:
+        script = f.read()
+    assert "S3CACHED_LISTEN" in script and "--listen" in script, script
+    assert re.search(r"/(healthz|readyz)\b", script).group(0) in PROBE_PATHS, script
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,11 +442,14 @@ def test_compose_demo_runs_with_environment_only_configuration(s3rver, tmp_path)
         assert os.path.isdir(cache), "the cache went to S3CACHED_CACHE_DIR"
 
         # The healthchecks of the compose file and of the image, against this gateway.
-        checks = [services["s3cached"]["healthcheck"]["test"][1:],
-                  ["sh", "-c", healthcheck_cmd(runtime)]]
-        checks = [[a.replace(":8080", ":%d" % port) for a in c] for c in checks]
+        # The image's follows S3CACHED_LISTEN by itself; the compose file's names the port.
+        checks = [[a.replace(":8080", ":%d" % port)
+                   for a in services["s3cached"]["healthcheck"]["test"][1:]],
+                  [healthcheck_script(runtime)]]
+        hc_env = clean_env()
+        hc_env["S3CACHED_LISTEN"] = env["S3CACHED_LISTEN"]
         for c in checks:
-            r = run(c, timeout=30)
+            r = run(c, timeout=30, env=hc_env)
             assert r.returncode == 0, (c, r.stdout)
 
         def trainer_env(svc):
@@ -444,7 +481,7 @@ def test_compose_demo_runs_with_environment_only_configuration(s3rver, tmp_path)
         stop_cleanly(gw)
     # With the gateway gone, the healthchecks fail: they test something.
     for c in checks:
-        assert run(c, timeout=30).returncode != 0, c
+        assert run(c, timeout=30, env=hc_env).returncode != 0, c
 
 
 def test_invalid_environment_value_stops_the_gateway(tmp_path):
@@ -684,9 +721,7 @@ def test_kubernetes_pods_probe_real_endpoints_and_run_locked_down():
     flags, envs = gateway_options()
     _, runtime = dockerfile()
     image_defaults = image_env(runtime)
-    user = [a for k, a in runtime["instr"] if k == "USER"][-1]
-    run_cmds = " ".join(a for k, a in runtime["instr"] if k == "RUN")
-    image_uid = int(re.search(r"--uid (\d+) .*\b%s\b" % user, run_cmds).group(1))
+    image_uid, image_gid = image_user(runtime)
     seen_gateways = 0
     for path in k8s_files():
         name = os.path.basename(path)
@@ -726,6 +761,9 @@ def test_kubernetes_pods_probe_real_endpoints_and_run_locked_down():
                     assert k in flags, "%s: --%s is not an option" % (where, k)
                 host, port = listen_port(listen)
                 assert sc.get("runAsUser") == image_uid and sc.get("runAsNonRoot"), where
+                assert sc.get("runAsGroup", image_gid) == image_gid, where
+                # The token Secret is mounted 0440: readable through the pod's fsGroup.
+                assert spec.get("securityContext", {}).get("fsGroup") == image_gid, where
                 # The admin token: from a file on a mounted Secret (required off loopback).
                 assert token_file, "%s: no admin token" % where
                 vol = mounted_volume(c, spec, token_file)
@@ -736,7 +774,7 @@ def test_kubernetes_pods_probe_real_endpoints_and_run_locked_down():
                 if "hostPath" in vol:
                     owners = [i for i in spec.get("initContainers", [])
                               if i.get("command", [])[:2] == ["chown", "%d:%d" % (
-                                  image_uid, image_uid)]]
+                                  image_uid, image_gid)]]
                     assert owners and mounted_volume(owners[0], spec, owners[0]["command"][2]) \
                         == vol, "%s: nothing hands the hostPath to uid %d" % (where, image_uid)
                     if c in spec["initContainers"]:  # it must run before the gateway starts
