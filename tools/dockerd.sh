@@ -36,7 +36,8 @@ start_engine() {
     [ "$(id -u)" -eq 0 ] || die "no Docker engine answers and starting one needs root"
     say "no Docker engine answers: starting $DOCKERD (log: $LOG)"
     # setsid: the engine outlives this script and the make that ran it.
-    setsid "$DOCKERD" >>"$LOG" 2>&1 </dev/null &
+    # 9>&-: the engine must not inherit (and so hold) the lock of this script.
+    setsid "$DOCKERD" >>"$LOG" 2>&1 </dev/null 9>&- &
     local waited=0
     until engine_answers; do
         kill -0 $! 2>/dev/null || {
@@ -70,15 +71,18 @@ make_base_images() {
     local mirror
     mirror="$(debian_mirror)"
     say "making debian:$SUITE and debian:$SUITE-slim with mmdebstrap from $mirror (about a minute)"
-    local tar
+    local tar log
     tar="$(mktemp /tmp/s3cached-debian-$SUITE.XXXXXX.tar)"
-    mmdebstrap --variant=minbase --quiet --format=tar \
+    log="$(mktemp /tmp/s3cached-mmdebstrap.XXXXXX.log)"
+    mmdebstrap --variant=minbase --format=tar \
         --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
         "$SUITE" "$tar" \
-        "deb $mirror $SUITE main" "deb $mirror $SUITE-updates main" || {
-        rm -f "$tar"
-        die "mmdebstrap failed"
+        "deb $mirror $SUITE main" "deb $mirror $SUITE-updates main" >"$log" 2>&1 || {
+        tail -n 30 "$log" >&2
+        rm -f "$tar" "$log"
+        die "mmdebstrap failed (its last lines above)"
     }
+    rm -f "$log"
     local imported=0
     "$DOCKER" import --change 'CMD ["bash"]' "$tar" "debian:$SUITE" >/dev/null || imported=$?
     rm -f "$tar"
