@@ -5,7 +5,7 @@ machine without a Docker engine or a Kubernetes cluster allows.
   stage installs the packages of every library the binary links, and its ENV, USER, VOLUME and
   HEALTHCHECK agree with the gateway's options and probes.
 - docker/compose.yaml: docker-compose's own schema check, then the demo itself run as processes
-  on loopback (s3rver standing in for MinIO): the gateway configured by the environment alone
+  on loopback (s3rver, as in the file): the gateway configured by the environment alone
   (the image's ENV plus the compose service's), the seed and trainer commands of the file, and the
   healthchecks run against it.
 - deploy/kubernetes/*.yaml: every object against the Kubernetes OpenAPI schemas (the npm package
@@ -36,6 +36,7 @@ import yaml
 
 from harness import gateway as gwmod
 from harness import proc
+from harness import s3rver as s3rvermod
 from harness import s3util
 
 REPO = gwmod.REPO
@@ -336,7 +337,9 @@ def test_compose_file_passes_docker_compose_and_is_wired_right(tmp_path):
         if "build" in svc:
             b = svc["build"] if isinstance(svc["build"], dict) else {"context": svc["build"]}
             ctx = os.path.join(DOCKER, b["context"])
-            assert os.path.isfile(os.path.join(ctx, b.get("dockerfile", "Dockerfile"))), name
+            # normpath: as docker-compose resolves it (node_modules may be a symlink here)
+            assert os.path.isfile(os.path.normpath(
+                os.path.join(ctx, b.get("dockerfile", "Dockerfile")))), name
 
     gw = services["s3cached"]
     for k in gw["environment"]:
@@ -345,10 +348,25 @@ def test_compose_file_passes_docker_compose_and_is_wired_right(tmp_path):
     up = urllib.parse.urlsplit(gw["environment"]["S3CACHED_UPSTREAM"])
     assert up.hostname in services, up
     upstream = services[up.hostname]
-    assert gw["environment"]["AWS_ACCESS_KEY_ID"] == upstream["environment"]["MINIO_ROOT_USER"]
-    assert gw["environment"]["AWS_SECRET_ACCESS_KEY"] == \
-        upstream["environment"]["MINIO_ROOT_PASSWORD"]
-    assert len(upstream["environment"]["MINIO_ROOT_PASSWORD"]) >= 8, "MinIO wants 8+ characters"
+    # The upstream is s3rver built here (docker/s3rver), whose one key pair is fixed.
+    up_build = raw["services"][up.hostname]["build"]
+    assert os.path.normpath(os.path.join(DOCKER, up_build["context"], up_build["dockerfile"])) \
+        == os.path.join(DOCKER, "s3rver", "Dockerfile")
+    assert os.path.isfile(os.path.join(DOCKER, up_build["context"], "s3rver", "bin",
+                                       "s3rver.js")), "the upstream's context is node_modules"
+    for name in ("s3cached", "seed"):
+        svc_env = services[name]["environment"]
+        assert (svc_env["AWS_ACCESS_KEY_ID"], svc_env["AWS_SECRET_ACCESS_KEY"]) == \
+            (s3rvermod.ACCESS_KEY, s3rvermod.SECRET_KEY), name
+    # Every image is built here from Debian (no registry): FROM debian:bookworm(-slim) only.
+    for name, svc in raw["services"].items():
+        assert "build" in svc, "%s pulls an image: no registry is reachable" % name
+        b = svc["build"] if isinstance(svc["build"], dict) else {"context": svc["build"]}
+        with open(os.path.normpath(os.path.join(DOCKER, b["context"],
+                                                b.get("dockerfile", "Dockerfile")))) as f:
+            froms = re.findall(r"^FROM (\S+)", f.read(), re.M)
+        assert froms and set(froms) <= {"debian:bookworm", "debian:bookworm-slim", "build"}, \
+            (name, froms)
 
     # Healthchecks, and every service_healthy dependency has one.
     for name in ("s3cached", up.hostname):
@@ -408,7 +426,7 @@ def test_compose_file_passes_docker_compose_and_is_wired_right(tmp_path):
 
 
 def test_compose_demo_runs_with_environment_only_configuration(s3rver, tmp_path):
-    """The compose file's services as processes: s3rver for MinIO, build/s3cached started with no
+    """The compose file's services as processes: s3rver, build/s3cached started with no
     argument (the image's ENV and the service's environment only), seed and trainer as the file
     runs them, and both healthchecks against the gateway."""
     _, runtime = dockerfile()

@@ -434,3 +434,46 @@ def test_docker_stop_with_a_stalled_client_exits_0_before_docker_kills_it(
     assert code == "0", "exit %s (137: SIGKILLed after docker stop's %d s)\n%s" % (
         code, DOCKER_STOP_TIMEOUT, log)
     assert "1 requests still in flight are cut off" in log, log
+
+
+# ---------------------------------------------------------------------------------------------
+# docker/compose.yaml
+
+def test_compose_demo_runs_with_images_built_here(engine, tmp_path):
+    """docker-compose up on the demo as it ships: s3rver, the gateway and the trainer are all
+    built here; the trainer exits 0 only if every read after its first epoch was a hit."""
+    compose = shutil.which("docker-compose")
+    assert compose, "docker-compose missing: run tools/install-deps.sh"
+    assert os.path.isfile(os.path.join(REPO, "node_modules", "s3rver", "bin", "s3rver.js")), \
+        "node_modules missing: run tools/install-deps.sh"
+    project = "s3cachedit" + uuid.uuid4().hex[:8]
+    token = tmp_path / "admin-token"
+    token.write_text("compose-demo-admin-token-0123456789\n")
+    # Only the secret's file and the published port change (docker/secrets is the user's).
+    override = tmp_path / "override.yaml"
+    override.write_text("services:\n  s3cached: {}\n"
+                        "secrets:\n  s3cached_admin_token:\n    file: %s\n" % token)
+    port = proc.free_port()
+    env = clean_env()
+    env.update({"S3CACHED_PORT": str(port), "DOCKER_HOST": "unix:///var/run/docker.sock",
+                "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"})
+    base = [compose, "-p", project, "-f", os.path.join(REPO, "docker", "compose.yaml"),
+            "-f", str(override)]
+    try:
+        r = run(base + ["up", "-d", "--build"], timeout=1500, env=env)
+        assert r.returncode == 0, "docker-compose up failed:\n%s\n--- logs:\n%s" % (
+            r.stdout[-3000:], run(base + ["logs", "--no-color"], env=env).stdout[-6000:])
+        trainer = run(base + ["ps", "-q", "trainer"], env=env).stdout.strip()
+        assert trainer, "no trainer container"
+        code = int(docker("wait", trainer, timeout=600).stdout.strip())
+        logs = run(base + ["logs", "--no-color"], env=env, timeout=60).stdout
+        assert code == 0, "the trainer exited %d:\n%s" % (code, logs[-8000:])
+        epochs = [ln for ln in logs.splitlines() if "epoch" in ln and "HIT=" in ln]
+        assert len(epochs) == 3, logs[-8000:]
+        assert "HIT=64 MISS=0" in epochs[-1], epochs
+        # The gateway is published on the host's loopback, and healthy by its own check.
+        gw = run(base + ["ps", "-q", "s3cached"], env=env).stdout.strip()
+        assert docker("inspect", "-f", "{{.State.Health.Status}}", gw).stdout.strip() == "healthy"
+        assert proc.http_status("http://127.0.0.1:%d/readyz" % port) == 200
+    finally:
+        run(base + ["down", "-v", "--timeout", "15"], env=env, timeout=120)
