@@ -839,6 +839,16 @@ def test_kubernetes_daemonset_service_and_network_policy_fit_together():
     pol = by[("NetworkPolicy", "s3cached-clients")]
     ns = ds["metadata"]["namespace"]
     assert ("Namespace", ns) in by and svc["metadata"]["namespace"] == ns
+    # `kubectl apply -f daemonset.yaml` on an empty cluster: every namespace used is created
+    # in the file, ahead of the objects in it.
+    order = [(d["kind"], d["metadata"]["name"]) for d in docs]
+    for d in docs:
+        used = d["metadata"].get("namespace")
+        if used is not None:
+            assert ("Namespace", used) in by, "%s %s: namespace %s is not created" % (
+                d["kind"], d["metadata"]["name"], used)
+            assert order.index(("Namespace", used)) < order.index(
+                (d["kind"], d["metadata"]["name"])), (d["kind"], used)
     c = next(c for c in ds["spec"]["template"]["spec"]["containers"] if is_gateway(c))
     listen, _, _, _ = gateway_settings(c, image_env(runtime))
     host, port = listen_port(listen)
@@ -862,9 +872,14 @@ def test_kubernetes_daemonset_service_and_network_policy_fit_together():
     assert pol["spec"]["policyTypes"] == ["Ingress"]
     assert all(p["port"] == port for rule in pol["spec"]["ingress"] for p in rule["ports"])
     job = by[("Job", "train-resnet50")]
+    job_ns_labels = dict(by[("Namespace", job["metadata"]["namespace"])]["metadata"].get(
+        "labels", {}))
+    job_ns_labels["kubernetes.io/metadata.name"] = job["metadata"]["namespace"]
     admitted = [r for r in pol["spec"]["ingress"] for f in r["from"]
                 if f.get("podSelector", {}).get("matchLabels", {}).items() <=
-                pod_labels(job).items() and "podSelector" in f]
+                pod_labels(job).items() and "podSelector" in f and
+                f.get("namespaceSelector", {}).get("matchLabels", {}).items() <=
+                job_ns_labels.items()]
     assert admitted, "the example trainer would be refused by the NetworkPolicy"
     (t,) = job["spec"]["template"]["spec"]["containers"]
     ep = urllib.parse.urlsplit(container_env(t)["AWS_ENDPOINT_URL"])
