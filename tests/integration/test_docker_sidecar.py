@@ -128,10 +128,10 @@ class Container:
 def containers(engine):
     made = []
 
-    def start(*args, image=IMAGE):
+    def start(*args, image=IMAGE, cmd=()):
         name = "s3cached-it-" + uuid.uuid4().hex[:10]
         made.append(name)
-        docker("run", "-d", "--name", name, *args, image)
+        docker("run", "-d", "--name", name, *args, image, *cmd)
         return Container(name)
 
     yield start
@@ -332,6 +332,17 @@ def test_sidecar_serves_miss_then_hit_and_keeps_its_cache_across_restart(
     assert out.read_bytes() == objects["cli"][1]
     assert stats(endpoint)["hits"] == before["hits"] + 1
     assert stats(endpoint)["misses"] == 0, "after the restart nothing was fetched again"
+
+
+def test_healthcheck_follows_a_listen_argument(image, containers, volume, s3rver):
+    """--listen on the command line wins over the image's S3CACHED_LISTEN: so does the check."""
+    port = proc.free_port()
+    args = sidecar_args(s3rver, port, volume)
+    i = args.index("S3CACHED_LISTEN=127.0.0.1:%d" % port)
+    del args[i - 1:i + 1]  # the image's ENV (0.0.0.0:8080) stays, the argument overrides it
+    c = containers(*args, image=IMAGE, cmd=["--listen", "127.0.0.1:%d" % port])
+    c.wait_healthy()
+    assert proc.http_status("http://127.0.0.1:%d/healthz" % port) == 200
 
 
 # ---------------------------------------------------------------------------------------------
