@@ -1277,3 +1277,70 @@ def test_systemd_unit_verifies_is_hardened_and_its_env_file_starts_the_gateway(s
         assert json.loads(body)["capacity_bytes"] == int(size[:-1]) << {"G": 30, "T": 40}[size[-1]]
     finally:
         stop_cleanly(p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stopping: the drain ends before every supervisor's SIGKILL
+
+DRAIN_MARGIN = 2  # seconds after the drain: the prefetcher stops, the cache's last commits
+
+
+def drain_seconds(env, args, default):
+    """The gateway's --shutdown-timeout from its arguments, else its environment, else default."""
+    for i, a in enumerate(args):
+        if a == "--shutdown-timeout":
+            return int(args[i + 1])
+        if a.startswith("--shutdown-timeout="):
+            return int(a.split("=", 1)[1])
+    return int(env.get("S3CACHED_SHUTDOWN_TIMEOUT", default))
+
+
+def test_every_deployment_lets_the_drain_end_before_its_kill():
+    """A supervisor that SIGKILLs during the drain cuts every client at once and loses the
+    queued cache writes (exit 137): docker stop (10 s), compose's stop_grace_period,
+    Kubernetes' terminationGracePeriodSeconds, systemd's TimeoutStopSec must each outlast the
+    drain the deployment configures, or the gateway's default."""
+    text = run([OPT_BIN, "--help"]).stdout
+    default = int(re.search(r"--shutdown-timeout.*?\(default (\d+)", text, re.S).group(1))
+    _, runtime = dockerfile()
+    image = image_env(runtime)
+    checked = []
+
+    def check(where, drain, kill_after):
+        checked.append(where)
+        assert drain + DRAIN_MARGIN <= kill_after, \
+            "%s: drains up to %d s, killed after %d s" % (where, drain, kill_after)
+
+    # docker run / stop / restart: the image's ENV, Docker's 10 s.
+    check("docker/Dockerfile", drain_seconds(image, [], default), 10)
+    # The compose demo.
+    services = resolved_compose()["services"]
+    gw = services["s3cached"]
+    grace = gw.get("stop_grace_period", "10s")
+    check("docker/compose.yaml",
+          drain_seconds(dict(image, **{k: str(v) for k, v in gw["environment"].items()}),
+                        gw.get("command") or [], default),
+          int(re.fullmatch(r"(\d+)s", grace).group(1)))
+    # Kubernetes: every gateway container.
+    for path in k8s_files():
+        for doc in k8s_docs(path):
+            spec = pod_spec(doc)
+            if spec is None:
+                continue
+            for c in spec.get("initContainers", []) + spec["containers"]:
+                if is_gateway(c):
+                    env = dict(image, **container_env(c))
+                    check("%s %s" % (os.path.basename(path), doc["metadata"]["name"]),
+                          drain_seconds(env, c.get("args", []), default),
+                          spec.get("terminationGracePeriodSeconds", 30))
+    # systemd: the unit's TimeoutStopSec (default 90 s), its environment file.
+    with open(os.path.join(SYSTEMD, "s3cached.service")) as f:
+        unit = f.read()
+    m = re.search(r"^TimeoutStopSec=(\d+)s?$", unit, re.M)
+    with open(os.path.join(SYSTEMD, "s3cached.env")) as f:
+        env = dict(ln.split("=", 1) for ln in f.read().splitlines()
+                   if "=" in ln and not ln.lstrip().startswith("#"))
+    exec_args = shlex.split(re.search(r"^ExecStart=(.*)$", unit, re.M).group(1))[1:]
+    check("deploy/systemd", drain_seconds(env, exec_args, default),
+          int(m.group(1)) if m else 90)
+    assert len(checked) == 5, checked
