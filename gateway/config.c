@@ -94,7 +94,9 @@ static const struct opt options[] = {
     {"access-log", "S3CACHED_ACCESS_LOG", OPT_BOOL, OFF(access_log), 0, 0, NULL,
      "log one line per request: id, client, method, bucket, key, status, bytes, cache, duration"},
     {"shutdown-timeout", "S3CACHED_SHUTDOWN_TIMEOUT", OPT_UINT, OFF(shutdown_timeout), 0, 3600,
-     "SECONDS", "on SIGTERM, wait this long for requests in flight before closing (default 30)"},
+     "SECONDS",
+     "on SIGTERM, wait this long for requests in flight before closing (default 8: below "
+     "docker stop's 10 s)"},
     {"admin-token", "S3CACHED_ADMIN_TOKEN", OPT_STR, OFF(admin_token), 0, 0, "TOKEN",
      "bearer token the admin API (/_s3cached/) requires; without one it answers only loopback "
      "clients (prefer the file or the environment: arguments show in ps)"},
@@ -302,7 +304,7 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->upstream_stall_timeout = 30;
     cfg->prefetch_concurrency = 32;
     cfg->log_level = SC_LOG_INFO;
-    cfg->shutdown_timeout = 30;
+    cfg->shutdown_timeout = 8; /* docker stop SIGKILLs after 10 s, Kubernetes after 30 s */
     cfg->auth_cache_ttl = 60;
     cfg->auth_cache_size = 10000;
     if (set_string(&cfg->listen_host, "127.0.0.1") || set_string(&cfg->identity, "gateway") ||

@@ -24,6 +24,7 @@ PKGS=(
     nginx wrk curl valgrind chromium
     radosgw ceph-mon ceph-osd ceph-common
     docker-compose prometheus python3-yaml systemd
+    docker.io mmdebstrap
 )
 
 # Only `make bench` draws plots; `make test` does not need gnuplot.
@@ -94,7 +95,8 @@ install_debian_packages() {
     [ "${#missing[@]}" -eq 0 ] || die "still missing after install: ${missing[*]}"
     # nginx, prometheus and ceph packages may start system services; the tests run their own.
     # (docker-compose, prometheus and systemd's systemd-analyze check the deployment files:
-    # tests/integration/test_deploy.py.)
+    # tests/integration/test_deploy.py. docker.io and mmdebstrap build and run the image:
+    # test_docker_sidecar.py starts the engine itself, tools/dockerd.sh.)
     as_root systemctl disable --now nginx >/dev/null 2>&1 || true
     as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
 }
