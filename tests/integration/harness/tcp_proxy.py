@@ -2,7 +2,8 @@
 
 It lets a test cut the upstream off (stop: new connections are refused and
 open ones are closed), slow it down (a per-connection byte rate from the
-upstream), and measure how much the upstream sent and how many connections
+upstream, and
+optionally to it), and measure how much the upstream sent and how many connections
 the gateway opened, independently of the gateway's own statistics.
 """
 import socket
@@ -15,10 +16,11 @@ from . import proc
 class TcpProxy:
     """Forwards 127.0.0.1:port to target_port; counts bytes; can be stopped and restarted."""
 
-    def __init__(self, target_port, rate=None):
+    def __init__(self, target_port, rate=None, rate_up=None):
         self.target_port = target_port
         self.port = proc.free_port()
         self.rate = rate  # bytes/s per connection from the upstream, None: unlimited
+        self.rate_up = rate_up  # bytes/s per connection to the upstream, None: unlimited
         self.lock = threading.Lock()
         self.bytes_down = 0  # upstream -> gateway
         self.bytes_up = 0  # gateway -> upstream
@@ -95,9 +97,10 @@ class TcpProxy:
                 buf = src.recv(65536)
                 if not buf:
                     break
-                if down and self.rate:
+                rate = self.rate if down else self.rate_up
+                if rate:
                     sent += len(buf)
-                    ahead = sent / self.rate - (time.monotonic() - started)
+                    ahead = sent / rate - (time.monotonic() - started)
                     if ahead > 0:
                         time.sleep(ahead)
                 dst.sendall(buf)
