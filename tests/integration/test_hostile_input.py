@@ -360,6 +360,15 @@ def _byte_by_byte(head):
     return [head[i:i + 1] for i in range(len(head))]
 
 
+def _slow_clients_closed(gw, phase):
+    r = rawhttp.get(gw.endpoint, "/metrics")
+    assert r.status == 200, (r.status, r.error)
+    want = 's3cached_slow_clients_closed_total{phase="%s"} ' % phase
+    lines = [l for l in r.body.decode().splitlines() if l.startswith(want)]
+    assert len(lines) == 1, r.body[-1000:]
+    return int(lines[0].split()[-1])
+
+
 def test_head_dribbled_past_header_timeout_is_cut_while_others_are_served(s3rver, gateway):
     gw = gateway(s3rver, extra_args=SLOW_ARGS)
     gw.require_real()
@@ -384,6 +393,8 @@ def test_head_dribbled_past_header_timeout_is_cut_while_others_are_served(s3rver
         took = results.get(i)
         assert took is not None, "a head dribbled one byte each 0.5 s was never cut"
         assert 1.5 <= took <= 6, "cut after %.1f s, not about 2 s after its first byte" % took
+    assert _slow_clients_closed(gw, "head") == 3
+    assert _slow_clients_closed(gw, "body") == 0
     _assert_healthy(gw)
 
 
@@ -471,6 +482,7 @@ def test_body_dribbled_below_min_body_rate_is_cut_and_not_stored(radosgw, gatewa
         took = _dribble_until_closed(c, pieces, 0.5, 12)
     assert took is not None, "a body at 200 bytes/s was never cut"
     assert took <= 8, "a body at 200 bytes/s was cut only after %.1f s" % took
+    assert _slow_clients_closed(gw, "body") == 1
     time.sleep(0.3)
     assert not _upstream_has(radosgw, key), "a body that was cut off was stored upstream"
     _assert_healthy(gw)
@@ -492,20 +504,22 @@ def test_slow_upload_above_min_body_rate_completes(s3rver, gateway):
     assert r.status == 200, (r.status, r.error, r.body[:300])
     got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)
     assert got["Body"].read() == payload
+    assert _slow_clients_closed(gw, "body") == 0
 
 
-def test_put_to_a_slow_upstream_is_not_cut_by_min_body_rate(s3rver, gateway):
-    # The upstream takes 1 MiB at 128 KiB/s (8 s, four windows): the client sends it all at
-    # once and the gateway holds most of it (pipe full, connection suspended). The client is
-    # not the slow one, so it is not cut.
-    gw = gateway(s3rver, extra_args=SLOW_ARGS, rate_up=128 * KiB)
+def test_put_to_a_stalled_upstream_is_not_cut_by_min_body_rate(s3rver, gateway):
+    # The upstream reads nothing for 5 s (two and a half windows) while the client sends 16 MiB
+    # as fast as it can: the gateway fills its upload pipe, suspends the connection, and the
+    # client's bytes wait unread. The client is not the slow one, so it is not cut.
+    gw = gateway(s3rver, extra_args=SLOW_ARGS, stall_up=5)
     gw.require_real()
     key = s3util.unique_key("slowup")
-    payload = s3util.data(1024 * KiB, seed=key)
+    payload = s3util.data(16 * 1024 * KiB, seed=key)
     head = _request(b"PUT", b"/test/" + key.encode(), b"Content-Length: %d" % len(payload))
-    with rawhttp.RawConnection(gw.port, timeout=40) as c:
+    with rawhttp.RawConnection(gw.port, timeout=60) as c:
         assert c.send(head + payload), "the upload was cut"
-        r = c.reply(timeout=40)
+        r = c.reply(timeout=60)
     assert r.status == 200, (r.status, r.error, r.body[:300])
     got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)
     assert got["Body"].read() == payload
+    assert _slow_clients_closed(gw, "body") == 0

@@ -2,8 +2,8 @@
 
 It lets a test cut the upstream off (stop: new connections are refused and
 open ones are closed), slow it down (a per-connection byte rate from the
-upstream, and
-optionally to it), and measure how much the upstream sent and how many connections
+upstream,
+or a stall before it reads what is sent to the upstream), and measure how much the upstream sent and how many connections
 the gateway opened, independently of the gateway's own statistics.
 """
 import socket
@@ -16,11 +16,11 @@ from . import proc
 class TcpProxy:
     """Forwards 127.0.0.1:port to target_port; counts bytes; can be stopped and restarted."""
 
-    def __init__(self, target_port, rate=None, rate_up=None):
+    def __init__(self, target_port, rate=None, stall_up=None):
         self.target_port = target_port
         self.port = proc.free_port()
         self.rate = rate  # bytes/s per connection from the upstream, None: unlimited
-        self.rate_up = rate_up  # bytes/s per connection to the upstream, None: unlimited
+        self.stall_up = stall_up  # seconds each connection reads nothing toward the upstream
         self.lock = threading.Lock()
         self.bytes_down = 0  # upstream -> gateway
         self.bytes_up = 0  # gateway -> upstream
@@ -92,15 +92,16 @@ class TcpProxy:
     def _pump(self, src, dst, down, pair):
         started = time.monotonic()
         sent = 0
+        if not down and self.stall_up:
+            time.sleep(self.stall_up)  # the gateway's writes pile up in the socket buffers
         try:
             while True:
                 buf = src.recv(65536)
                 if not buf:
                     break
-                rate = self.rate if down else self.rate_up
-                if rate:
+                if down and self.rate:
                     sent += len(buf)
-                    ahead = sent / rate - (time.monotonic() - started)
+                    ahead = sent / self.rate - (time.monotonic() - started)
                     if ahead > 0:
                         time.sleep(ahead)
                 dst.sendall(buf)
