@@ -69,15 +69,16 @@ static const struct opt options[] = {
      "concurrent client connections (default 1000)"},
     {"connection-timeout", "S3CACHED_CONNECTION_TIMEOUT", OPT_UINT, OFF(conn_timeout), 1, 3600,
      "SECONDS",
-     "close a client connection idle this long; bounds how long a slow reader pins "
-     "cache pages (default 60)"},
+     "close a client connection idle this long (each byte restarts it; see --min-body-rate "
+     "for slow readers) (default 60)"},
     {"header-timeout", "S3CACHED_HEADER_TIMEOUT", OPT_UINT, OFF(header_timeout), 0, 3600, "SECONDS",
      "close a connection whose request line and headers are not all in this long after their "
      "first byte, however steadily they trickle (slowloris); also the window of "
      "--min-body-rate (default 20; 0: no bound)"},
     {"min-body-rate", "S3CACHED_MIN_BODY_RATE", OPT_SIZE, OFF(min_body_rate), 0, GIB, "BYTES",
-     "close a connection whose request body arrives slower than BYTES a second, averaged over "
-     "each --header-timeout window, except while the gateway itself waits (default 1K; 0: no "
+     "close a connection whose request body arrives, or whose response is taken, slower than "
+     "BYTES a second, averaged over each --header-timeout (request) or --connection-timeout "
+     "(response) window, not counting time the gateway itself makes it wait (default 1K; 0: no "
      "bound)"},
     {"chunk-size", "S3CACHED_CHUNK_SIZE", OPT_SIZE, OFF(chunk_size), 4 * KIB, 64 * MIB, "SIZE",
      "bytes per stored chunk (default 256K)"},

@@ -5,7 +5,8 @@
 #include "conn_guard.h"
 
 #include <arpa/inet.h>
-#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_received (glibc's lacks it) */
+#include <linux/sockios.h> /* SIOCOUTQ */
+#include <linux/tcp.h>     /* struct tcp_info with tcpi_bytes_received (glibc's lacks it) */
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -36,7 +37,7 @@ struct conn_guard {
     bool stopping;
     struct guard_limits lim;
     struct guard_conn *conns;
-    atomic_uint_fast64_t slow_heads, slow_bodies;
+    atomic_uint_fast64_t counts[GUARD_SLOW_READER + 1]; /* by verdict */
 };
 
 /* ---- the decision ------------------------------------------------------------------ */
@@ -55,29 +56,51 @@ static enum guard_verdict judge_idle(struct guard_track *t, const struct guard_s
     return GUARD_OK;
 }
 
+/*
+ * One look at a body moving at bytes so far, which must average lim->min_rate over windows of
+ * window seconds of the client's time; counted: the time since the last look was the client's.
+ */
+static bool rate_too_low(struct guard_track *t, double now, uint64_t bytes, bool counted,
+                         double window, const struct guard_limits *lim)
+{
+    if (!t->have_mark) {
+        t->mark = bytes;
+        t->have_mark = true;
+        t->since = now;
+        t->active = 0;
+        return false;
+    }
+    if (counted)
+        t->active += now - t->since;
+    t->since = now;
+    if (t->active < window)
+        return false;
+    if ((double)(bytes - t->mark) < lim->min_rate * t->active)
+        return true;
+    t->mark = bytes;
+    t->active = 0;
+    return false;
+}
+
 static enum guard_verdict judge_body(struct guard_track *t, const struct guard_sample *s,
                                      const struct guard_limits *lim)
 {
     if (lim->min_rate <= 0 || !s->have_bytes)
         return GUARD_OK;
-    if (!t->have_mark) {
-        t->mark = s->bytes;
-        t->have_mark = true;
-        t->since = s->now;
-        t->active = 0;
-        return GUARD_OK;
-    }
     /* Time the gateway held the connection, or left bytes unread, is not the client's. */
-    if (!s->held && !s->unread)
-        t->active += s->now - t->since;
-    t->since = s->now;
-    if (t->active < lim->window)
+    bool counted = !s->held && !s->unread;
+    return rate_too_low(t, s->now, s->bytes, counted, lim->window, lim) ? GUARD_SLOW_BODY
+                                                                        : GUARD_OK;
+}
+
+static enum guard_verdict judge_response(struct guard_track *t, const struct guard_sample *s,
+                                         const struct guard_limits *lim)
+{
+    if (lim->min_rate <= 0 || !s->have_bytes)
         return GUARD_OK;
-    if ((double)(s->bytes - t->mark) < lim->min_rate * t->active)
-        return GUARD_SLOW_BODY;
-    t->mark = s->bytes;
-    t->active = 0;
-    return GUARD_OK;
+    /* Only while bytes wait for the client: the gateway's own waits leave the socket empty. */
+    return rate_too_low(t, s->now, s->acked, s->unsent, lim->send_window, lim) ? GUARD_SLOW_READER
+                                                                               : GUARD_OK;
 }
 
 enum guard_verdict guard_judge(struct guard_track *t, const struct guard_sample *s,
@@ -92,7 +115,7 @@ enum guard_verdict guard_judge(struct guard_track *t, const struct guard_sample 
     case GUARD_BODY:
         return judge_body(t, s, lim);
     case GUARD_BUSY:
-        return GUARD_OK;
+        return judge_response(t, s, lim);
     }
     return GUARD_OK;
 }
@@ -111,12 +134,14 @@ static void look(struct guard_conn *c, double now, struct guard_sample *s)
 {
     struct tcp_info ti = {0};
     socklen_t len = sizeof(ti);
-    int unread = 0;
+    int unread = 0, unsent = 0;
     size_t need = offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received);
     s->now = now;
     s->have_bytes = getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && len >= need;
     s->bytes = s->have_bytes ? ti.tcpi_bytes_received : 0;
+    s->acked = s->have_bytes ? ti.tcpi_bytes_acked : 0;
     s->unread = ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0;
+    s->unsent = ioctl(c->fd, SIOCOUTQ, &unsent) == 0 && unsent > 0;
     s->held = c->suspended || c->was_suspended;
     c->was_suspended = c->suspended;
 }
@@ -131,24 +156,23 @@ static void cut(struct conn_guard *cg, struct guard_conn *c, enum guard_verdict 
         gw_addr_string((const struct sockaddr *)&ss, peer, sizeof(peer));
     shutdown(c->fd, SHUT_RDWR);
     c->cut = true;
-    if (v == GUARD_SLOW_HEAD) {
-        atomic_fetch_add(&cg->slow_heads, 1);
+    atomic_fetch_add(&cg->counts[v], 1);
+    if (v == GUARD_SLOW_HEAD)
         sc_info("closed a connection from %s: its request head was not whole %g s after its "
                 "first byte (--header-timeout)",
                 peer, cg->lim.head_seconds);
-    } else {
-        atomic_fetch_add(&cg->slow_bodies, 1);
-        sc_info("closed a connection from %s: its request body came slower than %g bytes a "
-                "second (--min-body-rate)",
-                peer, cg->lim.min_rate);
-    }
+    else
+        sc_info("closed a connection from %s: it %s slower than %g bytes a second "
+                "(--min-body-rate)",
+                peer, v == GUARD_SLOW_BODY ? "sent its request body" : "read its response",
+                cg->lim.min_rate);
 }
 
 static void look_at_all(struct conn_guard *cg)
 {
     double now = now_seconds();
     for (struct guard_conn *c = cg->conns; c != NULL; c = c->next) {
-        if (c->cut || c->track.phase == GUARD_BUSY)
+        if (c->cut || (c->track.phase == GUARD_BUSY && cg->lim.min_rate <= 0))
             continue;
         struct guard_sample s;
         look(c, now, &s);
@@ -180,7 +204,8 @@ static void *watch(void *arg)
 
 /* ---- the guard ------------------------------------------------------------------------ */
 
-sc_code conn_guard_start(unsigned head_seconds, uint64_t min_rate, conn_guard **out)
+sc_code conn_guard_start(unsigned head_seconds, uint64_t min_rate, unsigned send_window,
+                         conn_guard **out)
 {
     *out = NULL;
     if (head_seconds == 0 && min_rate == 0)
@@ -192,6 +217,7 @@ sc_code conn_guard_start(unsigned head_seconds, uint64_t min_rate, conn_guard **
         .head_seconds = head_seconds,
         .min_rate = (double)min_rate,
         .window = head_seconds > 0 ? head_seconds : GUARD_DEFAULT_WINDOW,
+        .send_window = send_window > 0 ? send_window : GUARD_DEFAULT_WINDOW,
     };
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -283,8 +309,10 @@ void conn_guard_body_in(conn_guard *cg, struct guard_conn *c)
     if (cg == NULL || c == NULL)
         return;
     pthread_mutex_lock(&cg->mu);
-    if (c->track.phase == GUARD_BODY)
+    if (c->track.phase == GUARD_BODY) {
         c->track.phase = GUARD_BUSY;
+        c->track.have_mark = false;
+    }
     pthread_mutex_unlock(&cg->mu);
 }
 
@@ -304,8 +332,7 @@ void conn_guard_hold(conn_guard *cg, struct guard_conn *c, bool held)
     pthread_mutex_unlock(&cg->mu);
 }
 
-void conn_guard_counts(conn_guard *cg, uint64_t *heads, uint64_t *bodies)
+uint64_t conn_guard_count(conn_guard *cg, enum guard_verdict verdict)
 {
-    *heads = cg ? atomic_load(&cg->slow_heads) : 0;
-    *bodies = cg ? atomic_load(&cg->slow_bodies) : 0;
+    return cg && verdict != GUARD_OK ? atomic_load(&cg->counts[verdict]) : 0;
 }

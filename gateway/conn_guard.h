@@ -1,14 +1,18 @@
 /*
- * conn_guard.h - ends client connections that send their request too slowly (slowloris).
+ * conn_guard.h - ends client connections that move their request or response too slowly
+ * (slowloris, and its mirror, the slow reader).
  *
  * --connection-timeout is an idle timeout: every byte restarts it, so a client that sends one
- * header byte a second holds a connection, and one of --max-connections, for ever. The guard
- * bounds what an idle timeout cannot:
+ * header byte a second, or reads one response byte a second, holds a connection, and one of
+ * --max-connections, for ever. The guard bounds what an idle timeout cannot:
  *   - a request head (request line and headers) must be whole within head_seconds of its
  *     first byte (the wait before that byte is idle time, --connection-timeout's business);
  *   - a request body must bring at least min_rate bytes a second, averaged over each window of
  *     head_seconds, not counting time the gateway itself holds the connection (suspended while
- *     the upstream catches up, or with bytes the client sent still unread in the socket).
+ *     the upstream catches up, or with bytes the client sent still unread in the socket);
+ *   - a response must be taken at min_rate bytes a second too, averaged over each window of
+ *     send_window seconds (--connection-timeout), counting only time the client has bytes of it
+ *     waiting in the socket (time the gateway waits for the upstream is not the client's).
  * A watchdog thread looks at every connection twice a second and ends an overdue one with
  * shutdown(2) on its socket: libmicrohttpd then reads the end of the input and closes the
  * connection itself. No 408 is sent: the watchdog never writes to a socket libmicrohttpd owns,
@@ -38,11 +42,13 @@ struct guard_conn; /* one client connection in the guard */
  * @brief Starts the watchdog.
  * @param[in] head_seconds bound on a request head, and the body rate's window; 0: no bound on
  *            heads (the body window is then GUARD_DEFAULT_WINDOW seconds).
- * @param[in] min_rate request body bytes a second; 0: no bound on bodies.
+ * @param[in] min_rate body bytes a second, either way; 0: no bound on bodies.
+ * @param[in] send_window seconds over which a response's rate is averaged.
  * @param[out] out the guard, or NULL when both bounds are off (nothing to watch).
  * @return SC_OK, SC_ENOMEM, or SC_EIO (no thread).
  */
-sc_code conn_guard_start(unsigned head_seconds, uint64_t min_rate, conn_guard **out);
+sc_code conn_guard_start(unsigned head_seconds, uint64_t min_rate, unsigned send_window,
+                         conn_guard **out);
 
 /* @brief Stops the watchdog and frees the guard. Call after the HTTP daemon has stopped. */
 void conn_guard_stop(conn_guard *cg);
@@ -59,7 +65,7 @@ void conn_guard_close(conn_guard *cg, struct guard_conn *c);
 /* @brief The request's head is in; a body follows when body is true (it is then timed). */
 void conn_guard_head_in(conn_guard *cg, struct guard_conn *c, bool body);
 
-/* @brief The request's body is all in: the connection is no longer timed. */
+/* @brief The request's body is all in: the response is timed from now on. */
 void conn_guard_body_in(conn_guard *cg, struct guard_conn *c);
 
 /* @brief The request is finished: the next one's head is awaited (keep-alive). */
@@ -71,8 +77,11 @@ void conn_guard_request_done(conn_guard *cg, struct guard_conn *c);
  */
 void conn_guard_hold(conn_guard *cg, struct guard_conn *c, bool held);
 
-/* @brief Connections ended so far for a slow head and for a slow body. */
-void conn_guard_counts(conn_guard *cg, uint64_t *heads, uint64_t *bodies);
+/* What the guard ended connections for; the number of each so far. */
+enum guard_verdict { GUARD_OK, GUARD_SLOW_HEAD, GUARD_SLOW_BODY, GUARD_SLOW_READER };
+
+/* @brief Connections ended so far for verdict (not GUARD_OK). */
+uint64_t conn_guard_count(conn_guard *cg, enum guard_verdict verdict);
 
 /* ---- the decision, apart from sockets and threads (unit-tested) ------------------------- */
 
@@ -82,40 +91,42 @@ enum guard_phase {
     GUARD_IDLE, /* between requests: waiting for the first byte of a head */
     GUARD_HEAD, /* a head has begun and is not whole yet */
     GUARD_BODY, /* the head is in, the body is arriving */
-    GUARD_BUSY, /* the request is the gateway's to answer: not timed */
+    GUARD_BUSY, /* the request is in: the response is timed while the client holds it up */
 };
 
 struct guard_limits {
     double head_seconds; /* 0: heads are not bounded */
     double min_rate;     /* bytes a second; 0: bodies are not bounded */
-    double window;       /* seconds over which the body rate is averaged */
+    double window;       /* seconds over which the request body rate is averaged */
+    double send_window;  /* seconds over which the response rate is averaged */
 };
 
 /* What the watchdog knows of a connection between two looks. */
 struct guard_track {
     enum guard_phase phase;
     bool have_mark; /* mark is set for this phase */
-    uint64_t mark;  /* bytes received when the idle time or the body window began */
-    double since;   /* head: when it began; body: when the connection was last looked at */
-    double active;  /* body: seconds of the window the gateway waited on the client */
+    uint64_t mark;  /* bytes received (sent, for a response) when the idle time or window began */
+    double since;   /* head: when it began; bodies: when the connection was last looked at */
+    double active;  /* bodies: seconds of the window the gateway waited on the client */
 };
 
 /* One look at a connection. */
 struct guard_sample {
     double now;      /* seconds, monotonic */
-    bool have_bytes; /* bytes is known (TCP_INFO) */
+    bool have_bytes; /* bytes and acked are known (TCP_INFO) */
     uint64_t bytes;  /* bytes received on the connection so far */
+    uint64_t acked;  /* bytes sent on it that the client has acknowledged */
     bool unread;     /* bytes wait in the socket that the gateway has not read */
+    bool unsent;     /* bytes wait in the socket that the client has not taken */
     bool held;       /* the gateway suspended the connection since the last look */
 };
 
-enum guard_verdict { GUARD_OK, GUARD_SLOW_HEAD, GUARD_SLOW_BODY };
-
 /*
  * @brief Moves t on by one look s at the connection and says whether to end it.
- * A head is overdue head_seconds after its first byte was seen; a body window of at least
- * window seconds (counting only the time the client was the one waited for) that brought
- * fewer than min_rate bytes a second ends the connection; otherwise a new window begins.
+ * A head is overdue head_seconds after its first byte was seen; a window of a request body
+ * (window seconds) or of a response (send_window seconds), counting only the time the client
+ * was the one waited for, that moved fewer than min_rate bytes a second ends the connection;
+ * otherwise a new window begins.
  */
 enum guard_verdict guard_judge(struct guard_track *t, const struct guard_sample *s,
                                const struct guard_limits *lim);

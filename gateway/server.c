@@ -475,7 +475,8 @@ sc_code server_start(struct gw *g)
     /* An IPv6 listener takes IPv4 too ([::] is every address of both families). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_DUAL_STACK : 0);
-    if (conn_guard_start(cfg->header_timeout, cfg->min_body_rate, &g->guard) != SC_OK) {
+    if (conn_guard_start(cfg->header_timeout, cfg->min_body_rate, cfg->conn_timeout, &g->guard) !=
+        SC_OK) {
         sc_err("cannot start the slow-client watchdog");
         return SC_EIO;
     }

@@ -523,3 +523,41 @@ def test_put_to_a_stalled_upstream_is_not_cut_by_min_body_rate(s3rver, gateway):
     got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)
     assert got["Body"].read() == payload
     assert _slow_clients_closed(gw, "body") == 0
+
+
+def test_response_read_below_min_body_rate_is_cut(s3rver, gateway):
+    # A reader that takes a response one trickle at a time keeps --connection-timeout from ever
+    # firing (each byte it makes room for is sent at once), and a hit holds an LMDB read
+    # transaction, and one of --max-connections, the whole time.
+    gw = gateway(s3rver, extra_args=["--header-timeout", "2", "--min-body-rate", "64K",
+                                     "--connection-timeout", "4"])
+    gw.require_real()
+    key, body = _seed(s3rver, size=24 * 1024 * KiB)  # more than the socket buffers hold
+    target = b"/test/" + s3util.quote_key(key).encode()
+    r = rawhttp.exchange(gw.port, _request(b"GET", target), timeout=30)
+    assert r.status == 200 and r.body == body, (r.status, r.error)  # now a hit
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)  # small segments: frequent room
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", gw.port))
+    got, closed_after = 0, None
+    try:
+        s.sendall(_request(b"GET", target))
+        started = time.monotonic()
+        while time.monotonic() - started < 25:
+            try:
+                data = s.recv(4096)  # 4 KiB each 0.25 s: 16 KiB/s, a quarter of the minimum
+            except OSError:
+                data = b""
+            if not data:
+                closed_after = time.monotonic() - started
+                break
+            got += len(data)
+            time.sleep(0.25)
+    finally:
+        s.close()
+    assert closed_after is not None, "a reader taking 16 KiB/s held its connection for 25 s"
+    assert got < len(body)
+    assert _slow_clients_closed(gw, "response") == 1
+    _assert_healthy(gw)

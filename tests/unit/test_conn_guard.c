@@ -8,8 +8,12 @@
 
 #include "../../gateway/conn_guard.h"
 
-/* Heads within 2 s of their first byte; bodies at 1000 bytes a second over 2 s windows. */
-static const struct guard_limits LIM = {.head_seconds = 2, .min_rate = 1000, .window = 2};
+/*
+ * Heads within 2 s of their first byte; request bodies at 1000 bytes a second over 2 s windows,
+ * responses over 4 s windows.
+ */
+static const struct guard_limits LIM = {
+    .head_seconds = 2, .min_rate = 1000, .window = 2, .send_window = 4};
 
 /* One look at the connection at time now, with bytes received so far. */
 static enum guard_verdict look(struct guard_track *t, double now, uint64_t bytes, bool unread,
@@ -119,11 +123,37 @@ static void time_the_gateway_holds_the_connection_is_not_counted(void **state)
     assert_int_equal(look(&t, 62.0, 1000, false, false), GUARD_SLOW_BODY);
 }
 
-static void busy_request_is_never_cut(void **state)
+/* One look at a response, of which acked bytes were taken; unsent: bytes wait for the client. */
+static enum guard_verdict look_out(struct guard_track *t, double now, uint64_t acked, bool unsent)
 {
-    struct guard_track t = {.phase = GUARD_BUSY};
-    for (double now = 0; now < 100; now += 0.5)
-        assert_int_equal(look(&t, now, 0, false, false), GUARD_OK);
+    struct guard_sample s = {.now = now, .have_bytes = true, .acked = acked, .unsent = unsent};
+    return guard_judge(t, &s, &LIM);
+}
+
+static void response_waiting_on_the_gateway_is_never_cut(void **state)
+{
+    struct guard_track t = {.phase = GUARD_BUSY, .have_mark = false};
+    for (double now = 0; now < 100; now += 0.5) /* the socket is empty: nothing to take */
+        assert_int_equal(look_out(&t, now, 0, false), GUARD_OK);
+}
+
+static void response_taken_below_rate_is_cut(void **state)
+{
+    struct guard_track t = {.phase = GUARD_BUSY, .have_mark = false};
+    assert_int_equal(look_out(&t, 0.0, 100, true), GUARD_OK);
+    assert_int_equal(look_out(&t, 2.0, 1100, true), GUARD_OK);
+    assert_int_equal(look_out(&t, 4.0, 2100, true), GUARD_SLOW_READER); /* 500 B/s over 4 s */
+}
+
+static void response_taken_at_rate_is_not_cut(void **state)
+{
+    struct guard_track t = {.phase = GUARD_BUSY, .have_mark = false};
+    uint64_t acked = 0;
+    assert_int_equal(look_out(&t, 0.0, acked, true), GUARD_OK);
+    for (double now = 0.5; now <= 30.0; now += 0.5) {
+        acked += 600; /* 1200 bytes a second */
+        assert_int_equal(look_out(&t, now, acked, true), GUARD_OK);
+    }
 }
 
 static void rate_zero_never_cuts_a_body(void **state)
@@ -150,7 +180,9 @@ int main(void)
         cmocka_unit_test(body_at_rate_passes_window_after_window),
         cmocka_unit_test(fast_start_does_not_buy_a_later_stall),
         cmocka_unit_test(time_the_gateway_holds_the_connection_is_not_counted),
-        cmocka_unit_test(busy_request_is_never_cut),
+        cmocka_unit_test(response_waiting_on_the_gateway_is_never_cut),
+        cmocka_unit_test(response_taken_below_rate_is_cut),
+        cmocka_unit_test(response_taken_at_rate_is_not_cut),
         cmocka_unit_test(rate_zero_never_cuts_a_body),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
