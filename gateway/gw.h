@@ -66,7 +66,8 @@ struct upload; /* proxy.c */
 struct gw_req {
     struct gw *g;
     struct MHD_Connection *conn;
-    char *target; /* the raw request target, as received */
+    struct guard_conn *guard; /* the connection in g->guard (conn_guard.h), or NULL */
+    char *target;             /* the raw request target, as received */
     char request_id[17];
     struct timespec arrived; /* when the request line came in */
     unsigned status;         /* the status queued, 0 before */

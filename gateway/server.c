@@ -81,7 +81,7 @@ static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e
 
 /* ---- suspending and resuming a connection --------------------------------- */
 
-/* The connection's entry in the slow-client guard (conn_guard.h), or NULL. */
+/* The connection's entry in the slow-client guard (conn_guard.h), or NULL. HTTP threads only. */
 static struct guard_conn *guard_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *ci =
@@ -92,14 +92,14 @@ static struct guard_conn *guard_of(struct MHD_Connection *conn)
 static void park_connection(void *arg)
 {
     struct gw_req *q = arg;
-    conn_guard_hold(q->g->guard, guard_of(q->conn), true); /* waiting is not the client's fault */
+    conn_guard_hold(q->g->guard, q->guard, true); /* waiting is not the client's fault */
     MHD_suspend_connection(q->conn);
 }
 
 static void wake_connection(void *arg)
 {
     struct gw_req *q = arg;
-    conn_guard_hold(q->g->guard, guard_of(q->conn), false);
+    conn_guard_hold(q->g->guard, q->guard, false); /* on the upstream thread */
     MHD_resume_connection(q->conn);
 }
 
@@ -210,12 +210,12 @@ static void collect_body(struct gw_req *q, const char *data, size_t n)
 }
 
 /* Tells the slow-client guard that the request's head is in, or (a call without data) its body. */
-static void guard_request(struct gw_req *q, struct MHD_Connection *conn, size_t upload_size)
+static void guard_request(struct gw_req *q, size_t upload_size)
 {
     if (q->phase == GW_PHASE_NEW)
-        conn_guard_head_in(q->g->guard, guard_of(conn), has_body(q));
+        conn_guard_head_in(q->g->guard, q->guard, has_body(q));
     else if (upload_size == 0)
-        conn_guard_body_in(q->g->guard, guard_of(conn));
+        conn_guard_body_in(q->g->guard, q->guard);
 }
 
 /*
@@ -233,7 +233,7 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
     enum MHD_Result ret = MHD_NO;
     if (q == NULL)
         return MHD_NO;
-    guard_request(q, conn, *upload_size);
+    guard_request(q, *upload_size);
     switch (q->phase) {
     case GW_PHASE_NEW:
         atomic_fetch_add(&q->g->active_requests, 1); /* its headers are in: it is in flight */
@@ -294,6 +294,7 @@ static void *on_request_start(void *cls, const char *uri, struct MHD_Connection 
         return NULL;
     q->g = g;
     q->conn = conn;
+    q->guard = guard_of(conn);
     q->target = strndup(uri, MAX_TARGET_LEN + 1);
     clock_gettime(CLOCK_MONOTONIC, &q->arrived);
     uint64_t n = atomic_fetch_add(&request_counter, 1);
