@@ -74,7 +74,7 @@ static const struct opt options[] = {
     {"header-timeout", "S3CACHED_HEADER_TIMEOUT", OPT_UINT, OFF(header_timeout), 0, 3600, "SECONDS",
      "close a connection whose request line and headers are not all in this long after their "
      "first byte, however steadily they trickle (slowloris); also the window of "
-     "--min-body-rate (default 20; 0: no bound)"},
+     "--min-body-rate for request bodies (default 20; 0: no bound)"},
     {"min-body-rate", "S3CACHED_MIN_BODY_RATE", OPT_SIZE, OFF(min_body_rate), 0, GIB, "BYTES",
      "close a connection whose request body arrives, or whose response is taken, slower than "
      "BYTES a second, averaged over each --header-timeout (request) or --connection-timeout "
