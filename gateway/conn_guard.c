@@ -146,7 +146,7 @@ static void look(struct guard_conn *c, double now, struct guard_sample *s)
     c->was_suspended = c->suspended;
 }
 
-/* Ends c: libmicrohttpd reads the end of input and closes it (guard locked). */
+/* Ends c: libmicrohttpd reads the end of input, or cannot write, and closes it (guard locked). */
 static void cut(struct conn_guard *cg, struct guard_conn *c, enum guard_verdict v)
 {
     struct sockaddr_storage ss;
@@ -154,6 +154,10 @@ static void cut(struct conn_guard *cg, struct guard_conn *c, enum guard_verdict 
     char peer[INET6_ADDRSTRLEN] = "?";
     if (getpeername(c->fd, (struct sockaddr *)&ss, &len) == 0)
         gw_addr_string((const struct sockaddr *)&ss, peer, sizeof(peer));
+    /* A reset when libmicrohttpd closes it: what is still queued for a slow reader is dropped,
+     * not trickled out by the kernel for minutes after the connection is gone. */
+    struct linger reset = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
     shutdown(c->fd, SHUT_RDWR);
     c->cut = true;
     atomic_fetch_add(&cg->counts[v], 1);
