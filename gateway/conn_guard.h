@@ -15,8 +15,9 @@
  *     waiting in the socket (time the gateway waits for the upstream is not the client's).
  * A watchdog thread looks at every connection twice a second and ends an overdue one with
  * shutdown(2) on its socket (SO_LINGER 0 first, so the close is a reset): libmicrohttpd then
- * reads the end of the input, or fails to write, and closes the connection itself. No 408 is sent: the watchdog never writes to a socket libmicrohttpd owns,
- * as nginx and Go also just close a connection whose head timed out.
+ * reads the end of the input, or fails to write, and closes the connection itself. No 408 is
+ * sent: the watchdog never writes to a socket libmicrohttpd owns, as nginx and Go also just
+ * close a connection whose head timed out.
  *
  * Why no other connection's socket can be shut down: the watchdog shuts a socket down only
  * with the guard locked, and a connection leaves the guard (conn_guard_close, from
