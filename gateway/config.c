@@ -69,8 +69,17 @@ static const struct opt options[] = {
      "concurrent client connections (default 1000)"},
     {"connection-timeout", "S3CACHED_CONNECTION_TIMEOUT", OPT_UINT, OFF(conn_timeout), 1, 3600,
      "SECONDS",
-     "close a client connection idle this long; bounds how long a slow reader pins "
-     "cache pages (default 60)"},
+     "close a client connection idle this long (each byte restarts it; see --min-body-rate "
+     "for slow readers) (default 60)"},
+    {"header-timeout", "S3CACHED_HEADER_TIMEOUT", OPT_UINT, OFF(header_timeout), 0, 3600, "SECONDS",
+     "close a connection whose request line and headers are not all in this long after their "
+     "first byte, however steadily they trickle (slowloris); also the window of "
+     "--min-body-rate for request bodies (default 20; 0: no bound)"},
+    {"min-body-rate", "S3CACHED_MIN_BODY_RATE", OPT_SIZE, OFF(min_body_rate), 0, GIB, "BYTES",
+     "close a connection whose request body arrives, or whose response is taken, slower than "
+     "BYTES a second, averaged over each --header-timeout (request) or --connection-timeout "
+     "(response) window, not counting time the gateway itself makes it wait (default 1K; 0: no "
+     "bound)"},
     {"chunk-size", "S3CACHED_CHUNK_SIZE", OPT_SIZE, OFF(chunk_size), 4 * KIB, 64 * MIB, "SIZE",
      "bytes per stored chunk (default 256K)"},
     {"no-verify-checksums", "S3CACHED_NO_VERIFY_CHECKSUMS", OPT_BOOL, OFF(verify_checksums), 0, 0,
@@ -297,6 +306,8 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->threads = cpus > 0 && cpus <= 256 ? (unsigned)cpus : 2;
     cfg->max_connections = 1000;
     cfg->conn_timeout = 60;
+    cfg->header_timeout = 20;
+    cfg->min_body_rate = KIB;
     cfg->chunk_size = 256 * KIB;
     cfg->verify_checksums = true;
     cfg->upstream_retries = 3;

@@ -20,6 +20,7 @@
 #include "bucket_stats.h"
 #include "client_keys.h"
 #include "config.h"
+#include "conn_guard.h"
 #include "fill.h"
 #include "manifest.h"
 #include "metrics.h"
@@ -42,6 +43,7 @@ struct gw {
     struct gw_buckets buckets; /* object reads per bucket, for the status page */
     struct gw_metrics metrics;
     struct MHD_Daemon *daemon;
+    conn_guard *guard;           /* ends slow clients (--header-timeout); NULL when off */
     ckeys *keys;                 /* --client-credentials; NULL: S3 requests are not verified */
     authz_cache *authz;          /* answers of authorization checks (auth.h); NULL without keys */
     bool listen_loopback;        /* the listener is on a loopback address */
@@ -65,7 +67,8 @@ struct upload; /* proxy.c */
 struct gw_req {
     struct gw *g;
     struct MHD_Connection *conn;
-    char *target; /* the raw request target, as received */
+    struct guard_conn *guard; /* the connection in g->guard (conn_guard.h), or NULL */
+    char *target;             /* the raw request target, as received */
     char request_id[17];
     struct timespec arrived; /* when the request line came in */
     unsigned status;         /* the status queued, 0 before */
@@ -115,6 +118,9 @@ enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, co
 
 /* server.c: true for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. NULL is not loopback. */
 bool gw_addr_is_loopback(const struct sockaddr *sa);
+
+/* server.c: sa as text into out (INET6_ADDRSTRLEN bytes), an IPv4-mapped address as IPv4. */
+void gw_addr_string(const struct sockaddr *sa, char *out, size_t len);
 
 /*
  * server.c: a response of the len bytes at body, of content_type, that no client caches

@@ -94,15 +94,25 @@ static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e
 
 /* ---- suspending and resuming a connection --------------------------------- */
 
+/* The connection's entry in the slow-client guard (conn_guard.h), or NULL. HTTP threads only. */
+static struct guard_conn *guard_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
 static void park_connection(void *arg)
 {
     struct gw_req *q = arg;
+    conn_guard_hold(q->g->guard, q->guard, true); /* waiting is not the client's fault */
     MHD_suspend_connection(q->conn);
 }
 
 static void wake_connection(void *arg)
 {
     struct gw_req *q = arg;
+    conn_guard_hold(q->g->guard, q->guard, false); /* on the upstream thread */
     MHD_resume_connection(q->conn);
 }
 
@@ -323,6 +333,15 @@ static void collect_body(struct gw_req *q, const char *data, size_t n)
     q->body[q->body_len] = '\0';
 }
 
+/* Tells the slow-client guard that the request's head is in, or (a call without data) its body. */
+static void guard_request(struct gw_req *q, size_t upload_size)
+{
+    if (q->phase == GW_PHASE_NEW)
+        conn_guard_head_in(q->g->guard, q->guard, has_body(q));
+    else if (upload_size == 0)
+        conn_guard_body_in(q->g->guard, q->guard);
+}
+
 /*
  * libmicrohttpd calls this once when the headers are in, once per slice of body, and once
  * more at the end. Its rules shape the phases: a response queued in the first call closes
@@ -338,6 +357,7 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
     enum MHD_Result ret = MHD_NO;
     if (q == NULL)
         return MHD_NO;
+    guard_request(q, *upload_size);
     switch (q->phase) {
     case GW_PHASE_NEW:
         atomic_fetch_add(&q->g->active_requests, 1); /* its headers are in: it is in flight */
@@ -403,6 +423,7 @@ static void *on_request_start(void *cls, const char *uri, struct MHD_Connection 
         return NULL;
     q->g = g;
     q->conn = conn;
+    q->guard = guard_of(conn);
     q->target = strndup(uri, MAX_TARGET_LEN + 1);
     clock_gettime(CLOCK_MONOTONIC, &q->arrived);
     uint64_t n = atomic_fetch_add(&request_counter, 1);
@@ -441,14 +462,24 @@ const struct sockaddr *gw_client_addr(struct gw_req *q)
     return ci ? ci->client_addr : NULL;
 }
 
+void gw_addr_string(const struct sockaddr *sa, char *out, size_t len)
+{
+    const struct in6_addr *a6 =
+        sa && sa->sa_family == AF_INET6 ? &((const struct sockaddr_in6 *)sa)->sin6_addr : NULL;
+    if (len > 0)
+        out[0] = '\0';
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)len);
+    else if (a6 && IN6_IS_ADDR_V4MAPPED(a6)) /* an IPv4 client of a dual-stack listener */
+        inet_ntop(AF_INET, &a6->s6_addr[12], out, (socklen_t)len);
+    else if (a6)
+        inet_ntop(AF_INET6, a6, out, (socklen_t)len);
+}
+
 static void log_access(struct gw_req *q, double seconds)
 {
     char client[INET6_ADDRSTRLEN] = "";
-    const struct sockaddr *sa = gw_client_addr(q);
-    if (sa && sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, client, sizeof(client));
-    else if (sa && sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, client, sizeof(client));
+    gw_addr_string(gw_client_addr(q), client, sizeof(client));
     struct sc_access a = {
         .request_id = q->request_id,
         .client = client,
@@ -467,6 +498,8 @@ static void log_access(struct gw_req *q, double seconds)
 static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_cls,
                             enum MHD_RequestTerminationCode toe)
 {
+    struct gw *g = cls;
+    conn_guard_request_done(g->guard, guard_of(conn)); /* keep-alive: the next head is timed */
     struct gw_req *q = *con_cls;
     if (q == NULL)
         return;
@@ -525,6 +558,24 @@ bool gw_addr_is_loopback(const struct sockaddr *sa)
     return false;
 }
 
+/*
+ * libmicrohttpd's word that a connection was accepted or is closing: it enters and leaves the
+ * slow-client guard. CLOSED comes before libmicrohttpd closes the socket (see conn_guard.h).
+ */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct gw *g = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        *socket_context = ci ? conn_guard_open(g->guard, ci->connect_fd) : NULL;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        conn_guard_close(g->guard, *socket_context);
+        *socket_context = NULL;
+    }
+}
+
 static void log_mhd(void *cls, const char *fmt, va_list ap)
 {
     char line[512];
@@ -551,17 +602,25 @@ sc_code server_start(struct gw *g)
         sc_warn("listening on %s without an admin token: the admin API answers loopback clients "
                 "only (see --admin-token)",
                 cfg->listen_host);
+    /* An IPv6 listener takes IPv4 too ([::] is every address of both families). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_DUAL_STACK : 0);
+    if (conn_guard_start(cfg->header_timeout, cfg->min_body_rate, cfg->conn_timeout, &g->guard) !=
+        SC_OK) {
+        sc_err("cannot start the slow-client watchdog");
+        return SC_EIO;
+    }
     g->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, gw_access, g, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, g,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
         MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
         MHD_OPTION_URI_LOG_CALLBACK, on_request_start, g, MHD_OPTION_NOTIFY_COMPLETED,
-        on_request_done, g, MHD_OPTION_END);
+        on_request_done, g, MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_END);
     if (g->daemon == NULL) {
         sc_err("cannot listen on %s:%u", cfg->listen_host, cfg->listen_port);
+        conn_guard_stop(g->guard);
+        g->guard = NULL;
         return SC_EIO;
     }
     return SC_OK;
@@ -573,4 +632,6 @@ void server_stop(struct gw *g)
         MHD_stop_daemon(g->daemon);
         g->daemon = NULL;
     }
+    conn_guard_stop(g->guard); /* after the daemon: its CLOSED notifications use the guard */
+    g->guard = NULL;
 }

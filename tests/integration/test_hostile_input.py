@@ -8,6 +8,7 @@ libmicrohttpd before any request handler runs (431, 505, a malformed request
 line) only need to be a 4xx or a closed connection.
 """
 import os
+import socket
 import threading
 import time
 
@@ -322,3 +323,246 @@ def test_slowloris_headers_do_not_delay_other_clients(s3rver, hgw):
         stop.set()
         for c in slow:
             c.close()
+
+
+# ---- slow clients: --header-timeout and --min-body-rate ------------------------------------
+# Small bounds keep these short: a head must be in 2 s after its first byte, and a body must
+# bring 1 KiB a second over each 2 s window. The idle timeout stays long (30 s), so only the new
+# bounds can cut a client that sends something every half second.
+
+SLOW_ARGS = ["--header-timeout", "2", "--min-body-rate", "1K", "--connection-timeout", "30"]
+
+
+def _dribble_until_closed(conn, data, every, give_up):
+    """Sends data a slice at a time (each slice after `every` seconds) until the server closes the
+    connection or give_up seconds pass; returns the seconds it took the server to close, or
+    None if it never did. data is (slice, ...)."""
+    started = time.monotonic()
+    for piece in data:
+        if not conn.send(piece):
+            return time.monotonic() - started
+        conn.sock.settimeout(every)
+        try:
+            got = conn.sock.recv(65536)
+        except socket.timeout:
+            got = None
+        except OSError:
+            return time.monotonic() - started
+        if got == b"":
+            return time.monotonic() - started
+        assert not got, "the server answered a request it never got whole: %r" % got[:200]
+        if time.monotonic() - started > give_up:
+            return None
+    return None
+
+
+def _byte_by_byte(head):
+    return [head[i:i + 1] for i in range(len(head))]
+
+
+def _slow_clients_closed(gw, phase):
+    r = rawhttp.get(gw.endpoint, "/metrics")
+    assert r.status == 200, (r.status, r.error)
+    want = 's3cached_slow_clients_closed_total{phase="%s"} ' % phase
+    lines = [l for l in r.body.decode().splitlines() if l.startswith(want)]
+    assert len(lines) == 1, r.body[-1000:]
+    return int(lines[0].split()[-1])
+
+
+def test_head_dribbled_past_header_timeout_is_cut_while_others_are_served(s3rver, gateway):
+    gw = gateway(s3rver, extra_args=SLOW_ARGS)
+    gw.require_real()
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode()
+    head = _request(b"GET", target, b"X-Pad: " + b"a" * 100)
+    results = {}
+
+    def dribbler(i):
+        with rawhttp.RawConnection(gw.port, timeout=30) as c:
+            results[i] = _dribble_until_closed(c, _byte_by_byte(head), 0.5, 12)
+
+    threads = [threading.Thread(target=dribbler, args=(i,), daemon=True) for i in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    r = rawhttp.exchange(gw.port, _request(b"GET", target, b"Connection: close"))
+    assert r.status == 200 and r.body == body, (r.status, r.error)
+    for t in threads:
+        t.join(timeout=20)
+    for i in range(3):
+        took = results.get(i)
+        assert took is not None, "a head dribbled one byte each 0.5 s was never cut"
+        assert 1.5 <= took <= 6, "cut after %.1f s, not about 2 s after its first byte" % took
+    assert _slow_clients_closed(gw, "head") == 3
+    assert _slow_clients_closed(gw, "body") == 0
+    _assert_healthy(gw)
+
+
+def test_keep_alive_idle_is_not_cut_but_a_dribbled_second_head_is(s3rver, gateway):
+    gw = gateway(s3rver, extra_args=SLOW_ARGS)
+    gw.require_real()
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode()
+    with rawhttp.RawConnection(gw.port, timeout=30) as c:
+        assert c.send(_request(b"GET", target))
+        r = c.reply()
+        assert r.status == 200 and r.body == body, (r.status, r.error)
+        # Idle between requests for longer than --header-timeout: only the idle timeout
+        # (--connection-timeout, 30 s here) may end that.
+        time.sleep(3.5)
+        assert c.send(_request(b"GET", target))
+        r = c.reply()
+        assert r.status == 200 and r.body == body, (r.status, r.error)
+        # The next head, dribbled, is timed from its first byte.
+        took = _dribble_until_closed(c, _byte_by_byte(_request(b"GET", target)), 0.5, 12)
+    assert took is not None, "a dribbled second head on a kept-alive connection was never cut"
+    assert 1.5 <= took <= 6, "cut after %.1f s, not about 2 s after its first byte" % took
+
+
+def test_max_connections_of_dribblers_do_not_lock_out_a_normal_client(s3rver, gateway):
+    gw = gateway(s3rver, extra_args=SLOW_ARGS + ["--max-connections", "4", "--threads", "1"])
+    gw.require_real()
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode()
+    head = _request(b"GET", target, b"X-Pad: " + b"a" * 100)
+    stop = threading.Event()
+    slow = []
+
+    def trickle():
+        # every connection the gateway allows, each sending one byte every 0.5 s for 30 s
+        for i in range(60):
+            for c in slow:
+                c.send(head[i:i + 1])
+            if stop.wait(0.5):
+                return
+
+    # the stats request of _assert_healthy must find a free slot too, so open them after it
+    slow.extend(rawhttp.RawConnection(gw.port, timeout=30) for _ in range(4))
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    try:
+        time.sleep(0.5)
+        # The dribblers hold every slot: before the bound the request waits (or is refused);
+        # once they are cut it is served. Without a head bound they would hold them for 30 s.
+        deadline = time.monotonic() + 12
+        r = None
+        while time.monotonic() < deadline:
+            r = rawhttp.exchange(gw.port, _request(b"GET", target, b"Connection: close"),
+                                 timeout=max(0.5, deadline - time.monotonic()))
+            if r.status is not None:
+                break
+            time.sleep(0.2)
+        assert r.status == 200 and r.body == body, (r.status, r.error)
+    finally:
+        stop.set()
+        sender.join(timeout=5)
+        for c in slow:
+            c.close()
+    _assert_healthy(gw)
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_body_dribbled_below_min_body_rate_is_cut_and_not_stored(radosgw, gateway, framing):
+    # On radosgw: s3rver stores the part of a body it got before the connection dropped, so
+    # only a strict upstream shows whether the gateway let a cut body through.
+    gw = gateway(radosgw, extra_args=SLOW_ARGS)
+    gw.require_real()
+    key = s3util.unique_key("slowbody")
+    size = 20000
+    target = b"/%s/%s" % (radosgw.bucket.encode(), key.encode())
+    if framing == "chunked":  # an admin API body: the gateway reads it whole, chunk by chunk
+        head = _request(b"POST", b"/_s3cached/manifests", b"Transfer-Encoding: chunked")
+        pieces = [b"64\r\n" + b"x" * 100 + b"\r\n"] * (size // 100)
+    else:
+        head = _request(b"PUT", target, b"Content-Length: %d" % size)
+        pieces = [b"x" * 100] * (size // 100)
+    with rawhttp.RawConnection(gw.port, timeout=30) as c:
+        assert c.send(head)
+        # 100 bytes each 0.5 s: 200 bytes a second, a fifth of the minimum
+        took = _dribble_until_closed(c, pieces, 0.5, 12)
+    assert took is not None, "a body at 200 bytes/s was never cut"
+    assert took <= 8, "a body at 200 bytes/s was cut only after %.1f s" % took
+    assert _slow_clients_closed(gw, "body") == 1
+    time.sleep(0.3)
+    assert not _upstream_has(radosgw, key), "a body that was cut off was stored upstream"
+    _assert_healthy(gw)
+
+
+def test_slow_upload_above_min_body_rate_completes(s3rver, gateway):
+    gw = gateway(s3rver, extra_args=SLOW_ARGS)
+    gw.require_real()
+    key = s3util.unique_key("slowok")
+    payload = s3util.data(24 * KiB, seed=key)
+    head = _request(b"PUT", b"/test/" + key.encode(), b"Content-Length: %d" % len(payload))
+    with rawhttp.RawConnection(gw.port, timeout=30) as c:
+        assert c.send(head)
+        # 4 KiB a second (four times the minimum) for 6 s: three windows
+        for i in range(0, len(payload), 512):
+            assert c.send(payload[i:i + 512]), "a body at 4 KiB/s was cut"
+            time.sleep(0.125)
+        r = c.reply(timeout=20)
+    assert r.status == 200, (r.status, r.error, r.body[:300])
+    got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)
+    assert got["Body"].read() == payload
+    assert _slow_clients_closed(gw, "body") == 0
+
+
+def test_put_to_a_stalled_upstream_is_not_cut_by_min_body_rate(s3rver, gateway):
+    # The upstream reads nothing for 5 s (two and a half windows) while the client sends 16 MiB
+    # as fast as it can: the gateway fills its upload pipe, suspends the connection, and the
+    # client's bytes wait unread. The client is not the slow one, so it is not cut.
+    gw = gateway(s3rver, extra_args=SLOW_ARGS, stall_up=5)
+    gw.require_real()
+    key = s3util.unique_key("slowup")
+    payload = s3util.data(16 * 1024 * KiB, seed=key)
+    head = _request(b"PUT", b"/test/" + key.encode(), b"Content-Length: %d" % len(payload))
+    with rawhttp.RawConnection(gw.port, timeout=60) as c:
+        assert c.send(head + payload), "the upload was cut"
+        r = c.reply(timeout=60)
+    assert r.status == 200, (r.status, r.error, r.body[:300])
+    got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)
+    assert got["Body"].read() == payload
+    assert _slow_clients_closed(gw, "body") == 0
+
+
+def test_response_read_below_min_body_rate_is_cut(s3rver, gateway):
+    # A reader that takes a response one trickle at a time keeps --connection-timeout from ever
+    # firing (each byte it makes room for is sent at once), and a hit holds an LMDB read
+    # transaction, and one of --max-connections, the whole time.
+    gw = gateway(s3rver, extra_args=["--header-timeout", "2", "--min-body-rate", "64K",
+                                     "--connection-timeout", "6"])
+    gw.require_real()
+    key, body = _seed(s3rver, size=16 * 1024 * KiB)  # more than the socket buffers hold
+    target = b"/test/" + s3util.quote_key(key).encode()
+    r = rawhttp.exchange(gw.port, _request(b"GET", target), timeout=30)
+    assert r.status == 200 and r.body == body, (r.status, r.error)  # now a hit
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)  # small segments: frequent room
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", gw.port))
+    got, closed_after = 0, None
+    try:
+        s.sendall(_request(b"GET", target))
+        started = time.monotonic()
+        while time.monotonic() - started < 30:
+            try:
+                data = s.recv(4096)  # 4 KiB each 0.25 s: 16 KiB/s, a quarter of the minimum
+            except OSError:
+                data = b""
+            if not data:
+                closed_after = time.monotonic() - started
+                break
+            got += len(data)
+            time.sleep(0.25)
+    finally:
+        s.close()
+    assert closed_after is not None, "a reader taking 16 KiB/s held its connection for 30 s"
+    # reset, not left to trickle out what the kernel still held for it
+    assert closed_after < 15, "the reader got bytes for %.1f s" % closed_after
+    assert got < len(body)
+    # closed by the rate bound (a 6 s window), not by the idle timeout, which it kept from firing
+    closed = _slow_clients_closed(gw, "response")
+    assert closed == 1, "closed after %.1f s, %d bytes read, by the guard %d times" % (
+        closed_after, got, closed)
+    _assert_healthy(gw)

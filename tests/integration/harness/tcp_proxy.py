@@ -2,9 +2,9 @@
 
 It lets a test cut the upstream off (stop: new connections are refused and
 open ones are closed), slow it down (a per-connection byte rate from the
-upstream), and measure how much the upstream sent and how many connections
-the gateway opened, independently of the gateway's own statistics; it also
-keeps the start of what the gateway sent on each connection, so a test can
+upstream, or a stall before it reads what is sent to the upstream), and measure how much the
+upstream sent and how many connections the gateway opened, independently of the gateway's own
+statistics; it also keeps the start of what the gateway sent on each connection, so a test can
 read the request targets exactly as they went out on the wire.
 """
 import re
@@ -22,10 +22,11 @@ _REQUEST_LINE = re.compile(rb"(GET|HEAD|PUT|POST|DELETE|OPTIONS) (/\S*) HTTP/1\.
 class TcpProxy:
     """Forwards 127.0.0.1:port to target_port; counts bytes; can be stopped and restarted."""
 
-    def __init__(self, target_port, rate=None):
+    def __init__(self, target_port, rate=None, stall_up=None):
         self.target_port = target_port
         self.port = proc.free_port()
         self.rate = rate  # bytes/s per connection from the upstream, None: unlimited
+        self.stall_up = stall_up  # seconds each connection reads nothing toward the upstream
         self.lock = threading.Lock()
         self.bytes_down = 0  # upstream -> gateway
         self.bytes_up = 0  # gateway -> upstream
@@ -112,6 +113,8 @@ class TcpProxy:
     def _pump(self, src, dst, down, pair):
         started = time.monotonic()
         sent = 0
+        if not down and self.stall_up:
+            time.sleep(self.stall_up)  # the gateway's writes pile up in the socket buffers
         try:
             while True:
                 buf = src.recv(65536)
