@@ -6,6 +6,16 @@
  * listed while new readers may still join it, and is unlinked (under the
  * table lock) when the object turns out uncacheable, fails, is invalidated,
  * or has been committed to the store, whichever comes first.
+ *
+ * Writes in flight: the table also counts, per key (or per bucket, for writes
+ * whose keys are in their body), the writes forwarded and not yet answered. A
+ * fill that overlaps such a write in any way may have read the bytes the write
+ * replaces, so it is never stored: fills running when the write begins are
+ * marked, fills that start while it is in flight are born marked, and when it
+ * ends the fills started meanwhile leave the table, so the next miss fetches
+ * afresh. The decision to store and the store's queueing of the put happen
+ * under the table lock, so a write that begins after the decision finds the
+ * put queued before its own removal.
  */
 #include "fill.h"
 
@@ -50,10 +60,18 @@ struct fill {
     fill *next;
 };
 
+/* Writes forwarded and not yet answered, for one key or (key NULL) a whole bucket. */
+struct fill_write {
+    char *bucket, *key;
+    unsigned count;
+    struct fill_write *next;
+};
+
 struct fill_table {
     const struct fill_ctx *ctx;
     pthread_mutex_t mu;
     fill *slots[N_SLOTS];
+    struct fill_write *writes; /* table lock */
 };
 
 sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
@@ -67,10 +85,24 @@ sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
     return SC_OK;
 }
 
+static void write_free(struct fill_write *w)
+{
+    if (w == NULL)
+        return;
+    free(w->bucket);
+    free(w->key);
+    free(w);
+}
+
 void fill_table_free(fill_table *t)
 {
     if (t == NULL)
         return;
+    while (t->writes != NULL) {
+        struct fill_write *w = t->writes;
+        t->writes = w->next;
+        write_free(w);
+    }
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -266,6 +298,9 @@ static void on_done(void *arg, sc_code rc)
     }
     pthread_mutex_lock(&f->t->mu);
     bool store_it = complete && !f->invalidated;
+    /* Queued under the table lock: a write beginning now removes after this put. */
+    bool queued = store_it && store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len,
+                                        on_stored, f) == SC_OK;
     if (!store_it)
         unlist(f);
     pthread_mutex_unlock(&f->t->mu);
@@ -276,8 +311,7 @@ static void on_done(void *arg, sc_code rc)
         fill_unref(f);
         return;
     }
-    if (store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len, on_stored, f) !=
-        SC_OK)
+    if (!queued)
         on_stored(f, SC_EFULL);
 }
 
@@ -296,6 +330,15 @@ static fill *find(fill_table *t, const char *bucket, const char *key)
         if (strcmp(f->key, key) == 0 && strcmp(f->bucket, bucket) == 0)
             return f;
     return NULL;
+}
+
+/* Whether a write to (bucket, key), or to the whole bucket, is in flight (table locked). */
+static bool write_in_flight(const fill_table *t, const char *bucket, const char *key)
+{
+    for (const struct fill_write *w = t->writes; w; w = w->next)
+        if (strcmp(w->bucket, bucket) == 0 && (w->key == NULL || strcmp(w->key, key) == 0))
+            return true;
+    return false;
 }
 
 static fill *fill_new(fill_table *t, const char *bucket, const char *key,
@@ -354,6 +397,7 @@ static fill *join_locked(fill_table *t, const char *bucket, const char *key,
             return NULL;
         atomic_fetch_add(&f->refs, 1); /* the transfer's; fill_new's is the caller's */
         f->listed = true;
+        f->invalidated = write_in_flight(t, bucket, key); /* may read what is being replaced */
         unsigned s = slot_of(bucket, key);
         f->next = t->slots[s];
         t->slots[s] = f;
@@ -443,20 +487,19 @@ void fill_leave(fill *f)
     fill_unref(f);
 }
 
-void fill_invalidate(fill_table *t, const char *bucket, const char *key)
+/* Marks the fill of (bucket, key) as not to be stored and unlists it (table locked). */
+static void invalidate_key(fill_table *t, const char *bucket, const char *key)
 {
-    pthread_mutex_lock(&t->mu);
     fill *f = find(t, bucket, key);
     if (f) {
         f->invalidated = true;
         unlist(f);
     }
-    pthread_mutex_unlock(&t->mu);
 }
 
-void fill_invalidate_bucket(fill_table *t, const char *bucket)
+/* invalidate_key() for every fill of bucket (table locked). */
+static void invalidate_bucket(fill_table *t, const char *bucket)
 {
-    pthread_mutex_lock(&t->mu);
     for (unsigned s = 0; s < N_SLOTS; s++) {
         fill **pp = &t->slots[s];
         while (*pp) {
@@ -470,5 +513,86 @@ void fill_invalidate_bucket(fill_table *t, const char *bucket)
             }
         }
     }
+}
+
+/* invalidate_key(), or invalidate_bucket() when key is NULL (table locked). */
+static void invalidate_scope(fill_table *t, const char *bucket, const char *key)
+{
+    if (key != NULL)
+        invalidate_key(t, bucket, key);
+    else
+        invalidate_bucket(t, bucket);
+}
+
+void fill_invalidate(fill_table *t, const char *bucket, const char *key)
+{
+    pthread_mutex_lock(&t->mu);
+    invalidate_key(t, bucket, key);
     pthread_mutex_unlock(&t->mu);
+}
+
+void fill_invalidate_bucket(fill_table *t, const char *bucket)
+{
+    pthread_mutex_lock(&t->mu);
+    invalidate_bucket(t, bucket);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static struct fill_write **find_write(fill_table *t, const char *bucket, const char *key)
+{
+    struct fill_write **pp = &t->writes;
+    for (; *pp; pp = &(*pp)->next) {
+        const struct fill_write *w = *pp;
+        if (strcmp(w->bucket, bucket) == 0 &&
+            (key == NULL ? w->key == NULL : w->key != NULL && strcmp(w->key, key) == 0))
+            break;
+    }
+    return pp;
+}
+
+static struct fill_write *write_new(const char *bucket, const char *key)
+{
+    struct fill_write *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    w->bucket = strdup(bucket);
+    w->key = key != NULL ? strdup(key) : NULL;
+    if (w->bucket == NULL || (key != NULL && w->key == NULL)) {
+        write_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
+{
+    struct fill_write *fresh = write_new(bucket, key); /* allocated unlocked; may go unused */
+    if (fresh == NULL)
+        return SC_ENOMEM;
+    pthread_mutex_lock(&t->mu);
+    struct fill_write **pp = find_write(t, bucket, key);
+    if (*pp == NULL) {
+        *pp = fresh;
+        fresh = NULL;
+    }
+    (*pp)->count++;
+    invalidate_scope(t, bucket, key);
+    pthread_mutex_unlock(&t->mu);
+    write_free(fresh);
+    return SC_OK;
+}
+
+void fill_write_end(fill_table *t, const char *bucket, const char *key)
+{
+    struct fill_write *gone = NULL;
+    pthread_mutex_lock(&t->mu);
+    struct fill_write **pp = find_write(t, bucket, key);
+    if (*pp != NULL && --(*pp)->count == 0) {
+        gone = *pp;
+        *pp = gone->next;
+    }
+    /* Fills started during the write were born marked; new misses must not join them. */
+    invalidate_scope(t, bucket, key);
+    pthread_mutex_unlock(&t->mu);
+    write_free(gone);
 }

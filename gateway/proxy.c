@@ -8,9 +8,16 @@
  * connection is suspended while the pipe is full, the transfer paused while it
  * is empty), and the response through a windowed relay. aws-chunked uploads are
  * decoded on the way, and sent upstream as a plain body of
- * x-amz-decoded-content-length bytes. Writes that change a key drop its cached
- * copy, before they are forwarded (so no fill running now is stored) and again
- * once the upstream answered.
+ * x-amz-decoded-content-length bytes.
+ *
+ * Writes drop the cached copies of what they change before the upstream can
+ * have committed them, whatever it answers later (or if its answer never
+ * arrives): a write on a key drops it before it is forwarded; a write whose keys
+ * are in its body (DeleteObjects, a browser-form POST upload, DeleteBucket)
+ * drops them once the whole body is in hand, or the whole bucket's cached
+ * objects when the body cannot be read for certain. From before forwarding
+ * until the transfer is over, no fill of an affected key is stored
+ * (fill_write_begin), so a read racing the write cannot put the old bytes back.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +29,7 @@
 #include "../common/log.h"
 #include "awschunked.h"
 #include "s3_delete.h"
+#include "s3_post.h"
 #include "gw.h"
 #include "s3_xml.h"
 
@@ -44,10 +52,11 @@ struct upload {
     bool conn_parked; /* the connection waits for room in the pipe */
     bool chunked;     /* aws-chunked framing to remove */
     struct awschunked dec;
-    sc_code error; /* malformed body */
-    char *tee;     /* a DeleteObjects body, kept to learn which keys it removes */
-    size_t tee_len;
-    bool tee_overflow;
+    sc_code error;             /* malformed body */
+    enum s3_invalidate writes; /* what the request writes, until write_end() */
+    char *tee;                 /* the body's first tee_cap bytes, to learn which keys it writes */
+    size_t tee_len, tee_cap;
+    bool tee_overflow; /* the body was longer than tee_cap */
 };
 
 static const char *const dropped_request_headers[] = {
@@ -252,47 +261,106 @@ static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum M
     return false;
 }
 
-/* Drops the cached copies of the keys a DeleteObjects body names; false if it cannot tell. */
-static bool invalidate_deleted_keys(struct gw_req *q)
+static void drop_stored(struct gw_req *q, const char *key)
 {
-    struct upload *u = q->upload;
-    struct s3_delete_keys keys;
-    if (u == NULL || u->tee == NULL || u->tee_overflow ||
-        s3_delete_keys_parse(u->tee, u->tee_len, &keys) != SC_OK)
-        return false;
-    for (size_t i = 0; i < keys.n; i++) {
-        fill_invalidate(q->g->fills, q->tgt.bucket, keys.keys[i]);
-        if (store_remove(q->g->st, q->tgt.bucket, keys.keys[i]) != SC_OK)
-            sc_err("could not drop cached %s/%s", q->tgt.bucket, keys.keys[i]);
-    }
-    s3_delete_keys_free(&keys);
-    return true;
+    if (store_remove(q->g->st, q->tgt.bucket, key) != SC_OK)
+        sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
 }
 
-/* Drops cached copies of what this request changes. */
-static void invalidate(struct gw_req *q, bool commit)
+/* Drops every cached object of the bucket: the write may have changed any of them. */
+static void drop_bucket(struct gw_req *q, const char *why)
 {
-    struct gw *g = q->g;
-    const char *bucket = q->tgt.bucket, *key = q->tgt.key;
-    switch (s3_target_invalidation(&q->tgt)) {
-    case S3_INVALIDATE_NONE:
+    uint64_t n = 0;
+    if (store_remove_prefix(q->g->st, q->tgt.bucket, "", &n) != SC_OK)
+        sc_err("could not drop the cached objects of bucket %s", q->tgt.bucket);
+    sc_warn("%s %s: %s; dropped its %llu cached objects", q->method, q->tgt.bucket, why,
+            (unsigned long long)n);
+}
+
+static bool is_delete_objects(const struct gw_req *q)
+{
+    return s3_target_param(&q->tgt, "delete") != NULL;
+}
+
+/* How much of the body a write whose keys are in its body must keep to read them. */
+static size_t tee_cap_for(const struct gw_req *q)
+{
+    if (s3_target_invalidation(&q->tgt) != S3_INVALIDATE_BUCKET || q->tgt.method != S3_METHOD_POST)
+        return 0;
+    return is_delete_objects(q) ? S3_DELETE_MAX_BODY : S3_POST_FIELDS_MAX;
+}
+
+/* Drops the cached copies of the keys a DeleteObjects body names, or the bucket's. */
+static void drop_deleted_keys(struct gw_req *q, struct upload *u)
+{
+    struct s3_delete_keys keys;
+    if (u->tee_overflow) {
+        drop_bucket(q, "DeleteObjects body too long to read");
         return;
-    case S3_INVALIDATE_KEY:
-        fill_invalidate(g->fills, bucket, key);
-        if (commit && store_remove(g->st, bucket, key) != SC_OK)
-            sc_err("could not drop cached %s/%s", bucket, key);
-        break;
-    case S3_INVALIDATE_BUCKET:
-        /* The keys are in the body (DeleteObjects): stop the bucket's fills now, and drop
-         * the named keys from the store once the upstream has answered. */
-        fill_invalidate_bucket(g->fills, bucket);
-        if (commit && !invalidate_deleted_keys(q))
-            sc_warn("cannot tell which keys a POST to bucket %s changed; cached copies stay",
-                    bucket);
-        break;
     }
-    if (commit)
-        gw_stat_add(g->stats.invalidations, 1);
+    if (s3_delete_keys_parse(u->tee, u->tee_len, &keys) != SC_OK) {
+        drop_bucket(q, "DeleteObjects body not readable");
+        return;
+    }
+    for (size_t i = 0; i < keys.n; i++)
+        drop_stored(q, keys.keys[i]);
+    s3_delete_keys_free(&keys);
+}
+
+/* Drops the cached copy of the key a PostObject form names (both spellings), or the bucket's. */
+static void drop_posted_key(struct gw_req *q, struct upload *u)
+{
+    char *key = NULL, *expanded = NULL;
+    if (s3_post_form_key(req_header(q, "Content-Type"), u->tee, u->tee_len, &key, &expanded) !=
+        SC_OK) {
+        drop_bucket(q, "POST form upload whose key is not readable");
+        return;
+    }
+    drop_stored(q, key);
+    if (expanded != NULL)
+        drop_stored(q, expanded);
+    free(key);
+    free(expanded);
+}
+
+/* For a write whose keys are in its body: drops their cached copies (body complete). */
+static void drop_written_keys(struct gw_req *q, struct upload *u)
+{
+    if (u->writes != S3_INVALIDATE_BUCKET)
+        return;
+    if (u->tee == NULL)
+        drop_bucket(q, "a write that does not name its keys");
+    else if (is_delete_objects(q))
+        drop_deleted_keys(q, u);
+    else
+        drop_posted_key(q, u);
+}
+
+/*
+ * Notes a write about to be forwarded so no fill of what it changes gets stored until
+ * it is over, and drops the key's cached copy (for keys named in the body, see
+ * drop_written_keys). SC_ENOMEM: nothing noted, the write must not be forwarded.
+ */
+static sc_code write_begin(struct gw_req *q, struct upload *u)
+{
+    enum s3_invalidate writes = s3_target_invalidation(&q->tgt);
+    if (writes == S3_INVALIDATE_NONE)
+        return SC_OK;
+    const char *key = writes == S3_INVALIDATE_KEY ? q->tgt.key : NULL;
+    sc_code rc = fill_write_begin(q->g->fills, q->tgt.bucket, key);
+    if (rc != SC_OK)
+        return rc;
+    u->writes = writes;
+    if (key != NULL)
+        drop_stored(q, key);
+    return SC_OK;
+}
+
+/* Ends what write_begin() began, once the write's transfer is over. */
+static void write_end(struct gw_req *q, enum s3_invalidate writes)
+{
+    if (writes != S3_INVALIDATE_NONE)
+        fill_write_end(q->g->fills, q->tgt.bucket, writes == S3_INVALIDATE_KEY ? q->tgt.key : NULL);
 }
 
 static struct upload *upload_new(struct gw_req *q)
@@ -349,13 +417,18 @@ static enum MHD_Result start(struct gw_req *q)
         return MHD_NO;
     }
     u->eof = len <= 0;
-    if (s3_target_invalidation(&q->tgt) == S3_INVALIDATE_BUCKET &&
-        s3_target_param(&q->tgt, "delete") != NULL &&
-        (u->tee = malloc(S3_DELETE_MAX_BODY)) == NULL) {
+    u->tee_cap = len >= 0 ? tee_cap_for(q) : 0;
+    if (u->tee_cap > 0 && (u->tee = malloc(u->tee_cap)) == NULL) {
         upload_unref(u);
         return MHD_NO;
     }
-    invalidate(q, false);
+    if (write_begin(q, u) != SC_OK) {
+        upload_unref(u);
+        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+    }
+    enum s3_invalidate writes = u->writes;
+    if (len < 0)
+        drop_written_keys(q, u); /* no body: nothing tells which keys */
     bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     struct up_request req = {.method = q->method,
                              .bucket = q->tgt.bucket,
@@ -366,8 +439,10 @@ static enum MHD_Result start(struct gw_req *q)
                              .body_length = len,
                              .idempotent = read};
     gw_sign_as(q, &req.as);
-    if (submit(q, u, &req) != SC_OK)
+    if (submit(q, u, &req) != SC_OK) {
+        write_end(q, writes);
         return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
+    }
     gw_stat_add(g->stats.passthrough, 1);
     if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
         q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */
@@ -400,14 +475,15 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
 
 static size_t decode_into_pipe(struct upload *u, const char *data, size_t n);
 
-/* Keeps a copy of body bytes that tell which keys the request changes (upload locked). */
+/* Keeps the first tee_cap body bytes, which tell which keys the request changes (upload locked). */
 static void tee_body(struct upload *u, const char *p, size_t n)
 {
-    if (u->tee == NULL || u->tee_overflow)
+    if (u->tee == NULL)
         return;
-    if (n > S3_DELETE_MAX_BODY - u->tee_len) {
+    size_t room = u->tee_cap - u->tee_len;
+    if (n > room) {
         u->tee_overflow = true;
-        return;
+        n = room;
     }
     memcpy(u->tee + u->tee_len, p, n);
     u->tee_len += n;
@@ -474,10 +550,12 @@ static enum MHD_Result end_body(struct gw_req *q)
     u->up_paused = false;
     pthread_mutex_unlock(&u->mu);
     if (bad) {
-        up_req_cancel(u->req);
+        up_req_cancel(u->req); /* the upstream never gets the whole body: nothing changes */
         return gw_respond_error(q, 400, "IncompleteBody",
                                 "The aws-chunked request body is malformed or incomplete");
     }
+    /* The upstream cannot have the whole body before this point, nor the client an answer. */
+    drop_written_keys(q, u);
     if (resume_up)
         up_req_resume(u->req);
     q->phase = GW_PHASE_WAIT_HEAD;
@@ -498,8 +576,9 @@ enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *uplo
 
 void gw_proxy_after_head(struct gw_req *q, long status)
 {
-    if (q->upload != NULL && status >= 200 && status < 300)
-        invalidate(q, true);
+    if (q->upload != NULL && q->upload->writes != S3_INVALIDATE_NONE && status >= 200 &&
+        status < 300)
+        gw_stat_add(q->g->stats.invalidations, 1);
 }
 
 void gw_proxy_cleanup(struct gw_req *q)
@@ -514,6 +593,7 @@ void gw_proxy_cleanup(struct gw_req *q)
     pthread_mutex_unlock(&u->mu);
     if (running)
         up_req_cancel(u->req);
+    write_end(q, u->writes);
     q->upload = NULL;
     q->relay = NULL; /* the upload owns it */
     upload_unref(u);

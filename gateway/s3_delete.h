@@ -2,11 +2,15 @@
  * s3_delete.h - the keys named in a DeleteObjects (POST ?delete) request body.
  *
  * The gateway forwards the body unchanged and only reads it to know which
- * cached objects the request removes. Parsing is deliberately small: every
- * <Key>...</Key> element's text, with the five predefined XML entities and
- * numeric character references decoded. Anything unexpected (an unterminated
- * element, a bad entity, a key over S3's 1024 bytes) fails the whole parse,
- * and the caller then drops the whole bucket from its fills instead.
+ * cached objects the request removes, so it reads the keys as an XML parser
+ * does: the text of every element whose local name is Key (with or without a
+ * namespace prefix), made of its character data (the five predefined entities
+ * and numeric character references decoded, CR LF read as LF) and its CDATA
+ * sections, comments and processing instructions skipped. Anything it cannot
+ * read for certain (an unterminated or mismatched element, a bad entity, a
+ * document type declaration, markup inside a key, a key over S3's 1024 bytes)
+ * fails the whole parse, and the caller then drops every cached object of the
+ * bucket instead.
  */
 #ifndef GW_S3_DELETE_H
 #define GW_S3_DELETE_H

@@ -154,6 +154,7 @@ sc_code store_touch(store *st, const char *bucket, const char *key);
  * @brief Removes every cached object of bucket whose key starts with prefix ("" for the
  * whole bucket) and waits until the removals are committed.
  * @param[out] removed how many objects were found and removed.
+ * Puts queued before the call are committed first and so are removed too.
  * @return SC_OK, SC_EINVAL (no bucket), SC_EIO. Objects stored while it runs may stay.
  */
 sc_code store_remove_prefix(store *st, const char *bucket, const char *prefix, uint64_t *removed);

@@ -3,7 +3,9 @@
 It lets a test cut the upstream off (stop: new connections are refused and
 open ones are closed), slow it down (a per-connection byte rate from the
 upstream), and measure how much the upstream sent and how many connections
-the gateway opened, independently of the gateway's own statistics.
+the gateway opened, independently of the gateway's own statistics. With
+swallow_down set, what the upstream sends is read and thrown away: the upstream
+did its work but its answer never reaches the gateway.
 """
 import socket
 import threading
@@ -23,6 +25,7 @@ class TcpProxy:
         self.bytes_down = 0  # upstream -> gateway
         self.bytes_up = 0  # gateway -> upstream
         self.connections = 0
+        self.swallow_down = False  # drop upstream -> gateway bytes (an answer lost on the way)
         self._listener = None
         self._socks = set()
         self._thread = None
@@ -100,6 +103,8 @@ class TcpProxy:
                     ahead = sent / self.rate - (time.monotonic() - started)
                     if ahead > 0:
                         time.sleep(ahead)
+                if down and self.swallow_down:
+                    continue
                 dst.sendall(buf)
                 with self.lock:
                     if down:
