@@ -9,11 +9,17 @@ upstream holds, whatever the upstream made of the request.
 """
 import base64
 import hashlib
+import http.client
+import threading
+import time
 import uuid
 
 import botocore.exceptions
 import pytest
 import requests
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 from harness import s3util
 
@@ -166,3 +172,81 @@ def test_post_object_form_upload_with_filename_variable_drops_cached_copy(upstre
     assert r.status_code in (200, 201, 204), (r.status_code, r.text[:500])
     assert new in [_read(up, upstream.bucket, k) for k in keys]  # the upload went somewhere
     _assert_coherent(upstream, gw, keys)
+
+
+def test_fill_running_across_a_write_is_not_stored(s3rver, gateway):
+    """A miss whose fill started before a PUT and finishes after it read the old bytes:
+    its reader gets them (the write came later), but they are not stored. The upstream's
+    answers are slowed by a TCP proxy (a test harness part) so the fill outlasts the PUT."""
+    gw = gateway(s3rver, rate=512 * 1024)
+    key = s3util.unique_key("overlap")
+    old, new = s3util.data(3 * MiB // 2, seed="old" + key), s3util.data(1000, seed="new" + key)
+    s3util.upstream_client(s3rver).put_object(Bucket=s3rver.bucket, Key=key, Body=old)
+    got = {}
+
+    def slow_get():
+        got["body"] = gw.client().get_object(Bucket=gw.bucket, Key=key)["Body"].read()
+
+    reader = threading.Thread(target=slow_get)
+    reader.start()
+    deadline = time.monotonic() + 10
+    while gw.proxy.bytes_down < 64 * 1024 and time.monotonic() < deadline:
+        time.sleep(0.02)  # the fill is under way
+    assert reader.is_alive(), "the fill ended before the write: nothing overlaps"
+    gw.client().put_object(Bucket=gw.bucket, Key=key, Body=new)
+    assert reader.is_alive(), "the fill ended before the write's answer: nothing overlaps"
+    reader.join(timeout=30)
+    assert got["body"] == old
+    resp = gw.client().get_object(Bucket=gw.bucket, Key=key)
+    assert resp["Body"].read() == new
+    gw.assert_cache(s3util.headers_of(resp), "MISS")
+
+
+def _start_slow_put(gw, key, body):
+    """Sends a signed PUT's headers and the first half of its body; returns the open
+    connection, for _finish_slow_put."""
+    path = "/%s/%s" % (gw.bucket, s3util.quote_key(key))
+    url = "%s%s" % (gw.endpoint, path)
+    req = AWSRequest(method="PUT", url=url, data=body,
+                     headers={"Content-Length": str(len(body))})
+    S3SigV4Auth(Credentials(gw.access_key, gw.secret_key), "s3", s3util.REGION).add_auth(req)
+    conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=30)
+    conn.putrequest("PUT", path, skip_host=True, skip_accept_encoding=True)
+    conn.putheader("Host", "127.0.0.1:%d" % gw.port)
+    for name, value in req.headers.items():
+        conn.putheader(name, value)
+    conn.endheaders()
+    conn.send(body[:len(body) // 2])
+    return conn
+
+
+def _finish_slow_put(conn, body):
+    conn.send(body[len(body) // 2:])
+    resp = conn.getresponse()
+    resp.read()
+    conn.close()
+    return resp.status
+
+
+def test_miss_during_a_write_is_not_stored(upstream, gw):
+    """A GET that misses while a PUT is still uploading reads the old bytes from the
+    upstream (nothing is committed yet); it may serve them, but must not store them:
+    after the PUT is answered, the new bytes are served. (s3rver writes an upload in
+    place, so what it serves meanwhile is not the old object; radosgw's is.)"""
+    key = s3util.unique_key("midwrite")
+    old, new = s3util.data(5000, seed="old" + key), s3util.data(256 * 1024, seed="new" + key)
+    s3util.upstream_client(upstream).put_object(Bucket=upstream.bucket, Key=key, Body=old)
+    _cache(gw, key, old)
+    conn = _start_slow_put(gw, key, new)
+    try:
+        c = gw.client()
+        for _ in range(2):  # a miss whose fill completes during the write, then another read
+            during = _read(c, gw.bucket, key)
+            if upstream.name == "radosgw":
+                assert during == old
+    finally:
+        status = _finish_slow_put(conn, new)
+    assert status == 200
+    resp = gw.client().get_object(Bucket=gw.bucket, Key=key)
+    assert resp["Body"].read() == new
+    gw.assert_cache(s3util.headers_of(resp), "MISS")
