@@ -141,6 +141,19 @@ static sc_code read_part(struct form *f, const char *p, const char *end, bool co
     return f->key != NULL ? SC_OK : SC_ENOMEM;
 }
 
+/* A filename every upstream takes as it is: not empty, no path, no quote or control character. */
+static bool plain_filename(const char *s)
+{
+    if (*s == '\0')
+        return false;
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7F || c == '/' || c == '\\' || c == '"')
+            return false;
+    }
+    return true;
+}
+
 /* The key with "${filename}" replaced by the file's name; NULL if it has none. */
 static sc_code expand_key(const struct form *f, char **out)
 {
@@ -148,9 +161,8 @@ static sc_code expand_key(const struct form *f, char **out)
     *out = NULL;
     if (var == NULL)
         return SC_OK;
-    if (strstr(var + 1, FILENAME_VAR) != NULL || f->filename[0] == '\0' ||
-        strpbrk(f->filename, "/\\") != NULL)
-        return SC_EINVAL; /* several, none, or a path: not certain what S3 makes of it */
+    if (strstr(var + 1, FILENAME_VAR) != NULL || !plain_filename(f->filename))
+        return SC_EINVAL; /* several, or an odd name: not certain what the upstream makes of it */
     size_t pre = (size_t)(var - f->key), nlen = strlen(f->filename);
     size_t post = strlen(var + strlen(FILENAME_VAR));
     if (pre + nlen + post > KEY_MAX)
