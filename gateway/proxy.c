@@ -53,8 +53,11 @@ struct upload {
     bool chunked;     /* aws-chunked framing to remove */
     struct awschunked dec;
     sc_code error;             /* malformed body */
-    enum s3_invalidate writes; /* what the request writes, until write_end() */
-    char *tee;                 /* the body's first tee_cap bytes, to learn which keys it writes */
+    enum s3_invalidate writes; /* what the request writes (write_begin) */
+    bool writing;              /* the write is noted in flight until write_end() (mu) */
+    fill_table *fills;         /* where it is noted */
+    char *write_bucket, *write_key;
+    char *tee; /* the body's first tee_cap bytes, to learn which keys it writes */
     size_t tee_len, tee_cap;
     bool tee_overflow; /* the body was longer than tee_cap */
 };
@@ -100,10 +103,15 @@ bool proxy_passes_response_header(const char *name)
                     sizeof(dropped_response_headers) / sizeof(dropped_response_headers[0]));
 }
 
+static void write_end(struct upload *u);
+
 static void upload_unref(struct upload *u)
 {
     if (u == NULL || atomic_fetch_sub(&u->refs, 1) != 1)
         return;
+    write_end(u); /* a write never submitted */
+    free(u->write_bucket);
+    free(u->write_key);
     relay_unref(u->relay);
     up_req_release(u->req);
     free(u->tee);
@@ -164,6 +172,7 @@ static size_t read_body(void *arg, char *out, size_t cap)
 static void on_done(void *arg, sc_code rc)
 {
     struct upload *u = arg;
+    write_end(u); /* before the client can see the transfer end */
     pthread_mutex_lock(&u->mu);
     u->finished = true;
     struct gw_req *wake = take_parked(u);
@@ -347,20 +356,34 @@ static sc_code write_begin(struct gw_req *q, struct upload *u)
     if (writes == S3_INVALIDATE_NONE)
         return SC_OK;
     const char *key = writes == S3_INVALIDATE_KEY ? q->tgt.key : NULL;
+    u->write_bucket = strdup(q->tgt.bucket);
+    u->write_key = key != NULL ? strdup(key) : NULL;
+    if (u->write_bucket == NULL || (key != NULL && u->write_key == NULL))
+        return SC_ENOMEM;
     sc_code rc = fill_write_begin(q->g->fills, q->tgt.bucket, key);
     if (rc != SC_OK)
         return rc;
     u->writes = writes;
+    u->writing = true;
+    u->fills = q->g->fills;
     if (key != NULL)
         drop_stored(q, key);
     return SC_OK;
 }
 
-/* Ends what write_begin() began, once the write's transfer is over. */
-static void write_end(struct gw_req *q, enum s3_invalidate writes)
+/*
+ * Ends what write_begin() began, once: when the upstream's answer is in, when the
+ * transfer ends, or when the request goes, whichever comes first (any thread). From
+ * then on a fill reads what the upstream holds after the write.
+ */
+static void write_end(struct upload *u)
 {
-    if (writes != S3_INVALIDATE_NONE)
-        fill_write_end(q->g->fills, q->tgt.bucket, writes == S3_INVALIDATE_KEY ? q->tgt.key : NULL);
+    pthread_mutex_lock(&u->mu);
+    bool was = u->writing;
+    u->writing = false;
+    pthread_mutex_unlock(&u->mu);
+    if (was)
+        fill_write_end(u->fills, u->write_bucket, u->write_key);
 }
 
 static struct upload *upload_new(struct gw_req *q)
@@ -426,7 +449,6 @@ static enum MHD_Result start(struct gw_req *q)
         upload_unref(u);
         return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
     }
-    enum s3_invalidate writes = u->writes;
     if (len < 0)
         drop_written_keys(q, u); /* no body: nothing tells which keys */
     bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
@@ -439,10 +461,8 @@ static enum MHD_Result start(struct gw_req *q)
                              .body_length = len,
                              .idempotent = read};
     gw_sign_as(q, &req.as);
-    if (submit(q, u, &req) != SC_OK) {
-        write_end(q, writes);
+    if (submit(q, u, &req) != SC_OK) /* the write ends with u */
         return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
-    }
     gw_stat_add(g->stats.passthrough, 1);
     if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
         q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */
@@ -576,8 +596,10 @@ enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *uplo
 
 void gw_proxy_after_head(struct gw_req *q, long status)
 {
-    if (q->upload != NULL && q->upload->writes != S3_INVALIDATE_NONE && status >= 200 &&
-        status < 300)
+    if (q->upload == NULL)
+        return;
+    write_end(q->upload); /* answered: before the client can see it */
+    if (q->upload->writes != S3_INVALIDATE_NONE && status >= 200 && status < 300)
         gw_stat_add(q->g->stats.invalidations, 1);
 }
 
@@ -593,7 +615,7 @@ void gw_proxy_cleanup(struct gw_req *q)
     pthread_mutex_unlock(&u->mu);
     if (running)
         up_req_cancel(u->req);
-    write_end(q, u->writes);
+    write_end(u);
     q->upload = NULL;
     q->relay = NULL; /* the upload owns it */
     upload_unref(u);
