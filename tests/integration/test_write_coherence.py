@@ -250,3 +250,35 @@ def test_miss_during_a_write_is_not_stored(upstream, gw):
     resp = gw.client().get_object(Bucket=gw.bucket, Key=key)
     assert resp["Body"].read() == new
     gw.assert_cache(s3util.headers_of(resp), "MISS")
+
+
+def _versioned_bucket(up):
+    c = s3util.upstream_client(up)
+    bucket = "versioned"
+    try:
+        c.create_bucket(Bucket=bucket)
+    except botocore.exceptions.ClientError as err:
+        if err.response["Error"]["Code"] != "BucketAlreadyOwnedByYou":
+            raise
+    c.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    return c, bucket
+
+
+def test_versioned_writes_change_what_is_served(radosgw, gateway):
+    """On a versioned bucket (radosgw only: s3rver has no versioning), deleting the
+    current version by versionId makes the previous one current, and a delete marker
+    hides the object: neither may leave the cached current copy served."""
+    c, bucket = _versioned_bucket(radosgw)
+    key = s3util.unique_key("verwrite")
+    c.put_object(Bucket=bucket, Key=key, Body=b"version one")
+    v2 = c.put_object(Bucket=bucket, Key=key, Body=b"version two, longer")["VersionId"]
+    gw = gateway(radosgw)
+    g = gw.client()
+    for expected in ("MISS", "HIT"):
+        resp = g.get_object(Bucket=bucket, Key=key)
+        assert resp["Body"].read() == b"version two, longer"
+        gw.assert_cache(s3util.headers_of(resp), expected)
+    g.delete_object(Bucket=bucket, Key=key, VersionId=v2)
+    assert g.get_object(Bucket=bucket, Key=key)["Body"].read() == b"version one"
+    g.delete_object(Bucket=bucket, Key=key)  # a delete marker
+    assert _read(g, bucket, key) is None
