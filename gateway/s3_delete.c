@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define KEY_MAX      1024
 #define DEPTH_MAX    16
@@ -263,8 +264,32 @@ static sc_code read_end_tag(struct reader *r)
     return r->depth == r->key_depth ? finish_key(r) : SC_OK;
 }
 
+/* The XML declaration: a body in another encoding than UTF-8 has other key bytes. */
+static sc_code read_declaration(struct reader *r)
+{
+    const char *start = r->p;
+    sc_code rc = skip_past(r, "?>");
+    if (rc != SC_OK)
+        return rc;
+    const char *enc = find_str(start, r->p, "encoding");
+    if (enc == NULL)
+        return SC_OK;
+    const char *q = enc + strlen("encoding");
+    while (q < r->p && (is_space(*q) || *q == '='))
+        q++;
+    if (q >= r->p || (*q != '"' && *q != '\''))
+        return SC_EINVAL;
+    static const char utf8[] = "utf-8";
+    size_t n = sizeof(utf8) - 1;
+    if ((size_t)(r->p - q) < n + 2 || strncasecmp(q + 1, utf8, n) != 0 || q[n + 1] != *q)
+        return SC_EINVAL;
+    return SC_OK;
+}
+
 static sc_code read_markup(struct reader *r)
 {
+    if (starts(r, "<?xml") && r->depth == 0)
+        return read_declaration(r);
     if (starts(r, "<?"))
         return skip_past(r, "?>");
     if (starts(r, "<!--"))
@@ -287,6 +312,10 @@ sc_code s3_delete_keys_parse(const char *body, size_t len, struct s3_delete_keys
         return SC_ENOMEM;
     if (starts(&r, "\xEF\xBB\xBF"))
         r.p += 3; /* a UTF-8 byte order mark */
+    if (memchr(body, '\0', len) != NULL) {
+        free(r.key);
+        return SC_EINVAL; /* UTF-16 or UTF-32, or no XML at all */
+    }
     /* Leniency (text or a second element outside the root) can only add keys: the
      * upstream refuses such a body, and dropping a cached copy too many is harmless. */
     sc_code rc = SC_OK;

@@ -8,7 +8,8 @@
  * and numeric character references decoded, CR LF read as LF) and its CDATA
  * sections, comments and processing instructions skipped. Anything it cannot
  * read for certain (an unterminated or mismatched element, a bad entity, a
- * document type declaration, markup inside a key, a key over S3's 1024 bytes)
+ * document type declaration, an encoding other than UTF-8, a NUL byte, markup
+ * inside a key, a key over S3's 1024 bytes)
  * fails the whole parse, and the caller then drops every cached object of the
  * bucket instead.
  */

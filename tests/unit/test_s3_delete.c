@@ -54,6 +54,9 @@ static void malformed_bodies_are_refused(void **state)
         "<!DOCTYPE d [<!ENTITY e \"x\">]><Delete><Object><Key>&e;</Key></Object></Delete>",
         "<Delete><Object><Key>empty in key <i/></Key></Object></Delete>",
         "<Delete><Object attr=\"<\"><Key>a</Key></Object></Delete>",
+        ("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><Delete><Object><Key>caf\xe9</Key>"
+         "</Object></Delete>"),
+        "<?xml version='1.0' encoding='utf-16'?><Delete><Object><Key>a</Key></Object></Delete>",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct s3_delete_keys k;
@@ -105,6 +108,9 @@ static void keys_are_read_as_xml_reads_them(void **state)
          "attrs"},
         {"<Delete><Object><Key>cr\r\nlf\rcr&#13;ref</Key></Object></Delete>", "cr\nlf\ncr\rref"},
         {"\xEF\xBB\xBF<Delete><Object><Key>bom</Key></Object></Delete>", "bom"},
+        {"<?xml version=\"1.0\" encoding = 'UTF-8' ?><Delete><Object><Key>utf8</Key></Object>"
+         "</Delete>",
+         "utf8"},
         {"<Delete><!-- <Object><Key>not this</Key></Object> --><Object><Key>this</Key>"
          "</Object></Delete>",
          "this"},
@@ -130,6 +136,15 @@ static void empty_key_element_names_nothing(void **state)
     s3_delete_keys_free(&k);
 }
 
+/* UTF-16 spells every ASCII character with a NUL: its keys are not the bytes read. */
+static void utf16_body_is_refused(void **state)
+{
+    static const char xml[] = "<\0K\0e\0y\0>\0a\0<\0/\0K\0e\0y\0>\0";
+    struct s3_delete_keys k;
+    assert_int_equal(s3_delete_keys_parse(xml, sizeof(xml) - 1, &k), SC_EINVAL);
+    assert_int_equal(k.n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -140,6 +155,7 @@ int main(void)
         cmocka_unit_test(more_than_1000_keys_are_refused),
         cmocka_unit_test(keys_are_read_as_xml_reads_them),
         cmocka_unit_test(empty_key_element_names_nothing),
+        cmocka_unit_test(utf16_body_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
