@@ -15,7 +15,9 @@
  * ends the fills started meanwhile leave the table, so the next miss fetches
  * afresh. The decision to store and the store's queueing of the put happen
  * under the table lock, so a write that begins after the decision finds the
- * put queued before its own removal.
+ * put queued before its own removal. A write whose outcome is unknown (no
+ * answer, or a 5xx) keeps counting for FILL_WRITE_DOUBT_SECONDS after it
+ * ended: the upstream may still commit it.
  */
 #include "fill.h"
 
@@ -24,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/log.h"
 #include "hdrblob.h"
@@ -64,6 +67,7 @@ struct fill {
 struct fill_write {
     char *bucket, *key;
     unsigned count;
+    double doubt_until; /* monotonic seconds: a write ended in doubt counts until then */
     struct fill_write *next;
 };
 
@@ -94,15 +98,13 @@ static void write_free(struct fill_write *w)
     free(w);
 }
 
+static void free_writes(struct fill_write *w);
+
 void fill_table_free(fill_table *t)
 {
     if (t == NULL)
         return;
-    while (t->writes != NULL) {
-        struct fill_write *w = t->writes;
-        t->writes = w->next;
-        write_free(w);
-    }
+    free_writes(t->writes);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -332,12 +334,32 @@ static fill *find(fill_table *t, const char *bucket, const char *key)
     return NULL;
 }
 
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool write_counts(const struct fill_write *w, double now)
+{
+    return w->count > 0 || now < w->doubt_until;
+}
+
 /* Whether a write to (bucket, key), or to the whole bucket, is in flight (table locked). */
 static bool write_in_flight(const fill_table *t, const char *bucket, const char *key)
 {
-    for (const struct fill_write *w = t->writes; w; w = w->next)
-        if (strcmp(w->bucket, bucket) == 0 && (w->key == NULL || strcmp(w->key, key) == 0))
+    double now = -1;
+    for (const struct fill_write *w = t->writes; w; w = w->next) {
+        if (strcmp(w->bucket, bucket) != 0 || (w->key != NULL && strcmp(w->key, key) != 0))
+            continue;
+        if (w->count > 0)
             return true;
+        if (now < 0)
+            now = now_seconds();
+        if (now < w->doubt_until)
+            return true;
+    }
     return false;
 }
 
@@ -564,6 +586,31 @@ static struct fill_write *write_new(const char *bucket, const char *key)
     return w;
 }
 
+/* Unlinks the writes that no longer count onto *gone (table locked). */
+static void prune_writes(fill_table *t, double now, struct fill_write **gone)
+{
+    struct fill_write **pp = &t->writes;
+    while (*pp) {
+        struct fill_write *w = *pp;
+        if (write_counts(w, now)) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        w->next = *gone;
+        *gone = w;
+    }
+}
+
+static void free_writes(struct fill_write *w)
+{
+    while (w) {
+        struct fill_write *next = w->next;
+        write_free(w);
+        w = next;
+    }
+}
+
 sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
 {
     struct fill_write *fresh = write_new(bucket, key); /* allocated unlocked; may go unused */
@@ -582,17 +629,20 @@ sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
     return SC_OK;
 }
 
-void fill_write_end(fill_table *t, const char *bucket, const char *key)
+void fill_write_end(fill_table *t, const char *bucket, const char *key, bool in_doubt)
 {
     struct fill_write *gone = NULL;
+    double now = now_seconds();
     pthread_mutex_lock(&t->mu);
-    struct fill_write **pp = find_write(t, bucket, key);
-    if (*pp != NULL && --(*pp)->count == 0) {
-        gone = *pp;
-        *pp = gone->next;
+    struct fill_write *w = *find_write(t, bucket, key);
+    if (w != NULL && w->count > 0) {
+        w->count--;
+        if (in_doubt && w->doubt_until < now + FILL_WRITE_DOUBT_SECONDS)
+            w->doubt_until = now + FILL_WRITE_DOUBT_SECONDS;
     }
+    prune_writes(t, now, &gone);
     /* Fills started during the write were born marked; new misses must not join them. */
     invalidate_scope(t, bucket, key);
     pthread_mutex_unlock(&t->mu);
-    write_free(gone);
+    free_writes(gone);
 }

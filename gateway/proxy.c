@@ -55,6 +55,8 @@ struct upload {
     sc_code error;             /* malformed body */
     enum s3_invalidate writes; /* what the request writes (write_begin) */
     bool writing;              /* the write is noted in flight until write_end() (mu) */
+    bool submitted;            /* handed to the upstream module */
+    long status;               /* the upstream's answer, 0 until its head is in (mu) */
     fill_table *fills;         /* where it is noted */
     char *write_bucket, *write_key;
     char *tee; /* the body's first tee_cap bytes, to learn which keys it writes */
@@ -140,6 +142,9 @@ static void resume_conn(struct gw_req *q)
 static void on_head(void *arg, const struct up_head *head)
 {
     struct upload *u = arg;
+    pthread_mutex_lock(&u->mu);
+    u->status = head->status;
+    pthread_mutex_unlock(&u->mu);
     bool small = head->content_length >= 0 && head->content_length <= 64 * 1024;
     relay_set_head(u->relay, head, small);
 }
@@ -374,16 +379,18 @@ static sc_code write_begin(struct gw_req *q, struct upload *u)
 /*
  * Ends what write_begin() began, once: when the upstream's answer is in, when the
  * transfer ends, or when the request goes, whichever comes first (any thread). From
- * then on a fill reads what the upstream holds after the write.
+ * then on a fill reads what the upstream holds after the write, unless its outcome is
+ * unknown (forwarded, and no answer or a 5xx): the upstream may still commit it.
  */
 static void write_end(struct upload *u)
 {
     pthread_mutex_lock(&u->mu);
     bool was = u->writing;
+    bool in_doubt = u->submitted && (u->status == 0 || u->status >= 500);
     u->writing = false;
     pthread_mutex_unlock(&u->mu);
     if (was)
-        fill_write_end(u->fills, u->write_bucket, u->write_key);
+        fill_write_end(u->fills, u->write_bucket, u->write_key, in_doubt);
 }
 
 static struct upload *upload_new(struct gw_req *q)
@@ -406,8 +413,10 @@ static struct upload *upload_new(struct gw_req *q)
 static sc_code submit(struct gw_req *q, struct upload *u, const struct up_request *req)
 {
     atomic_fetch_add(&u->refs, 1); /* the transfer's reference */
+    u->submitted = true;           /* set before the upstream thread can see u */
     sc_code rc = up_submit(q->g->up, req, &proxy_handler, u, &u->req);
     if (rc != SC_OK) {
+        u->submitted = false; /* never forwarded: a write in it ends in no doubt */
         atomic_fetch_sub(&u->refs, 1);
         upload_unref(u);
         return rc;

@@ -282,3 +282,33 @@ def test_versioned_writes_change_what_is_served(radosgw, gateway):
     assert g.get_object(Bucket=bucket, Key=key)["Body"].read() == b"version one"
     g.delete_object(Bucket=bucket, Key=key)  # a delete marker
     assert _read(g, bucket, key) is None
+
+
+def test_write_committed_after_the_gateway_gave_up_leaves_no_old_copy(s3rver, gateway):
+    """The PUT reaches s3rver only after the gateway's stall timeout (a TCP proxy
+    between them, a test harness part, holds the request's bytes), so the client gets a
+    502 and s3rver commits the write later. A miss in between reads the old bytes: it may
+    serve them, but must not store them, or they would be served after the commit."""
+    gw = gateway(s3rver, proxy=True, extra_args=["--upstream-stall-timeout", "2"])
+    key = s3util.unique_key("latecommit")
+    old, new = s3util.data(4000, seed="old" + key), s3util.data(6000, seed="new" + key)
+    up = s3util.upstream_client(s3rver)
+    up.put_object(Bucket=s3rver.bucket, Key=key, Body=old)
+    _cache(gw, key, old)
+    gw.proxy.hold_up = True
+    try:
+        r = s3util.raw(gw, "PUT", "/%s/%s" % (gw.bucket, s3util.quote_key(key)), body=new,
+                       timeout=30)
+    finally:
+        gw.proxy.hold_up = False
+    assert r.status == 502, (r.status, r.body[:300])
+    assert up.get_object(Bucket=s3rver.bucket, Key=key)["Body"].read() == old  # not yet
+    assert gw.client().get_object(Bucket=gw.bucket, Key=key)["Body"].read() == old
+    gw.proxy.release_held()
+    deadline = time.monotonic() + 20
+    while up.get_object(Bucket=s3rver.bucket, Key=key)["Body"].read() != new:
+        assert time.monotonic() < deadline, "s3rver never got the held PUT"
+        time.sleep(0.1)
+    resp = gw.client().get_object(Bucket=gw.bucket, Key=key)
+    assert resp["Body"].read() == new
+    gw.assert_cache(s3util.headers_of(resp), "MISS")

@@ -5,7 +5,10 @@ open ones are closed), slow it down (a per-connection byte rate from the
 upstream), and measure how much the upstream sent and how many connections
 the gateway opened, independently of the gateway's own statistics. With
 swallow_down set, what the upstream sends is read and thrown away: the upstream
-did its work but its answer never reaches the gateway.
+did its work but its answer never reaches the gateway. With hold_up set, a
+connection that carries bytes to the upstream meanwhile keeps them until
+release_held(), even after the gateway gave up on it: the upstream gets the
+request, and commits it, only after the gateway's transfer ended.
 """
 import socket
 import threading
@@ -26,6 +29,8 @@ class TcpProxy:
         self.bytes_up = 0  # gateway -> upstream
         self.connections = 0
         self.swallow_down = False  # drop upstream -> gateway bytes (an answer lost on the way)
+        self.hold_up = False  # keep gateway -> upstream bytes until release_held()
+        self._released = threading.Event()
         self._listener = None
         self._socks = set()
         self._thread = None
@@ -65,6 +70,11 @@ class TcpProxy:
                 pass
             s.close()
 
+    def release_held(self):
+        """Sends what held connections kept to the upstream."""
+        self.hold_up = False
+        self._released.set()
+
     def reset_counters(self):
         with self.lock:
             self.bytes_down = self.bytes_up = self.connections = 0
@@ -93,11 +103,18 @@ class TcpProxy:
     def _pump(self, src, dst, down, pair):
         started = time.monotonic()
         sent = 0
+        held = None  # bytes kept for the upstream, once this connection is held
         try:
             while True:
-                buf = src.recv(65536)
+                try:
+                    buf = src.recv(65536)
+                except OSError:
+                    buf = b""
                 if not buf:
                     break
+                if not down and (held is not None or self.hold_up):
+                    held = (held or b"") + buf
+                    continue
                 if down and self.rate:
                     sent += len(buf)
                     ahead = sent / self.rate - (time.monotonic() - started)
@@ -111,6 +128,10 @@ class TcpProxy:
                         self.bytes_down += len(buf)
                     else:
                         self.bytes_up += len(buf)
+            if held is not None:  # the gateway is gone: deliver late, as a slow network would
+                self._released.wait(timeout=60)
+                dst.sendall(held)
+                time.sleep(2)  # for the upstream to read it all and act on it
         except OSError:
             pass
         finally:
