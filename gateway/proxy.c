@@ -583,7 +583,8 @@ static enum MHD_Result end_body(struct gw_req *q)
         return gw_respond_error(q, 400, "IncompleteBody",
                                 "The aws-chunked request body is malformed or incomplete");
     }
-    /* The upstream cannot have the whole body before this point, nor the client an answer. */
+    /* The whole body is in hand, and the client can have no answer before this point (the
+     * upstream may just have committed: a read meanwhile is concurrent with the write). */
     drop_written_keys(q, u);
     if (resume_up)
         up_req_resume(u->req);
