@@ -281,6 +281,24 @@ static void drop_stored(struct gw_req *q, const char *key)
         sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
 }
 
+/*
+ * Drops key, and key without the white space around it if that differs: some upstreams
+ * (s3rver) trim the text of a <Key>, and then delete that other key.
+ */
+static void drop_stored_and_trimmed(struct gw_req *q, char *key)
+{
+    drop_stored(q, key);
+    static const char ws[] = " \t\r\n";
+    size_t lead = strspn(key, ws), len = strlen(key);
+    while (len > lead && strchr(ws, key[len - 1]) != NULL)
+        len--;
+    if (lead == 0 && key[len] == '\0')
+        return;
+    key[len] = '\0';
+    if (len > lead)
+        drop_stored(q, key + lead);
+}
+
 /* Drops every cached object of the bucket: the write may have changed any of them. */
 static void drop_bucket(struct gw_req *q, const char *why)
 {
@@ -317,7 +335,7 @@ static void drop_deleted_keys(struct gw_req *q, struct upload *u)
         return;
     }
     for (size_t i = 0; i < keys.n; i++)
-        drop_stored(q, keys.keys[i]);
+        drop_stored_and_trimmed(q, keys.keys[i]);
     s3_delete_keys_free(&keys);
 }
 

@@ -85,6 +85,8 @@ DELETE_BODIES = {
             "<s3:Object><s3:Key>%s</s3:Key></s3:Object>" % k for k in ks)),
     "char_refs": lambda ks: "<Delete>%s</Delete>" % "".join(
         "<Object><Key>%s</Key></Object>" % "".join("&#%d;" % ord(ch) for ch in k) for k in ks),
+    "whitespace_around": lambda ks: "<Delete>%s</Delete>" % "".join(
+        "<Object><Key>\n  %s  \n</Key></Object>" % k for k in ks),
     "over_2mib": lambda ks: "<Delete>%s%s</Delete>" % (" " * (2 * MiB + 10), _objects(*ks)),
 }
 
