@@ -128,14 +128,28 @@ class TcpProxy:
                         self.bytes_down += len(buf)
                     else:
                         self.bytes_up += len(buf)
-            if held is not None:  # the gateway is gone: deliver late, as a slow network would
-                self._released.wait(timeout=60)
-                dst.sendall(held)
-                time.sleep(2)  # for the upstream to read it all and act on it
         except OSError:
             pass
         finally:
             self._finish(pair)
+        if held is not None:  # the gateway is gone: deliver late, as a slow network would
+            self._deliver_late(held)
+
+    def _deliver_late(self, held):
+        """Sends held bytes (whole requests) on a fresh upstream connection once released,
+        and reads the answer, which nobody gets."""
+        self._released.wait(timeout=60)
+        try:
+            with socket.create_connection(("127.0.0.1", self.target_port), timeout=10) as up:
+                up.sendall(held)
+                answer = b""
+                while b"\r\n\r\n" not in answer:  # the head is enough: the request was taken
+                    more = up.recv(65536)
+                    if not more:
+                        break
+                    answer += more
+        except OSError:
+            pass
 
     def _finish(self, pair):
         """Shuts both sockets of a pair down; the second pump to finish closes them."""
