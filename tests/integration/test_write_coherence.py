@@ -252,7 +252,7 @@ def test_miss_during_a_write_is_not_stored(upstream, gw):
     try:
         c = gw.client()
         for _ in range(2):  # a miss whose fill completes during the write, then another read
-            during = _read(c, gw.bucket, key)
+            during = _read_settled(c, gw.bucket, key)
             if upstream.name == "radosgw":
                 assert during == old
     finally:
