@@ -58,7 +58,12 @@ struct upload {
     bool submitted;            /* handed to the upstream module */
     long status;               /* the upstream's answer, 0 until its head is in (mu) */
     fill_table *fills;         /* where it is noted */
+    store *st;
     char *write_bucket, *write_key;
+    bool delete_objects; /* DeleteObjects: its answer lists what the upstream deleted */
+    bool holding;        /* the answer is kept from the client until read (upstream thread) */
+    char *answer;        /* what is held */
+    size_t answer_len;
     char *tee; /* the body's first tee_cap bytes, to learn which keys it writes */
     size_t tee_len, tee_cap;
     bool tee_overflow; /* the body was longer than tee_cap */
@@ -114,6 +119,7 @@ static void upload_unref(struct upload *u)
     write_end(u); /* a write never submitted */
     free(u->write_bucket);
     free(u->write_key);
+    free(u->answer);
     relay_unref(u->relay);
     up_req_release(u->req);
     free(u->tee);
@@ -145,14 +151,63 @@ static void on_head(void *arg, const struct up_head *head)
     pthread_mutex_lock(&u->mu);
     u->status = head->status;
     pthread_mutex_unlock(&u->mu);
+    /* Held whole (keep-all) when its length is known and bounded; else it streams unread. */
+    u->holding = u->delete_objects && head->status == 200 && head->content_length >= 0 &&
+                 (uint64_t)head->content_length <= S3_DELETE_MAX_ANSWER;
     bool small = head->content_length >= 0 && head->content_length <= 64 * 1024;
-    relay_set_head(u->relay, head, small);
+    relay_set_head(u->relay, head, small || u->holding);
+}
+
+/* Keeps answer bytes from the client (upstream thread); false once too many to hold. */
+static bool hold_answer(struct upload *u, const char *p, size_t n)
+{
+    if (n > S3_DELETE_MAX_ANSWER - u->answer_len)
+        return false;
+    char *grown = realloc(u->answer, u->answer_len + n);
+    if (grown == NULL)
+        return false;
+    memcpy(grown + u->answer_len, p, n);
+    u->answer = grown;
+    u->answer_len += n;
+    return true;
+}
+
+/* Lets the held answer go to the client; it is no longer held. */
+static bool release_answer(struct upload *u)
+{
+    u->holding = false;
+    return u->answer_len == 0 || relay_push(u->relay, u->answer, u->answer_len);
 }
 
 static bool on_body(void *arg, const char *p, size_t n)
 {
     struct upload *u = arg;
+    if (u->holding && hold_answer(u, p, n))
+        return true;
+    if (u->holding && !release_answer(u)) /* too long to read: it streams, unread */
+        return false;
     return relay_push(u->relay, p, n);
+}
+
+/*
+ * Drops the keys a DeleteObjects answer lists (Deleted and Error alike), so that a key
+ * the upstream read differently from the gateway is not served either, then lets the
+ * answer go. One store commit, waited for on the upstream thread, only for DeleteObjects.
+ */
+static void drop_answered_keys(struct upload *u)
+{
+    struct s3_delete_keys keys;
+    if (s3_delete_keys_parse(u->answer, u->answer_len, &keys) == SC_OK) {
+        for (size_t i = 0; i < keys.n; i++)
+            if (store_remove_queued(u->st, u->write_bucket, keys.keys[i]) != SC_OK)
+                sc_err("could not drop cached %s/%s", u->write_bucket, keys.keys[i]);
+        store_flush(u->st);
+        s3_delete_keys_free(&keys);
+    } else {
+        sc_warn("DeleteObjects answer from the upstream not readable: its request keys alone "
+                "were dropped");
+    }
+    release_answer(u);
 }
 
 static size_t read_body(void *arg, char *out, size_t cap)
@@ -177,6 +232,8 @@ static size_t read_body(void *arg, char *out, size_t cap)
 static void on_done(void *arg, sc_code rc)
 {
     struct upload *u = arg;
+    if (u->holding && rc == SC_OK)
+        drop_answered_keys(u);
     write_end(u); /* before the client can see the transfer end */
     pthread_mutex_lock(&u->mu);
     u->finished = true;
@@ -281,13 +338,20 @@ static void drop_stored(struct gw_req *q, const char *key)
         sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
 }
 
+/* Like drop_stored() without waiting: store_flush() waits for them all at once. */
+static void queue_drop(struct gw_req *q, const char *key)
+{
+    if (store_remove_queued(q->g->st, q->tgt.bucket, key) != SC_OK)
+        sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
+}
+
 /*
  * Drops key, and key without the white space around it if that differs: some upstreams
  * (s3rver) trim the text of a <Key>, and then delete that other key.
  */
 static void drop_stored_and_trimmed(struct gw_req *q, char *key)
 {
-    drop_stored(q, key);
+    queue_drop(q, key);
     static const char ws[] = " \t\r\n";
     size_t lead = strspn(key, ws), len = strlen(key);
     while (len > lead && strchr(ws, key[len - 1]) != NULL)
@@ -296,7 +360,7 @@ static void drop_stored_and_trimmed(struct gw_req *q, char *key)
         return;
     key[len] = '\0';
     if (len > lead)
-        drop_stored(q, key + lead);
+        queue_drop(q, key + lead);
 }
 
 /* Drops every cached object of the bucket: the write may have changed any of them. */
@@ -336,6 +400,7 @@ static void drop_deleted_keys(struct gw_req *q, struct upload *u)
     }
     for (size_t i = 0; i < keys.n; i++)
         drop_stored_and_trimmed(q, keys.keys[i]);
+    store_flush(q->g->st);
     s3_delete_keys_free(&keys);
 }
 
@@ -389,6 +454,8 @@ static sc_code write_begin(struct gw_req *q, struct upload *u)
     u->writes = writes;
     u->writing = true;
     u->fills = q->g->fills;
+    u->st = q->g->st;
+    u->delete_objects = writes == S3_INVALIDATE_BUCKET && is_delete_objects(q);
     if (key != NULL)
         drop_stored(q, key);
     return SC_OK;

@@ -1,6 +1,9 @@
 /*
  * s3_delete.h - the keys named in a DeleteObjects (POST ?delete) request body.
  *
+ * The same reading serves for the upstream's answer (a DeleteResult), whose
+ * Deleted and Error elements name their keys the same way.
+ *
  * The gateway forwards the body unchanged and only reads it to know which
  * cached objects the request removes, so it reads the keys as an XML parser
  * does: the text of every element whose local name is Key (with or without a
@@ -23,6 +26,8 @@
 /* DeleteObjects accepts at most 1000 keys; its body is bounded accordingly. */
 #define S3_DELETE_MAX_KEYS 1000
 #define S3_DELETE_MAX_BODY (2u * 1024u * 1024u)
+/* Its answer lists the keys again, each escaped: held up to this many bytes to be read. */
+#define S3_DELETE_MAX_ANSWER (8u * 1024u * 1024u)
 
 struct s3_delete_keys {
     char **keys; /* decoded keys, each malloc'd */
