@@ -46,11 +46,11 @@ def _read(client, bucket, key):
 
 
 def _read_settled(client, bucket, key):
-    """The object's bytes, or None while the upstream is still writing it (s3rver writes
-    an upload in place, so a read meanwhile can be cut short)."""
+    """The object's bytes, or None if absent or while the upstream is still writing it
+    (s3rver writes an upload in place: a read meanwhile can be cut short, or fail 500)."""
     try:
-        return _read(client, bucket, key)
-    except botocore.exceptions.BotoCoreError:
+        return client.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
         return None
 
 
