@@ -54,6 +54,7 @@ struct upload {
     struct awschunked dec;
     sc_code error;             /* malformed body */
     enum s3_invalidate writes; /* what the request writes (write_begin) */
+    bool noted;                /* write_note() ran (request side) */
     bool writing;              /* the write is noted in flight until write_end() (mu) */
     bool submitted;            /* handed to the upstream module */
     long status;               /* the upstream's answer, 0 until its head is in (mu) */
@@ -420,11 +421,33 @@ static void drop_posted_key(struct gw_req *q, struct upload *u)
     free(expanded);
 }
 
+/*
+ * Notes the write in the fill table, so that no fill of what it changes gets stored
+ * until it is over, and drops the key's cached copy (for keys named in the body, see
+ * drop_written_keys).
+ */
+static sc_code write_note(struct gw_req *q, struct upload *u)
+{
+    sc_code rc = fill_write_begin(u->fills, u->write_bucket, u->write_key);
+    if (rc != SC_OK)
+        return rc;
+    u->noted = true;
+    pthread_mutex_lock(&u->mu);
+    u->writing = true;
+    pthread_mutex_unlock(&u->mu);
+    if (u->write_key != NULL)
+        drop_stored(q, u->write_key);
+    return SC_OK;
+}
+
 /* For a write whose keys are in its body: drops their cached copies (body complete). */
 static void drop_written_keys(struct gw_req *q, struct upload *u)
 {
     if (u->writes != S3_INVALIDATE_BUCKET)
         return;
+    if (!u->noted && write_note(q, u) != SC_OK)
+        sc_err("no memory to note a write to bucket %s: a fill may store what it replaces",
+               q->tgt.bucket);
     if (u->tee == NULL)
         drop_bucket(q, "a write that does not name its keys");
     else if (is_delete_objects(q))
@@ -434,11 +457,12 @@ static void drop_written_keys(struct gw_req *q, struct upload *u)
 }
 
 /*
- * Notes a write about to be forwarded so no fill of what it changes gets stored until
- * it is over, and drops the key's cached copy (for keys named in the body, see
- * drop_written_keys). SC_ENOMEM: nothing noted, the write must not be forwarded.
+ * Prepares for a write about to be forwarded. A write on a key is noted now. A write
+ * whose keys are in its body is noted once the body is complete (end_body), since the
+ * upstream cannot commit it sooner: a client holding such a body open must not keep
+ * the whole bucket from being cached. SC_ENOMEM: the write must not be forwarded.
  */
-static sc_code write_begin(struct gw_req *q, struct upload *u)
+static sc_code write_begin(struct gw_req *q, struct upload *u, bool body_pending)
 {
     enum s3_invalidate writes = s3_target_invalidation(&q->tgt);
     if (writes == S3_INVALIDATE_NONE)
@@ -448,17 +472,13 @@ static sc_code write_begin(struct gw_req *q, struct upload *u)
     u->write_key = key != NULL ? strdup(key) : NULL;
     if (u->write_bucket == NULL || (key != NULL && u->write_key == NULL))
         return SC_ENOMEM;
-    sc_code rc = fill_write_begin(q->g->fills, q->tgt.bucket, key);
-    if (rc != SC_OK)
-        return rc;
     u->writes = writes;
-    u->writing = true;
     u->fills = q->g->fills;
     u->st = q->g->st;
     u->delete_objects = writes == S3_INVALIDATE_BUCKET && is_delete_objects(q);
-    if (key != NULL)
-        drop_stored(q, key);
-    return SC_OK;
+    if (writes == S3_INVALIDATE_BUCKET && body_pending)
+        return SC_OK;
+    return write_note(q, u);
 }
 
 /*
@@ -539,7 +559,7 @@ static enum MHD_Result start(struct gw_req *q)
         upload_unref(u);
         return MHD_NO;
     }
-    if (write_begin(q, u) != SC_OK) {
+    if (write_begin(q, u, len >= 0) != SC_OK) {
         upload_unref(u);
         return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
     }

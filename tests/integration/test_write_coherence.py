@@ -213,16 +213,16 @@ def test_fill_running_across_a_write_is_not_stored(s3rver, gateway):
     gw.assert_cache(s3util.headers_of(resp), "MISS")
 
 
-def _start_slow_put(gw, key, body):
-    """Sends a signed PUT's headers and the first half of its body; returns the open
-    connection, for _finish_slow_put."""
-    path = "/%s/%s" % (gw.bucket, s3util.quote_key(key))
+def _start_slow_put(gw, key, body, method="PUT", path=None, headers=None):
+    """Sends a signed request's headers and the first half of its body (a PUT of key
+    unless told otherwise); returns the open connection, for _finish_slow_put."""
+    path = path or "/%s/%s" % (gw.bucket, s3util.quote_key(key))
     url = "%s%s" % (gw.endpoint, path)
-    req = AWSRequest(method="PUT", url=url, data=body,
-                     headers={"Content-Length": str(len(body))})
+    hdrs = dict(headers or {}, **{"Content-Length": str(len(body))})
+    req = AWSRequest(method=method, url=url, data=body, headers=hdrs)
     S3SigV4Auth(Credentials(gw.access_key, gw.secret_key), "s3", s3util.REGION).add_auth(req)
     conn = http.client.HTTPConnection("127.0.0.1", gw.port, timeout=30)
-    conn.putrequest("PUT", path, skip_host=True, skip_accept_encoding=True)
+    conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
     conn.putheader("Host", "127.0.0.1:%d" % gw.port)
     for name, value in req.headers.items():
         conn.putheader(name, value)
@@ -323,3 +323,21 @@ def test_write_committed_after_the_gateway_gave_up_leaves_no_old_copy(s3rver, ga
     resp = gw.client().get_object(Bucket=gw.bucket, Key=key)
     assert resp["Body"].read() == new
     gw.assert_cache(s3util.headers_of(resp), "MISS")
+
+
+def test_body_held_open_does_not_stop_caching_of_its_bucket(upstream, gw):
+    """A DeleteObjects whose body is still arriving names its keys only at its end, and
+    the upstream cannot act on it sooner: meanwhile the other objects of the bucket are
+    cached as usual (a client holding such a body open must not turn the cache off)."""
+    victim, other = _cached_keys(upstream, gw, 1, "heldbody")[0], s3util.unique_key("heldother")
+    s3util.upstream_client(upstream).put_object(Bucket=upstream.bucket, Key=other, Body=b"o" * 999)
+    body = ("<Delete><Object><Key>%s</Key></Object></Delete>" % victim).encode()
+    md5 = base64.b64encode(hashlib.md5(body).digest()).decode()
+    conn = _start_slow_put(gw, None, body, method="POST", path="/%s?delete" % gw.bucket,
+                           headers={"Content-MD5": md5, "Content-Type": "application/xml"})
+    try:
+        _cache(gw, other, b"o" * 999)
+    finally:
+        status = _finish_slow_put(conn, body)
+    assert status == 200
+    _assert_coherent(upstream, gw, [victim, other])
