@@ -6,6 +6,18 @@
  * listed while new readers may still join it, and is unlinked (under the
  * table lock) when the object turns out uncacheable, fails, is invalidated,
  * or has been committed to the store, whichever comes first.
+ *
+ * Writes in flight: the table also counts, per key (or per bucket, for writes
+ * whose keys are in their body), the writes forwarded and not yet answered. A
+ * fill that overlaps such a write in any way may have read the bytes the write
+ * replaces, so it is never stored: fills running when the write begins are
+ * marked, fills that start while it is in flight are born marked, and when it
+ * ends the fills started meanwhile leave the table, so the next miss fetches
+ * afresh. The decision to store and the store's queueing of the put happen
+ * under the table lock, so a write that begins after the decision finds the
+ * put queued before its own removal. A write whose outcome is unknown (no
+ * answer, or a 5xx) keeps counting for FILL_WRITE_DOUBT_SECONDS after it
+ * ended: the upstream may still commit it.
  */
 #include "fill.h"
 
@@ -13,6 +25,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/log.h"
 #include "digest.h"
@@ -49,10 +62,19 @@ struct fill {
     fill *next;
 };
 
+/* Writes forwarded and not yet answered, for one key or (key NULL) a whole bucket. */
+struct fill_write {
+    char *bucket, *key;
+    unsigned count;
+    double doubt_until; /* monotonic seconds: a write ended in doubt counts until then */
+    struct fill_write *next;
+};
+
 struct fill_table {
     const struct fill_ctx *ctx;
     pthread_mutex_t mu;
     fill *slots[N_SLOTS];
+    struct fill_write *writes; /* table lock */
 };
 
 sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
@@ -66,10 +88,22 @@ sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
     return SC_OK;
 }
 
+static void write_free(struct fill_write *w)
+{
+    if (w == NULL)
+        return;
+    free(w->bucket);
+    free(w->key);
+    free(w);
+}
+
+static void free_writes(struct fill_write *w);
+
 void fill_table_free(fill_table *t)
 {
     if (t == NULL)
         return;
+    free_writes(t->writes);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -241,6 +275,9 @@ static void on_done(void *arg, sc_code rc)
     bool complete = f->cacheable && relay_body(f->relay, &body, &len) == SC_OK;
     pthread_mutex_lock(&f->t->mu);
     bool store_it = complete && !f->invalidated;
+    /* Queued under the table lock: a write beginning now removes after this put. */
+    bool queued = store_it && store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len,
+                                        on_stored, f) == SC_OK;
     if (!store_it)
         unlist(f);
     pthread_mutex_unlock(&f->t->mu);
@@ -251,8 +288,7 @@ static void on_done(void *arg, sc_code rc)
         fill_unref(f);
         return;
     }
-    if (store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len, on_stored, f) !=
-        SC_OK)
+    if (!queued)
         on_stored(f, SC_EFULL);
 }
 
@@ -271,6 +307,35 @@ static fill *find(fill_table *t, const char *bucket, const char *key)
         if (strcmp(f->key, key) == 0 && strcmp(f->bucket, bucket) == 0)
             return f;
     return NULL;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool write_counts(const struct fill_write *w, double now)
+{
+    return w->count > 0 || now < w->doubt_until;
+}
+
+/* Whether a write to (bucket, key), or to the whole bucket, is in flight (table locked). */
+static bool write_in_flight(const fill_table *t, const char *bucket, const char *key)
+{
+    double now = -1;
+    for (const struct fill_write *w = t->writes; w; w = w->next) {
+        if (strcmp(w->bucket, bucket) != 0 || (w->key != NULL && strcmp(w->key, key) != 0))
+            continue;
+        if (w->count > 0)
+            return true;
+        if (now < 0)
+            now = now_seconds();
+        if (now < w->doubt_until)
+            return true;
+    }
+    return false;
 }
 
 static fill *fill_new(fill_table *t, const char *bucket, const char *key,
@@ -329,6 +394,7 @@ static fill *join_locked(fill_table *t, const char *bucket, const char *key,
             return NULL;
         atomic_fetch_add(&f->refs, 1); /* the transfer's; fill_new's is the caller's */
         f->listed = true;
+        f->invalidated = write_in_flight(t, bucket, key); /* may read what is being replaced */
         unsigned s = slot_of(bucket, key);
         f->next = t->slots[s];
         t->slots[s] = f;
@@ -418,20 +484,19 @@ void fill_leave(fill *f)
     fill_unref(f);
 }
 
-void fill_invalidate(fill_table *t, const char *bucket, const char *key)
+/* Marks the fill of (bucket, key) as not to be stored and unlists it (table locked). */
+static void invalidate_key(fill_table *t, const char *bucket, const char *key)
 {
-    pthread_mutex_lock(&t->mu);
     fill *f = find(t, bucket, key);
     if (f) {
         f->invalidated = true;
         unlist(f);
     }
-    pthread_mutex_unlock(&t->mu);
 }
 
-void fill_invalidate_bucket(fill_table *t, const char *bucket)
+/* invalidate_key() for every fill of bucket (table locked). */
+static void invalidate_bucket(fill_table *t, const char *bucket)
 {
-    pthread_mutex_lock(&t->mu);
     for (unsigned s = 0; s < N_SLOTS; s++) {
         fill **pp = &t->slots[s];
         while (*pp) {
@@ -445,5 +510,114 @@ void fill_invalidate_bucket(fill_table *t, const char *bucket)
             }
         }
     }
+}
+
+/* invalidate_key(), or invalidate_bucket() when key is NULL (table locked). */
+static void invalidate_scope(fill_table *t, const char *bucket, const char *key)
+{
+    if (key != NULL)
+        invalidate_key(t, bucket, key);
+    else
+        invalidate_bucket(t, bucket);
+}
+
+void fill_invalidate(fill_table *t, const char *bucket, const char *key)
+{
+    pthread_mutex_lock(&t->mu);
+    invalidate_key(t, bucket, key);
     pthread_mutex_unlock(&t->mu);
+}
+
+void fill_invalidate_bucket(fill_table *t, const char *bucket)
+{
+    pthread_mutex_lock(&t->mu);
+    invalidate_bucket(t, bucket);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static struct fill_write **find_write(fill_table *t, const char *bucket, const char *key)
+{
+    struct fill_write **pp = &t->writes;
+    for (; *pp; pp = &(*pp)->next) {
+        const struct fill_write *w = *pp;
+        if (strcmp(w->bucket, bucket) == 0 &&
+            (key == NULL ? w->key == NULL : w->key != NULL && strcmp(w->key, key) == 0))
+            break;
+    }
+    return pp;
+}
+
+static struct fill_write *write_new(const char *bucket, const char *key)
+{
+    struct fill_write *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    w->bucket = strdup(bucket);
+    w->key = key != NULL ? strdup(key) : NULL;
+    if (w->bucket == NULL || (key != NULL && w->key == NULL)) {
+        write_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* Unlinks the writes that no longer count onto *gone (table locked). */
+static void prune_writes(fill_table *t, double now, struct fill_write **gone)
+{
+    struct fill_write **pp = &t->writes;
+    while (*pp) {
+        struct fill_write *w = *pp;
+        if (write_counts(w, now)) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        w->next = *gone;
+        *gone = w;
+    }
+}
+
+static void free_writes(struct fill_write *w)
+{
+    while (w) {
+        struct fill_write *next = w->next;
+        write_free(w);
+        w = next;
+    }
+}
+
+sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
+{
+    struct fill_write *fresh = write_new(bucket, key); /* allocated unlocked; may go unused */
+    if (fresh == NULL)
+        return SC_ENOMEM;
+    pthread_mutex_lock(&t->mu);
+    struct fill_write **pp = find_write(t, bucket, key);
+    if (*pp == NULL) {
+        *pp = fresh;
+        fresh = NULL;
+    }
+    (*pp)->count++;
+    invalidate_scope(t, bucket, key);
+    pthread_mutex_unlock(&t->mu);
+    write_free(fresh);
+    return SC_OK;
+}
+
+void fill_write_end(fill_table *t, const char *bucket, const char *key, bool in_doubt)
+{
+    struct fill_write *gone = NULL;
+    double now = now_seconds();
+    pthread_mutex_lock(&t->mu);
+    struct fill_write *w = *find_write(t, bucket, key);
+    if (w != NULL && w->count > 0) {
+        w->count--;
+        if (in_doubt && w->doubt_until < now + FILL_WRITE_DOUBT_SECONDS)
+            w->doubt_until = now + FILL_WRITE_DOUBT_SECONDS;
+    }
+    prune_writes(t, now, &gone);
+    /* Fills started during the write were born marked; new misses must not join them. */
+    invalidate_scope(t, bucket, key);
+    pthread_mutex_unlock(&t->mu);
+    free_writes(gone);
 }

@@ -107,4 +107,27 @@ void fill_invalidate(fill_table *t, const char *bucket, const char *key);
 /* @brief Like fill_invalidate() for every fill of a bucket (multi-object delete). */
 void fill_invalidate_bucket(fill_table *t, const char *bucket);
 
+/*
+ * @brief Notes a write to (bucket, key) about to be forwarded (key NULL: to keys of
+ * bucket named only in the write's body). Until the matching fill_write_end(), no
+ * fill of an affected key is stored: the fills running now are invalidated, and
+ * those starting meanwhile are never stored, whenever they finish.
+ * @return SC_OK, SC_ENOMEM (nothing noted: do not forward the write).
+ * @note Call before removing the stored copy, so no fill can store it again.
+ */
+sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key);
+
+/* How long a write whose outcome is unknown still counts as in flight after it ended:
+ * the upstream may commit it late (a slow CompleteMultipartUpload, a stalled answer). */
+#define FILL_WRITE_DOUBT_SECONDS 300.0
+
+/*
+ * @brief Ends what fill_write_begin() began, once the write's transfer is over
+ * whatever its outcome, and invalidates the fills that started while it was in
+ * flight so the next miss fetches what the upstream holds now.
+ * @param in_doubt the outcome is unknown (no answer, or a 5xx): fills of the key
+ *        still are not stored for FILL_WRITE_DOUBT_SECONDS.
+ */
+void fill_write_end(fill_table *t, const char *bucket, const char *key, bool in_doubt);
+
 #endif

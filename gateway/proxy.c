@@ -8,12 +8,20 @@
  * connection is suspended while the pipe is full, the transfer paused while it
  * is empty), and the response through a windowed relay. aws-chunked uploads are
  * decoded on the way, and sent upstream as a plain body of
- * x-amz-decoded-content-length bytes. Writes that change a key drop its cached
- * copy, before they are forwarded (so no fill running now is stored) and again
- * once the upstream answered. A GET whose answer is an object's whole body (a
- * version, other response headers) is checked like a fill (digest.h): its last
- * byte waits for the verdict, and a body that fails reaches the client as a
- * failed transfer.
+ * x-amz-decoded-content-length bytes.
+ *
+ * Writes drop the cached copies of what they change before the upstream can
+ * have committed them, whatever it answers later (or if its answer never
+ * arrives): a write on a key drops it before it is forwarded; a write whose keys
+ * are in its body (DeleteObjects, a browser-form POST upload, DeleteBucket)
+ * drops them once the whole body is in hand, or the whole bucket's cached
+ * objects when the body cannot be read for certain. From before forwarding
+ * until the transfer is over, no fill of an affected key is stored
+ * (fill_write_begin), so a read racing the write cannot put the old bytes back.
+ *
+ * A GET whose answer is an object's whole body (a version, other response
+ * headers) is checked like a fill (digest.h): its last byte waits for the
+ * verdict, and a body that fails reaches the client as a failed transfer.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,6 +34,7 @@
 #include "awschunked.h"
 #include "digest.h"
 #include "s3_delete.h"
+#include "s3_post.h"
 #include "gw.h"
 #include "s3_xml.h"
 
@@ -48,10 +57,22 @@ struct upload {
     bool conn_parked; /* the connection waits for room in the pipe */
     bool chunked;     /* aws-chunked framing to remove */
     struct awschunked dec;
-    sc_code error; /* malformed body */
-    char *tee;     /* a DeleteObjects body, kept to learn which keys it removes */
-    size_t tee_len;
-    bool tee_overflow;
+    sc_code error;             /* malformed body */
+    enum s3_invalidate writes; /* what the request writes (write_begin) */
+    bool noted;                /* write_note() ran (request side) */
+    bool writing;              /* the write is noted in flight until write_end() (mu) */
+    bool submitted;            /* handed to the upstream module */
+    long status;               /* the upstream's answer, 0 until its head is in (mu) */
+    fill_table *fills;         /* where it is noted */
+    store *st;
+    char *write_bucket, *write_key;
+    bool delete_objects; /* DeleteObjects: its answer lists what the upstream deleted */
+    bool holding;        /* the answer is kept from the client until read (upstream thread) */
+    char *answer;        /* what is held */
+    size_t answer_len;
+    char *tee; /* the body's first tee_cap bytes, to learn which keys it writes */
+    size_t tee_len, tee_cap;
+    bool tee_overflow; /* the body was longer than tee_cap */
     int64_t announced; /* the body length the upstream is told */
     int64_t taken;     /* body bytes put into the pipe so far (decoded) */
     char *checked; /* bucket, NUL, key of a whole-object answer whose body is checked; or NULL */
@@ -100,10 +121,16 @@ bool proxy_passes_response_header(const char *name)
                     sizeof(dropped_response_headers) / sizeof(dropped_response_headers[0]));
 }
 
+static void write_end(struct upload *u);
+
 static void upload_unref(struct upload *u)
 {
     if (u == NULL || atomic_fetch_sub(&u->refs, 1) != 1)
         return;
+    write_end(u); /* a write never submitted */
+    free(u->write_bucket);
+    free(u->write_key);
+    free(u->answer);
     relay_unref(u->relay);
     up_req_release(u->req);
     body_check_release(&u->check);
@@ -134,22 +161,72 @@ static void resume_conn(struct gw_req *q)
 static void on_head(void *arg, const struct up_head *head)
 {
     struct upload *u = arg;
+    pthread_mutex_lock(&u->mu);
+    u->status = head->status;
+    pthread_mutex_unlock(&u->mu);
+    /* Held whole (keep-all) when its length is known and bounded; else it streams unread. */
+    u->holding = u->delete_objects && head->status == 200 && head->content_length >= 0 &&
+                 (uint64_t)head->content_length <= S3_DELETE_MAX_ANSWER;
     bool small = head->content_length >= 0 && head->content_length <= 64 * 1024;
     if (u->checked) {
         body_check_start(&u->check, head);
         if (u->check.active)
             relay_hold_tail(u->relay);
     }
-    relay_set_head(u->relay, head, small);
+    relay_set_head(u->relay, head, small || u->holding);
+}
+
+/* Keeps answer bytes from the client (upstream thread); false once too many to hold. */
+static bool hold_answer(struct upload *u, const char *p, size_t n)
+{
+    if (n > S3_DELETE_MAX_ANSWER - u->answer_len)
+        return false;
+    char *grown = realloc(u->answer, u->answer_len + n);
+    if (grown == NULL)
+        return false;
+    memcpy(grown + u->answer_len, p, n);
+    u->answer = grown;
+    u->answer_len += n;
+    return true;
+}
+
+/* Lets the held answer go to the client; it is no longer held. */
+static bool release_answer(struct upload *u)
+{
+    u->holding = false;
+    return u->answer_len == 0 || relay_push(u->relay, u->answer, u->answer_len);
 }
 
 static bool on_body(void *arg, const char *p, size_t n)
 {
     struct upload *u = arg;
-    if (!relay_push(u->relay, p, n))
-        return false;
     body_check_add(&u->check, p, n);
-    return true;
+    if (u->holding && hold_answer(u, p, n))
+        return true;
+    if (u->holding && !release_answer(u)) /* too long to read: it streams, unread */
+        return false;
+    return relay_push(u->relay, p, n);
+}
+
+/*
+ * Drops the keys a DeleteObjects answer lists (Deleted and Error alike), so that a key
+ * the upstream read differently from the gateway is not served either, then lets the
+ * answer go. One store commit, waited for on the upstream thread, only for DeleteObjects.
+ */
+static void drop_answered_keys(struct upload *u)
+{
+    struct s3_delete_keys keys;
+    if (s3_delete_keys_parse(u->answer, u->answer_len, &keys) == SC_OK) {
+        for (size_t i = 0; i < keys.n; i++)
+            if (store_remove_queued(u->st, u->write_bucket, keys.keys[i]) != SC_OK)
+                sc_err("could not drop cached %s/%s", u->write_bucket, keys.keys[i]);
+        store_flush(u->st);
+        s3_delete_keys_free(&keys);
+    } else {
+        sc_warn("DeleteObjects answer from the upstream not readable: its request keys alone "
+                "were dropped");
+    }
+    release_answer(u);
 }
 
 static size_t read_body(void *arg, char *out, size_t cap)
@@ -174,6 +251,9 @@ static size_t read_body(void *arg, char *out, size_t cap)
 static void on_done(void *arg, sc_code rc)
 {
     struct upload *u = arg;
+    if (u->holding && rc == SC_OK)
+        drop_answered_keys(u);
+    write_end(u); /* before the client can see the transfer end */
     pthread_mutex_lock(&u->mu);
     u->finished = true;
     struct gw_req *wake = take_parked(u);
@@ -282,8 +362,7 @@ bool gw_proxy_length_known(struct gw_req *q)
 static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum MHD_Result *ret)
 {
     if (!upstream_length(q, &u->chunked, len)) {
-        *ret = gw_respond_error(q, 411, "MissingContentLength",
-                                "You must provide the Content-Length HTTP header.");
+        *ret = gw_respond_known_error(q, S3_XML_MISSING_CONTENT_LENGTH, NULL);
         return false;
     }
     if (u->chunked && *len >= 0)
@@ -292,47 +371,169 @@ static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum M
     return true;
 }
 
-/* Drops the cached copies of the keys a DeleteObjects body names; false if it cannot tell. */
-static bool invalidate_deleted_keys(struct gw_req *q)
+static void drop_stored(struct gw_req *q, const char *key)
 {
-    struct upload *u = q->upload;
-    struct s3_delete_keys keys;
-    if (u == NULL || u->tee == NULL || u->tee_overflow ||
-        s3_delete_keys_parse(u->tee, u->tee_len, &keys) != SC_OK)
-        return false;
-    for (size_t i = 0; i < keys.n; i++) {
-        fill_invalidate(q->g->fills, q->tgt.bucket, keys.keys[i]);
-        if (store_remove(q->g->st, q->tgt.bucket, keys.keys[i]) != SC_OK)
-            sc_err("could not drop cached %s/%s", q->tgt.bucket, keys.keys[i]);
-    }
-    s3_delete_keys_free(&keys);
-    return true;
+    if (store_remove(q->g->st, q->tgt.bucket, key) != SC_OK)
+        sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
 }
 
-/* Drops cached copies of what this request changes. */
-static void invalidate(struct gw_req *q, bool commit)
+/* Like drop_stored() without waiting: store_flush() waits for them all at once. */
+static void queue_drop(struct gw_req *q, const char *key)
 {
-    struct gw *g = q->g;
-    const char *bucket = q->tgt.bucket, *key = q->tgt.key;
-    switch (s3_target_invalidation(&q->tgt)) {
-    case S3_INVALIDATE_NONE:
+    if (store_remove_queued(q->g->st, q->tgt.bucket, key) != SC_OK)
+        sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
+}
+
+/*
+ * Drops key, and key without the white space around it if that differs: some upstreams
+ * (s3rver) trim the text of a <Key>, and then delete that other key.
+ */
+static void drop_stored_and_trimmed(struct gw_req *q, char *key)
+{
+    queue_drop(q, key);
+    static const char ws[] = " \t\r\n";
+    size_t lead = strspn(key, ws), len = strlen(key);
+    while (len > lead && strchr(ws, key[len - 1]) != NULL)
+        len--;
+    if (lead == 0 && key[len] == '\0')
         return;
-    case S3_INVALIDATE_KEY:
-        fill_invalidate(g->fills, bucket, key);
-        if (commit && store_remove(g->st, bucket, key) != SC_OK)
-            sc_err("could not drop cached %s/%s", bucket, key);
-        break;
-    case S3_INVALIDATE_BUCKET:
-        /* The keys are in the body (DeleteObjects): stop the bucket's fills now, and drop
-         * the named keys from the store once the upstream has answered. */
-        fill_invalidate_bucket(g->fills, bucket);
-        if (commit && !invalidate_deleted_keys(q))
-            sc_warn("cannot tell which keys a POST to bucket %s changed; cached copies stay",
-                    bucket);
-        break;
+    key[len] = '\0';
+    if (len > lead)
+        queue_drop(q, key + lead);
+}
+
+/* Drops every cached object of the bucket: the write may have changed any of them. */
+static void drop_bucket(struct gw_req *q, const char *why)
+{
+    uint64_t n = 0;
+    if (store_remove_prefix(q->g->st, q->tgt.bucket, "", &n) != SC_OK)
+        sc_err("could not drop the cached objects of bucket %s", q->tgt.bucket);
+    sc_warn("%s %s: %s; dropped its %llu cached objects", q->method, q->tgt.bucket, why,
+            (unsigned long long)n);
+}
+
+static bool is_delete_objects(const struct gw_req *q)
+{
+    return s3_target_param(&q->tgt, "delete") != NULL;
+}
+
+/* How much of the body a write whose keys are in its body must keep to read them. */
+static size_t tee_cap_for(const struct gw_req *q)
+{
+    if (s3_target_invalidation(&q->tgt) != S3_INVALIDATE_BUCKET || q->tgt.method != S3_METHOD_POST)
+        return 0;
+    return is_delete_objects(q) ? S3_DELETE_MAX_BODY : S3_POST_FIELDS_MAX;
+}
+
+/* Drops the cached copies of the keys a DeleteObjects body names, or the bucket's. */
+static void drop_deleted_keys(struct gw_req *q, struct upload *u)
+{
+    struct s3_delete_keys keys;
+    if (u->tee_overflow) {
+        drop_bucket(q, "DeleteObjects body too long to read");
+        return;
     }
-    if (commit)
-        gw_stat_add(g->stats.invalidations, 1);
+    if (s3_delete_keys_parse(u->tee, u->tee_len, &keys) != SC_OK) {
+        drop_bucket(q, "DeleteObjects body not readable");
+        return;
+    }
+    for (size_t i = 0; i < keys.n; i++)
+        drop_stored_and_trimmed(q, keys.keys[i]);
+    store_flush(q->g->st);
+    s3_delete_keys_free(&keys);
+}
+
+/* Drops the cached copy of the key a PostObject form names (both spellings), or the bucket's. */
+static void drop_posted_key(struct gw_req *q, struct upload *u)
+{
+    char *key = NULL, *expanded = NULL;
+    if (s3_post_form_key(req_header(q, "Content-Type"), u->tee, u->tee_len, &key, &expanded) !=
+        SC_OK) {
+        drop_bucket(q, "POST form upload whose key is not readable");
+        return;
+    }
+    drop_stored(q, key);
+    if (expanded != NULL)
+        drop_stored(q, expanded);
+    free(key);
+    free(expanded);
+}
+
+/*
+ * Notes the write in the fill table, so that no fill of what it changes gets stored
+ * until it is over, and drops the key's cached copy (for keys named in the body, see
+ * drop_written_keys).
+ */
+static sc_code write_note(struct gw_req *q, struct upload *u)
+{
+    sc_code rc = fill_write_begin(u->fills, u->write_bucket, u->write_key);
+    if (rc != SC_OK)
+        return rc;
+    u->noted = true;
+    pthread_mutex_lock(&u->mu);
+    u->writing = true;
+    pthread_mutex_unlock(&u->mu);
+    if (u->write_key != NULL)
+        drop_stored(q, u->write_key);
+    return SC_OK;
+}
+
+/* For a write whose keys are in its body: drops their cached copies (body complete). */
+static void drop_written_keys(struct gw_req *q, struct upload *u)
+{
+    if (u->writes != S3_INVALIDATE_BUCKET)
+        return;
+    if (!u->noted && write_note(q, u) != SC_OK)
+        sc_err("no memory to note a write to bucket %s: a fill may store what it replaces",
+               q->tgt.bucket);
+    if (u->tee == NULL)
+        drop_bucket(q, "a write that does not name its keys");
+    else if (is_delete_objects(q))
+        drop_deleted_keys(q, u);
+    else
+        drop_posted_key(q, u);
+}
+
+/*
+ * Prepares for a write about to be forwarded. A write on a key is noted now. A write
+ * whose keys are in its body is noted once the body is complete (end_body), since the
+ * upstream cannot commit it sooner: a client holding such a body open must not keep
+ * the whole bucket from being cached. SC_ENOMEM: the write must not be forwarded.
+ */
+static sc_code write_begin(struct gw_req *q, struct upload *u, bool body_pending)
+{
+    enum s3_invalidate writes = s3_target_invalidation(&q->tgt);
+    if (writes == S3_INVALIDATE_NONE)
+        return SC_OK;
+    const char *key = writes == S3_INVALIDATE_KEY ? q->tgt.key : NULL;
+    u->write_bucket = strdup(q->tgt.bucket);
+    u->write_key = key != NULL ? strdup(key) : NULL;
+    if (u->write_bucket == NULL || (key != NULL && u->write_key == NULL))
+        return SC_ENOMEM;
+    u->writes = writes;
+    u->fills = q->g->fills;
+    u->st = q->g->st;
+    u->delete_objects = writes == S3_INVALIDATE_BUCKET && is_delete_objects(q);
+    if (writes == S3_INVALIDATE_BUCKET && body_pending)
+        return SC_OK;
+    return write_note(q, u);
+}
+
+/*
+ * Ends what write_begin() began, once: when the upstream's answer is in, when the
+ * transfer ends, or when the request goes, whichever comes first (any thread). From
+ * then on a fill reads what the upstream holds after the write, unless its outcome is
+ * unknown (forwarded, and no answer or a 5xx): the upstream may still commit it.
+ */
+static void write_end(struct upload *u)
+{
+    pthread_mutex_lock(&u->mu);
+    bool was = u->writing;
+    bool in_doubt = u->submitted && (u->status == 0 || u->status >= 500);
+    u->writing = false;
+    pthread_mutex_unlock(&u->mu);
+    if (was)
+        fill_write_end(u->fills, u->write_bucket, u->write_key, in_doubt);
 }
 
 /*
@@ -394,8 +595,10 @@ static struct upload *upload_new(struct gw_req *q)
 static sc_code submit(struct gw_req *q, struct upload *u, const struct up_request *req)
 {
     atomic_fetch_add(&u->refs, 1); /* the transfer's reference */
+    u->submitted = true;           /* set before the upstream thread can see u */
     sc_code rc = up_submit(q->g->up, req, &proxy_handler, u, &u->req);
     if (rc != SC_OK) {
+        u->submitted = false; /* never forwarded: a write in it ends in no doubt */
         atomic_fetch_sub(&u->refs, 1);
         upload_unref(u);
         return rc;
@@ -427,13 +630,17 @@ static enum MHD_Result start(struct gw_req *q)
         return MHD_NO;
     }
     u->eof = len <= 0;
-    if (s3_target_invalidation(&q->tgt) == S3_INVALIDATE_BUCKET &&
-        s3_target_param(&q->tgt, "delete") != NULL &&
-        (u->tee = malloc(S3_DELETE_MAX_BODY)) == NULL) {
+    u->tee_cap = len >= 0 ? tee_cap_for(q) : 0;
+    if (u->tee_cap > 0 && (u->tee = malloc(u->tee_cap)) == NULL) {
         upload_unref(u);
         return MHD_NO;
     }
-    invalidate(q, false);
+    if (write_begin(q, u, len >= 0) != SC_OK) {
+        upload_unref(u);
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL); /* out of memory */
+    }
+    if (len < 0)
+        drop_written_keys(q, u); /* no body: nothing tells which keys */
     bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     struct up_request req = {.method = q->method,
                              .bucket = q->tgt.bucket,
@@ -444,7 +651,7 @@ static enum MHD_Result start(struct gw_req *q)
                              .body_length = len,
                              .idempotent = read};
     gw_sign_as(q, &req.as);
-    if (submit(q, u, &req) != SC_OK)
+    if (submit(q, u, &req) != SC_OK) /* the write ends with u */
         return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
                                       "The gateway is shutting down. Please try again.");
     gw_stat_add(g->stats.passthrough, 1);
@@ -479,14 +686,15 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, con
 
 static size_t decode_into_pipe(struct upload *u, const char *data, size_t n);
 
-/* Keeps a copy of body bytes that tell which keys the request changes (upload locked). */
+/* Keeps the first tee_cap body bytes, which tell which keys the request changes (upload locked). */
 static void tee_body(struct upload *u, const char *p, size_t n)
 {
-    if (u->tee == NULL || u->tee_overflow)
+    if (u->tee == NULL)
         return;
-    if (n > S3_DELETE_MAX_BODY - u->tee_len) {
+    size_t room = u->tee_cap - u->tee_len;
+    if (n > room) {
         u->tee_overflow = true;
-        return;
+        n = room;
     }
     memcpy(u->tee + u->tee_len, p, n);
     u->tee_len += n;
@@ -561,10 +769,13 @@ static enum MHD_Result end_body(struct gw_req *q)
     u->up_paused = false;
     pthread_mutex_unlock(&u->mu);
     if (bad) {
-        up_req_cancel(u->req);
+        up_req_cancel(u->req); /* the upstream never gets the whole body: nothing changes */
         return gw_respond_error(q, 400, "IncompleteBody",
                                 "The request body is malformed, or not as long as announced");
     }
+    /* The whole body is in hand, and the client can have no answer before this point (the
+     * upstream may just have committed: a read meanwhile is concurrent with the write). */
+    drop_written_keys(q, u);
     if (resume_up)
         up_req_resume(u->req);
     q->phase = GW_PHASE_WAIT_HEAD;
@@ -585,8 +796,11 @@ enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *uplo
 
 void gw_proxy_after_head(struct gw_req *q, long status)
 {
-    if (q->upload != NULL && status >= 200 && status < 300)
-        invalidate(q, true);
+    if (q->upload == NULL)
+        return;
+    write_end(q->upload); /* answered: before the client can see it */
+    if (q->upload->writes != S3_INVALIDATE_NONE && status >= 200 && status < 300)
+        gw_stat_add(q->g->stats.invalidations, 1);
 }
 
 void gw_proxy_cleanup(struct gw_req *q)
@@ -601,6 +815,7 @@ void gw_proxy_cleanup(struct gw_req *q)
     pthread_mutex_unlock(&u->mu);
     if (running)
         up_req_cancel(u->req);
+    write_end(u);
     q->upload = NULL;
     q->relay = NULL; /* the upload owns it */
     upload_unref(u);

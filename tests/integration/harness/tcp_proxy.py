@@ -5,7 +5,11 @@ open ones are closed), slow it down (a per-connection byte rate from the
 upstream, or a stall before it reads what is sent to the upstream), and measure how much the
 upstream sent and how many connections the gateway opened, independently of the gateway's own
 statistics; it also keeps the start of what the gateway sent on each connection, so a test can
-read the request targets exactly as they went out on the wire.
+read the request targets exactly as they went out on the wire. With swallow_down set, what the
+upstream sends is read and thrown away: the upstream did its work but its answer never reaches
+the gateway. With hold_up set, a connection that carries bytes to the upstream meanwhile keeps
+them until release_held(), even after the gateway gave up on it: the upstream gets the request,
+and commits it, only after the gateway's transfer ended.
 """
 import re
 import socket
@@ -32,6 +36,9 @@ class TcpProxy:
         self.bytes_up = 0  # gateway -> upstream
         self.connections = 0
         self.sent = []  # per connection: the first RECORD_MAX bytes the gateway sent
+        self.swallow_down = False  # drop upstream -> gateway bytes (an answer lost on the way)
+        self.hold_up = False  # keep gateway -> upstream bytes until release_held()
+        self._released = threading.Event()
         self._listener = None
         self._socks = set()
         self._thread = None
@@ -70,6 +77,11 @@ class TcpProxy:
             except OSError:
                 pass
             s.close()
+
+    def release_held(self):
+        """Sends what held connections kept to the upstream."""
+        self.hold_up = False
+        self._released.set()
 
     def reset_counters(self):
         with self.lock:
@@ -115,16 +127,25 @@ class TcpProxy:
         sent = 0
         if not down and self.stall_up:
             time.sleep(self.stall_up)  # the gateway's writes pile up in the socket buffers
+        held = None  # bytes kept for the upstream, once this connection is held
         try:
             while True:
-                buf = src.recv(65536)
+                try:
+                    buf = src.recv(65536)
+                except OSError:
+                    buf = b""
                 if not buf:
                     break
+                if not down and (held is not None or self.hold_up):
+                    held = (held or b"") + buf
+                    continue
                 if down and self.rate:
                     sent += len(buf)
                     ahead = sent / self.rate - (time.monotonic() - started)
                     if ahead > 0:
                         time.sleep(ahead)
+                if down and self.swallow_down:
+                    continue
                 dst.sendall(buf)
                 with self.lock:
                     if down:
@@ -137,6 +158,24 @@ class TcpProxy:
             pass
         finally:
             self._finish(pair)
+        if held is not None:  # the gateway is gone: deliver late, as a slow network would
+            self._deliver_late(held)
+
+    def _deliver_late(self, held):
+        """Sends held bytes (whole requests) on a fresh upstream connection once released,
+        and reads the answer, which nobody gets."""
+        self._released.wait(timeout=60)
+        try:
+            with socket.create_connection(("127.0.0.1", self.target_port), timeout=10) as up:
+                up.sendall(held)
+                answer = b""
+                while b"\r\n\r\n" not in answer:  # the head is enough: the request was taken
+                    more = up.recv(65536)
+                    if not more:
+                        break
+                    answer += more
+        except OSError:
+            pass
 
     def _finish(self, pair):
         """Shuts both sockets of a pair down; the second pump to finish closes them."""
