@@ -8,7 +8,12 @@
  * connection is suspended while the pipe is full, the transfer paused while it
  * is empty), and the response through a windowed relay. aws-chunked uploads are
  * decoded on the way, and sent upstream as a plain body of
- * x-amz-decoded-content-length bytes. Writes that change a key drop its cached
+ * x-amz-decoded-content-length bytes. The upstream never gets a body the client
+ * is refused for: a body that fits the pipe is forwarded only once it is known
+ * whole and well-formed (some stores, s3rver among them, keep what an aborted
+ * PUT had sent), and a longer one streams but for its last byte, which waits
+ * for the body's end (the final chunk and trailers): a bad end aborts the
+ * transfer one byte short. Writes that change a key drop its cached
  * copy, before they are forwarded (so no fill running now is stored) and again
  * once the upstream answered.
  */
@@ -33,16 +38,17 @@
 struct upload {
     atomic_int refs;
     pthread_mutex_t mu;
-    relay *relay; /* the response; the upload holds one reference */
-    up_req *req;
+    relay *relay;     /* the response; the upload holds one reference */
+    up_req *req;      /* NULL until the request is forwarded */
     struct gw_req *q; /* NULL once the request is gone */
     char *buf;        /* the request body pipe */
     size_t len;
-    bool eof;         /* the whole request body is in the pipe */
+    bool eof;         /* the whole request body is in the pipe, and well-formed */
     bool finished;    /* the transfer ended: further body bytes are dropped */
-    bool up_paused;   /* read_body found the pipe empty */
+    bool up_paused;   /* read_body found nothing it may hand over */
     bool conn_parked; /* the connection waits for room in the pipe */
     bool chunked;     /* aws-chunked framing to remove */
+    bool unforwarded; /* the upstream request could not be made: the body is drained */
     struct awschunked dec;
     sc_code error; /* malformed body */
     char *tee;     /* a DeleteObjects body, kept to learn which keys it removes */
@@ -135,11 +141,23 @@ static bool on_body(void *arg, const char *p, size_t n)
     return relay_push(u->relay, p, n);
 }
 
+/*
+ * Pipe bytes the upstream may have now (upload locked): all of them, but the body's last
+ * byte only once the body is known whole and well-formed. Until then the upstream cannot
+ * complete (and store) a body the client may yet be refused for.
+ */
+static size_t deliverable(const struct upload *u)
+{
+    bool holds_last = u->len > 0 && u->taken == u->announced;
+    return holds_last && !u->eof ? u->len - 1 : u->len;
+}
+
 static size_t read_body(void *arg, char *out, size_t cap)
 {
     struct upload *u = arg;
     pthread_mutex_lock(&u->mu);
-    size_t n = u->len < cap ? u->len : cap;
+    size_t ready = deliverable(u);
+    size_t n = ready < cap ? ready : cap;
     if (n > 0) {
         memcpy(out, u->buf, n);
         memmove(u->buf, u->buf + n, u->len - n);
@@ -332,20 +350,43 @@ static struct upload *upload_new(struct gw_req *q)
     return u;
 }
 
-/* Submits req with u as its handler state and attaches both to q. Takes over u on failure. */
+/* Submits req with u as its handler state; q's response then comes from u's relay. */
 static sc_code submit(struct gw_req *q, struct upload *u, const struct up_request *req)
 {
     atomic_fetch_add(&u->refs, 1); /* the transfer's reference */
     sc_code rc = up_submit(q->g->up, req, &proxy_handler, u, &u->req);
     if (rc != SC_OK) {
         atomic_fetch_sub(&u->refs, 1);
-        upload_unref(u);
         return rc;
     }
     relay_set_upstream(u->relay, u->req);
-    q->upload = u;
     q->relay = u->relay;
     return SC_OK;
+}
+
+/* Sends q's request upstream as it came (headers filtered), with q->upload's body. */
+static sc_code forward(struct gw_req *q)
+{
+    struct fwd_headers fwd = {.n = 0};
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect_header, &fwd);
+    if (fwd.too_many)
+        return SC_EINVAL; /* start() refused these headers already */
+    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
+    struct up_request req = {.method = q->method,
+                             .bucket = q->tgt.bucket,
+                             .key = q->tgt.key,
+                             .query = q->tgt.raw_query,
+                             .headers = fwd.h,
+                             .n_headers = fwd.n,
+                             .body_length = q->upload->announced,
+                             .idempotent = read};
+    gw_sign_as(q, &req.as);
+    return submit(q, q->upload, &req);
+}
+
+static enum MHD_Result respond_shutting_down(struct gw_req *q)
+{
+    return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
 }
 
 static enum MHD_Result start(struct gw_req *q)
@@ -377,23 +418,16 @@ static enum MHD_Result start(struct gw_req *q)
         return MHD_NO;
     }
     invalidate(q, false);
-    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
-    struct up_request req = {.method = q->method,
-                             .bucket = q->tgt.bucket,
-                             .key = q->tgt.key,
-                             .query = q->tgt.raw_query,
-                             .headers = fwd.h,
-                             .n_headers = fwd.n,
-                             .body_length = len,
-                             .idempotent = read};
-    gw_sign_as(q, &req.as);
-    if (submit(q, u, &req) != SC_OK)
-        return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
+    q->upload = u;
+    if (len < 0 && forward(q) != SC_OK) /* a body, even an empty one, waits to be checked */
+        return respond_shutting_down(q);
     gw_stat_add(g->stats.passthrough, 1);
+    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
         q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */
         gw_stat_add(g->stats.bypasses, 1);
     }
+    /* A body is forwarded once the pipe fills, or once it is all in and well-formed. */
     q->phase = len >= 0 ? GW_PHASE_UPLOAD : GW_PHASE_WAIT_HEAD;
     return len >= 0 ? MHD_YES : gw_serve_relay(q);
 }
@@ -416,7 +450,13 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
     if (u == NULL)
         return SC_ENOMEM;
     u->eof = true;
-    return submit(q, u, &req);
+    sc_code rc = submit(q, u, &req);
+    if (rc != SC_OK) {
+        upload_unref(u);
+        return rc;
+    }
+    q->upload = u;
+    return SC_OK;
 }
 
 static size_t decode_into_pipe(struct upload *u, const char *data, size_t n);
@@ -471,16 +511,34 @@ static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
     return used;
 }
 
+/*
+ * Forwards a body longer than the pipe, which streams; its connection waits, parked, until
+ * the upstream takes some. If the upstream request cannot be made, the connection resumes
+ * to drain the body, and end_body() answers.
+ */
+static void forward_streaming(struct gw_req *q)
+{
+    struct upload *u = q->upload;
+    if (forward(q) == SC_OK)
+        return;
+    pthread_mutex_lock(&u->mu);
+    u->unforwarded = u->finished = true;
+    struct gw_req *wake = take_parked(u);
+    pthread_mutex_unlock(&u->mu);
+    resume_conn(wake);
+}
+
 static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *size)
 {
     struct upload *u = q->upload;
     pthread_mutex_lock(&u->mu);
     size_t used = fill_pipe(u, data, *size);
     *size -= used;
-    bool resume_up = u->up_paused && u->len > 0;
+    bool resume_up = u->up_paused && deliverable(u) > 0;
     if (resume_up)
         u->up_paused = false;
-    if (*size > 0) {
+    bool full = *size > 0;
+    if (full) {
         /* Pipe full: wait (suspended) until the upstream has taken some. */
         u->conn_parked = true;
         q->waiter.park(q->waiter.arg);
@@ -488,6 +546,8 @@ static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *siz
     pthread_mutex_unlock(&u->mu);
     if (resume_up)
         up_req_resume(u->req);
+    if (full && u->req == NULL)
+        forward_streaming(q);
     return MHD_YES;
 }
 
@@ -502,11 +562,17 @@ static enum MHD_Result end_body(struct gw_req *q)
     bool resume_up = u->up_paused;
     u->up_paused = false;
     pthread_mutex_unlock(&u->mu);
+    if (u->unforwarded)
+        return respond_shutting_down(q);
     if (bad) {
-        up_req_cancel(u->req);
-        return gw_respond_error(q, 400, "IncompleteBody",
+        if (u->req != NULL)
+            up_req_cancel(u->req);
+        const struct s3_xml_error_info *e = s3_xml_error_info(S3_XML_INCOMPLETE_BODY);
+        return gw_respond_error(q, e->status, e->code,
                                 "The request body is malformed, or not as long as announced");
     }
+    if (u->req == NULL && forward(q) != SC_OK) /* a body that fits the pipe goes now */
+        return respond_shutting_down(q);
     if (resume_up)
         up_req_resume(u->req);
     q->phase = GW_PHASE_WAIT_HEAD;
@@ -539,7 +605,7 @@ void gw_proxy_cleanup(struct gw_req *q)
     pthread_mutex_lock(&u->mu);
     u->q = NULL;
     u->conn_parked = false;
-    bool running = !u->finished;
+    bool running = u->req != NULL && !u->finished;
     pthread_mutex_unlock(&u->mu);
     if (running)
         up_req_cancel(u->req);

@@ -283,6 +283,90 @@ def test_aws_chunked_put_with_broken_framing_is_400_and_not_stored(s3rver, hgw, 
     assert not _upstream_has(s3rver, key), "a body the client got 4xx for was stored upstream"
 
 
+def _send_with_pause(port, request, split, pause):
+    """Sends request[:split], waits pause seconds, sends the rest; returns the one reply."""
+    with rawhttp.RawConnection(port, timeout=15) as conn:
+        conn.send(request[:split])
+        time.sleep(pause)
+        conn.send(request[split:])
+        return conn.reply(timeout=15)
+
+
+def _upstream_size(up, key):
+    """The stored object's length upstream, or None if there is none."""
+    try:
+        head = s3util.upstream_client(up).head_object(Bucket=up.bucket, Key=key)
+    except botocore.exceptions.ClientError as err:
+        assert err.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+        return None
+    return head["ContentLength"]
+
+
+def test_broken_aws_chunked_body_that_fits_the_pipe_never_reaches_the_upstream(s3rver, hgw):
+    # s3rver (unlike S3 and radosgw) keeps what an aborted PUT had sent as the object, so
+    # an upstream PUT the gateway starts and then aborts leaves one behind. A body that fits
+    # the gateway's pipe (256 KiB decoded) is therefore held until it is known whole and
+    # well-formed: a broken one never reaches the upstream at all. The client pauses
+    # mid-body, so that an upstream PUT started with the headers would be under way.
+    key = s3util.unique_key("badchunk-paused")
+    payload = s3util.data(128 * KiB, seed=key)
+    raw = _broken_chunked_bodies(payload)["cut-mid-chunk"]
+    request = _chunked_put(key, payload, raw)
+    r = _send_with_pause(hgw.port, request, len(request) - len(raw) + 1000, pause=1.0)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "IncompleteBody"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    assert _upstream_size(s3rver, key) is None, "a body the client got 400 for reached s3rver"
+
+
+@pytest.mark.parametrize("ending", [b"garbage\r\n\r\n", b"0",
+                                    b"0\r\nx-amz-checksum-crc32:AAAAAA==\r\n"],
+                         ids=["garbage", "cut-final-chunk", "cut-trailers"])
+def test_aws_chunked_upstream_never_gets_a_whole_body_before_the_final_chunk(upstream, gateway,
+                                                                            ending):
+    # All the data chunks of a body larger than the pipe arrive, then the client pauses:
+    # the gateway has streamed the decoded bytes upstream meanwhile, but must hold back the
+    # last one until the final chunk and trailers are verified. Then the body ends badly
+    # (garbage where the final chunk belongs, or cut in the final chunk or its trailers,
+    # Content-Length saying so): the client gets 400 and the upstream PUT is aborted one
+    # byte short, so no object is stored. s3rver keeps an aborted PUT's bytes as the object
+    # (S3 and radosgw do not): there, the bar is that it never got the whole body.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("badchunk-end")
+    payload = s3util.data(1024 * KiB, seed=key)
+    chunks = b"".join(_chunk(payload[i:i + 64 * KiB]) for i in range(0, len(payload), 64 * KiB))
+    request = _chunked_put(key, payload, chunks + ending)
+    r = _send_with_pause(gw.port, request, len(request) - len(ending), pause=1.0)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "IncompleteBody"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    size, whole = _upstream_size(upstream, key), len(payload)
+    if upstream.name == "s3rver":
+        assert size != whole, "the upstream got the whole of a body the client got 400 for"
+    else:
+        assert size is None, "a body the client got 400 for was stored upstream"
+    _assert_healthy(gw)
+
+
+def test_broken_aws_chunked_empty_body_is_not_stored(upstream, gateway):
+    # An aws-chunked PUT of no payload bytes (x-amz-decoded-content-length: 0) whose
+    # framing is broken after the final chunk: there is no payload byte to hold back, so
+    # the upstream must not get the (empty) PUT before the framing is known good. The
+    # client pauses before the bad bytes, so that a PUT sent with the headers would be done.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("badchunk-empty")
+    raw = _chunk(b"") + b"garbage\r\n\r\n"
+    request = _chunked_put(key, b"", raw)
+    r = _send_with_pause(gw.port, request, len(request) - len(raw) + 20, pause=1.0)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "IncompleteBody"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    assert _upstream_size(upstream, key) is None, "a body the client got 400 for was stored"
+    _assert_healthy(gw)
+
+
 def test_slowloris_headers_do_not_delay_other_clients(s3rver, hgw):
     key, body = _seed(s3rver)
     target = b"/test/" + s3util.quote_key(key).encode()
