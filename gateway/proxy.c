@@ -483,11 +483,31 @@ static size_t fill_pipe(struct upload *u, const char *data, size_t n)
     return used;
 }
 
+/*
+ * Runs body bytes the upstream no longer takes through the aws-chunked decoder, dropping
+ * the payload (upload locked): whether the body is well-formed still decides the answer,
+ * the upstream's (it may answer early, say 403) or 400 for a malformed body.
+ */
+static void check_drained_framing(struct upload *u, const char *data, size_t n)
+{
+    u->len = 0; /* nobody reads the pipe any more: it serves as scratch space */
+    while (u->chunked && n > 0 && u->error == SC_OK) {
+        size_t used = 0, made = 0;
+        u->error = awschunked_feed(&u->dec, data, n, &used, u->buf, PIPE_SIZE, &made);
+        data += used;
+        n -= used;
+    }
+}
+
 /* Copies or decodes client body bytes into the pipe (upload locked); returns input used. */
 static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
 {
-    if (u->finished || u->error != SC_OK)
-        return n; /* the upstream stopped listening: drain the client */
+    if (u->finished) {
+        check_drained_framing(u, data, n); /* the upstream stopped listening: drain */
+        return n;
+    }
+    if (u->error != SC_OK)
+        return n;
     size_t room = PIPE_SIZE - u->len;
     if (!u->chunked) {
         size_t take = n < room ? n : room;
@@ -555,7 +575,8 @@ static enum MHD_Result end_body(struct gw_req *q)
 {
     struct upload *u = q->upload;
     pthread_mutex_lock(&u->mu);
-    /* A transfer that already ended took no more body bytes: they were drained. */
+    /* A transfer that already ended took no more body bytes: they were drained (and their
+     * aws-chunked framing checked). */
     bool bad = u->error != SC_OK || (u->chunked && !awschunked_done(&u->dec)) ||
                (!u->finished && u->taken != u->announced);
     u->eof = !bad; /* the upstream never sees a short body end: the transfer is canceled */

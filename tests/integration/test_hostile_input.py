@@ -367,6 +367,25 @@ def test_broken_aws_chunked_empty_body_is_not_stored(upstream, gateway):
     _assert_healthy(gw)
 
 
+def test_aws_chunked_put_the_upstream_refuses_early_gets_the_upstreams_answer(radosgw, gateway):
+    # The upstream may answer before it has read the body: here radosgw (s3rver checks no
+    # signature) gets a gateway signing with a wrong secret, and answers 403
+    # SignatureDoesNotMatch right after the headers. The client's well-formed aws-chunked
+    # body (longer than the pipe, so it streams) is then drained, and the client gets the
+    # upstream's answer: not a 400 that blames its body.
+    upstream = radosgw
+    gw = gateway(upstream, secret_key=upstream.secret_key + "-wrong")
+    gw.require_real()
+    key = s3util.unique_key("chunk-refused")
+    payload = s3util.data(1024 * KiB, seed=key)
+    chunks = b"".join(_chunk(payload[i:i + 64 * KiB]) for i in range(0, len(payload), 64 * KiB))
+    r = rawhttp.exchange(gw.port, _chunked_put(key, payload, chunks + _chunk(b"")), timeout=15)
+    assert r.status == 403, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "SignatureDoesNotMatch"
+    assert _upstream_size(upstream, key) is None
+    _assert_healthy(gw)
+
+
 def test_slowloris_headers_do_not_delay_other_clients(s3rver, hgw):
     key, body = _seed(s3rver)
     target = b"/test/" + s3util.quote_key(key).encode()
