@@ -7,9 +7,11 @@ words itself as an S3 error is S3 XML with a <Code>; refusals made inside
 libmicrohttpd before any request handler runs (431, 505, a malformed request
 line) only need to be a 4xx or a closed connection.
 """
+import base64
 import os
 import threading
 import time
+import zlib
 
 import botocore.exceptions
 import pytest
@@ -346,6 +348,49 @@ def test_aws_chunked_upstream_never_gets_a_whole_body_before_the_final_chunk(ups
         assert size != whole, "the upstream got the whole of a body the client got 400 for"
     else:
         assert size is None, "a body the client got 400 for was stored upstream"
+    _assert_healthy(gw)
+
+
+def _sdk_streamed_put(key, payload, aws_body):
+    """A PUT as the JavaScript SDK v3 streams one: aws-chunked with a CRC32 trailer, sent
+    with Transfer-Encoding: chunked (one HTTP chunk per piece of aws_body)."""
+    head = _request(
+        b"PUT", b"/test/" + s3util.quote_key(key).encode(),
+        b"x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+        b"Content-Encoding: aws-chunked",
+        b"x-amz-decoded-content-length: %d" % len(payload),
+        b"x-amz-trailer: x-amz-checksum-crc32",
+        b"x-amz-date: 20250101T000000Z",
+        b"Transfer-Encoding: chunked",
+        b"Connection: close")
+    return head, [b"%x\r\n%s\r\n" % (len(p), p) for p in aws_body] + [b"0\r\n\r\n"]
+
+
+@pytest.mark.parametrize("framing", ["content-length", "transfer-encoding"])
+def test_aws_chunked_put_with_a_pause_before_the_final_chunk_is_stored(upstream, gateway,
+                                                                       framing):
+    # A well-formed aws-chunked body longer than the pipe (so it streams), whose final
+    # chunk and trailer come a moment after the data, as the JavaScript SDK sends them
+    # (it computes the CRC32 trailer once the data is out). Meanwhile the upstream has all
+    # but the last payload byte; the late final chunk must still be read as the end of a
+    # good body, and the object stored whole, not answered 400 IncompleteBody.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("chunk-late-end")
+    payload = s3util.data(300 * KiB, seed=key)
+    crc = base64.b64encode(zlib.crc32(payload).to_bytes(4, "big"))
+    data = b"%x\r\n%s\r\n" % (len(payload), payload)
+    end = b"0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % crc
+    if framing == "content-length":
+        request = _chunked_put(key, payload, data + end)
+        split = len(request) - len(end)
+    else:
+        head, pieces = _sdk_streamed_put(key, payload, [data, end])
+        request, split = head + b"".join(pieces), len(head) + len(pieces[0])
+    r = _send_with_pause(gw.port, request, split, pause=1.0)
+    assert r.status == 200, (r.status, r.error, r.body[:300])
+    got = s3util.upstream_client(upstream).get_object(Bucket=upstream.bucket, Key=key)
+    assert got["Body"].read() == payload
     _assert_healthy(gw)
 
 
