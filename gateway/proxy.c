@@ -490,10 +490,10 @@ static size_t fill_pipe(struct upload *u, const char *data, size_t n)
  */
 static void check_drained_framing(struct upload *u, const char *data, size_t n)
 {
-    u->len = 0; /* nobody reads the pipe any more: it serves as scratch space */
+    char dropped[4096];
     while (u->chunked && n > 0 && u->error == SC_OK) {
         size_t used = 0, made = 0;
-        u->error = awschunked_feed(&u->dec, data, n, &used, u->buf, PIPE_SIZE, &made);
+        u->error = awschunked_feed(&u->dec, data, n, &used, dropped, sizeof(dropped), &made);
         data += used;
         n -= used;
     }
