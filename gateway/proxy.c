@@ -29,6 +29,7 @@
 #include "s3_delete.h"
 #include "gw.h"
 #include "s3_xml.h"
+#include "trailer_sum.h"
 
 #define PIPE_SIZE    (256 * 1024)
 #define RELAY_WINDOW (1024 * 1024)
@@ -50,8 +51,10 @@ struct upload {
     bool chunked;     /* aws-chunked framing to remove */
     bool unforwarded; /* the upstream request could not be made: the body is drained */
     struct awschunked dec;
-    sc_code error; /* malformed body */
-    char *tee;     /* a DeleteObjects body, kept to learn which keys it removes */
+    struct trailer_sum sum; /* of the decoded payload, for its trailer */
+    const char *trailer;    /* the trailer that carries the checksum (x-amz-trailer) */
+    sc_code error;          /* malformed body */
+    char *tee;              /* a DeleteObjects body, kept to learn which keys it removes */
     size_t tee_len;
     bool tee_overflow;
     int64_t announced; /* the body length the upstream is told */
@@ -105,6 +108,7 @@ static void upload_unref(struct upload *u)
         return;
     relay_unref(u->relay);
     up_req_release(u->req);
+    trailer_sum_free(&u->sum);
     free(u->tee);
     pthread_mutex_destroy(&u->mu);
     free(u->buf);
@@ -288,6 +292,13 @@ static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum M
     if (u->chunked && *len >= 0)
         awschunked_init(&u->dec, (uint64_t)*len);
     u->announced = *len;
+    if (u->chunked) {
+        u->trailer = req_header(q, "x-amz-trailer");
+        if (trailer_sum_init(&u->sum, u->trailer) != SC_OK) {
+            *ret = MHD_NO;
+            return false;
+        }
+    }
     return true;
 }
 
@@ -522,6 +533,7 @@ static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
     }
     size_t used = 0, made = 0;
     sc_code rc = awschunked_feed(&u->dec, data, n, &used, u->buf + u->len, room, &made);
+    trailer_sum_update(&u->sum, u->buf + u->len, made);
     u->len += made;
     u->taken += (int64_t)made;
     if (rc != SC_OK) {
@@ -571,27 +583,42 @@ static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *siz
     return MHD_YES;
 }
 
+/* False if a whole aws-chunked body's trailer names a checksum its payload does not have. */
+static bool trailer_checksum_ok(struct upload *u)
+{
+    if (!u->chunked || !trailer_sum_active(&u->sum))
+        return true;
+    return trailer_sum_matches(&u->sum, awschunked_trailer(&u->dec, u->trailer));
+}
+
+static enum MHD_Result refuse_body(struct gw_req *q, enum s3_xml_error e, const char *message)
+{
+    if (q->upload->req != NULL)
+        up_req_cancel(q->upload->req); /* it still waits for the body's last byte */
+    return gw_respond_error(q, s3_xml_error_info(e)->status, s3_xml_error_info(e)->code, message);
+}
+
 static enum MHD_Result end_body(struct gw_req *q)
 {
     struct upload *u = q->upload;
     pthread_mutex_lock(&u->mu);
     /* A transfer that already ended took no more body bytes: they were drained (and their
-     * aws-chunked framing checked). */
+     * aws-chunked framing checked; the upstream's answer stands, it never had them all). */
     bool bad = u->error != SC_OK || (u->chunked && !awschunked_done(&u->dec)) ||
                (!u->finished && u->taken != u->announced);
-    u->eof = !bad; /* the upstream never sees a short body end: the transfer is canceled */
+    bool bad_sum = !bad && !u->finished && !trailer_checksum_ok(u);
+    u->eof = !bad && !bad_sum; /* else the transfer is canceled one byte short */
     bool resume_up = u->up_paused;
     u->up_paused = false;
     pthread_mutex_unlock(&u->mu);
     if (u->unforwarded)
         return respond_shutting_down(q);
-    if (bad) {
-        if (u->req != NULL)
-            up_req_cancel(u->req);
-        const struct s3_xml_error_info *e = s3_xml_error_info(S3_XML_INCOMPLETE_BODY);
-        return gw_respond_error(q, e->status, e->code,
-                                "The request body is malformed, or not as long as announced");
-    }
+    if (bad)
+        return refuse_body(q, S3_XML_INCOMPLETE_BODY,
+                           "The request body is malformed, or not as long as announced");
+    if (bad_sum)
+        return refuse_body(q, S3_XML_BAD_DIGEST,
+                           "The checksum in the aws-chunked trailer does not match the body");
     if (u->req == NULL && forward(q) != SC_OK) /* a body that fits the pipe goes now */
         return respond_shutting_down(q);
     if (resume_up)

@@ -394,6 +394,35 @@ def test_aws_chunked_put_with_a_pause_before_the_final_chunk_is_stored(upstream,
     _assert_healthy(gw)
 
 
+@pytest.mark.parametrize("size_kib", [128, 1024], ids=["fits-the-pipe", "streams"])
+def test_aws_chunked_put_with_a_wrong_trailer_checksum_is_400_and_not_stored(upstream, gateway,
+                                                                            size_kib):
+    # The SDK's CRC32 trailer is the body's only checksum, and the upstream never sees it
+    # (it gets a plain body): the gateway checks it, before the upstream may have the last
+    # byte. A body that does not match is refused as S3 refuses it (400 BadDigest), and
+    # not stored: s3rver keeps an aborted PUT's bytes (S3 and radosgw do not), so there
+    # the bar is that it never got the whole body.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("chunk-bad-crc")
+    payload = s3util.data(size_kib * KiB, seed=key)
+    crc = base64.b64encode((zlib.crc32(payload) ^ 1).to_bytes(4, "big"))
+    pieces = [b"%x\r\n%s\r\n" % (64 * KiB, payload[i:i + 64 * KiB])
+              for i in range(0, len(payload), 64 * KiB)]
+    pieces.append(b"0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % crc)
+    head, http_chunks = _sdk_streamed_put(key, payload, pieces)
+    r = rawhttp.exchange(gw.port, head + b"".join(http_chunks), timeout=15)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "BadDigest"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    size, whole = _upstream_size(upstream, key), len(payload)
+    if upstream.name == "s3rver" and size_kib * KiB > 256 * KiB:
+        assert size != whole, "the upstream got the whole of a body the client got 400 for"
+    else:
+        assert size is None, "a body the client got 400 for was stored upstream"
+    _assert_healthy(gw)
+
+
 def test_broken_aws_chunked_empty_body_is_not_stored(upstream, gateway):
     # An aws-chunked PUT of no payload bytes (x-amz-decoded-content-length: 0) whose
     # framing is broken after the final chunk: there is no payload byte to hold back, so
