@@ -9,6 +9,7 @@ line) only need to be a 4xx or a closed connection.
 """
 import base64
 import os
+import socket
 import threading
 import time
 import zlib
@@ -420,6 +421,34 @@ def test_aws_chunked_put_with_a_wrong_trailer_checksum_is_400_and_not_stored(ups
         assert size != whole, "the upstream got the whole of a body the client got 400 for"
     else:
         assert size is None, "a body the client got 400 for was stored upstream"
+    _assert_healthy(gw)
+
+
+def test_aws_chunked_put_cut_by_a_half_close_is_not_stored(upstream, gateway):
+    # Transfer-Encoding: chunked as the SDK sends it; all the data chunks go out, then the
+    # client shuts its sending side down with neither the final aws chunk nor the final
+    # HTTP chunk. libmicrohttpd takes a chunked body that ends in a half-close as complete,
+    # so it is the gateway that must tell the body was cut: the upstream, which has all but
+    # the last payload byte by then, must not complete the PUT.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("chunk-half-close")
+    payload = s3util.data(1024 * KiB, seed=key)
+    pieces = [b"%x\r\n%s\r\n" % (64 * KiB, payload[i:i + 64 * KiB])
+              for i in range(0, len(payload), 64 * KiB)]
+    head, http_chunks = _sdk_streamed_put(key, payload, pieces)
+    with rawhttp.RawConnection(gw.port, timeout=15) as conn:
+        conn.send(head + b"".join(http_chunks[:-1]))  # all but the final HTTP chunk
+        time.sleep(1.0)  # the upstream has what the gateway may give it
+        conn.sock.shutdown(socket.SHUT_WR)
+        r = conn.reply(timeout=15)
+    _assert_refused(r, 15)
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    size, whole = _upstream_size(upstream, key), len(payload)
+    if upstream.name == "s3rver":
+        assert size != whole, "the upstream got the whole of a body that was cut"
+    else:
+        assert size is None, "a body that was cut was stored upstream"
     _assert_healthy(gw)
 
 
