@@ -16,7 +16,7 @@
 #   make bench      every benchmark in bench/, results in bench/results/, plots in docs/img/
 
 CC      ?= cc
-PKGS    := libmicrohttpd libcurl jansson openssl
+PKGS    := libmicrohttpd libcurl jansson openssl zlib
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

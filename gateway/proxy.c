@@ -8,7 +8,12 @@
  * connection is suspended while the pipe is full, the transfer paused while it
  * is empty), and the response through a windowed relay. aws-chunked uploads are
  * decoded on the way, and sent upstream as a plain body of
- * x-amz-decoded-content-length bytes.
+ * x-amz-decoded-content-length bytes. The upstream never gets a body the client
+ * is refused for: a body that fits the pipe is forwarded only once it is known
+ * whole and well-formed (some stores, s3rver among them, keep what an aborted
+ * PUT had sent), and a longer one streams but for its last byte, which waits
+ * for the body's end (the final chunk and trailers): a bad end aborts the
+ * transfer one byte short.
  *
  * Writes drop the cached copies of what they change before the upstream can
  * have committed them, whatever it answers later (or if its answer never
@@ -37,6 +42,7 @@
 #include "s3_post.h"
 #include "gw.h"
 #include "s3_xml.h"
+#include "trailer_sum.h"
 
 #define PIPE_SIZE    (256 * 1024)
 #define RELAY_WINDOW (1024 * 1024)
@@ -46,17 +52,20 @@
 struct upload {
     atomic_int refs;
     pthread_mutex_t mu;
-    relay *relay; /* the response; the upload holds one reference */
-    up_req *req;
+    relay *relay;     /* the response; the upload holds one reference */
+    up_req *req;      /* NULL until the request is forwarded */
     struct gw_req *q; /* NULL once the request is gone */
     char *buf;        /* the request body pipe */
     size_t len;
-    bool eof;         /* the whole request body is in the pipe */
+    bool eof;         /* the whole request body is in the pipe, and well-formed */
     bool finished;    /* the transfer ended: further body bytes are dropped */
-    bool up_paused;   /* read_body found the pipe empty */
+    bool up_paused;   /* read_body found nothing it may hand over */
     bool conn_parked; /* the connection waits for room in the pipe */
     bool chunked;     /* aws-chunked framing to remove */
+    bool unforwarded; /* the upstream request could not be made: the body is drained */
     struct awschunked dec;
+    struct trailer_sum sum;    /* of the decoded payload, for its trailer */
+    const char *trailer;       /* the trailer that carries the checksum (x-amz-trailer) */
     sc_code error;             /* malformed body */
     enum s3_invalidate writes; /* what the request writes (write_begin) */
     bool noted;                /* write_note() ran (request side) */
@@ -135,6 +144,7 @@ static void upload_unref(struct upload *u)
     up_req_release(u->req);
     body_check_release(&u->check);
     free(u->checked);
+    trailer_sum_free(&u->sum);
     free(u->tee);
     pthread_mutex_destroy(&u->mu);
     free(u->buf);
@@ -229,11 +239,23 @@ static void drop_answered_keys(struct upload *u)
     release_answer(u);
 }
 
+/*
+ * Pipe bytes the upstream may have now (upload locked): all of them, but the body's last
+ * byte only once the body is known whole and well-formed. Until then the upstream cannot
+ * complete (and store) a body the client may yet be refused for.
+ */
+static size_t deliverable(const struct upload *u)
+{
+    bool holds_last = u->len > 0 && u->taken == u->announced;
+    return holds_last && !u->eof ? u->len - 1 : u->len;
+}
+
 static size_t read_body(void *arg, char *out, size_t cap)
 {
     struct upload *u = arg;
     pthread_mutex_lock(&u->mu);
-    size_t n = u->len < cap ? u->len : cap;
+    size_t ready = deliverable(u);
+    size_t n = ready < cap ? ready : cap;
     if (n > 0) {
         memcpy(out, u->buf, n);
         memmove(u->buf, u->buf + n, u->len - n);
@@ -368,6 +390,13 @@ static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum M
     if (u->chunked && *len >= 0)
         awschunked_init(&u->dec, (uint64_t)*len);
     u->announced = *len;
+    if (u->chunked) {
+        u->trailer = req_header(q, "x-amz-trailer");
+        if (trailer_sum_init(&u->sum, u->trailer) != SC_OK) {
+            *ret = MHD_NO;
+            return false;
+        }
+    }
     return true;
 }
 
@@ -591,7 +620,7 @@ static struct upload *upload_new(struct gw_req *q)
     return u;
 }
 
-/* Submits req with u as its handler state and attaches both to q. Takes over u on failure. */
+/* Submits req with u as its handler state; q's response then comes from u's relay. */
 static sc_code submit(struct gw_req *q, struct upload *u, const struct up_request *req)
 {
     atomic_fetch_add(&u->refs, 1); /* the transfer's reference */
@@ -600,13 +629,37 @@ static sc_code submit(struct gw_req *q, struct upload *u, const struct up_reques
     if (rc != SC_OK) {
         u->submitted = false; /* never forwarded: a write in it ends in no doubt */
         atomic_fetch_sub(&u->refs, 1);
-        upload_unref(u);
         return rc;
     }
     relay_set_upstream(u->relay, u->req);
-    q->upload = u;
     q->relay = u->relay;
     return SC_OK;
+}
+
+/* Sends q's request upstream as it came (headers filtered), with q->upload's body. */
+static sc_code forward(struct gw_req *q)
+{
+    struct fwd_headers fwd = {.n = 0};
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect_header, &fwd);
+    if (fwd.too_many)
+        return SC_EINVAL; /* start() refused these headers already */
+    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
+    struct up_request req = {.method = q->method,
+                             .bucket = q->tgt.bucket,
+                             .key = q->tgt.key,
+                             .query = q->tgt.raw_query,
+                             .headers = fwd.h,
+                             .n_headers = fwd.n,
+                             .body_length = q->upload->announced,
+                             .idempotent = read};
+    gw_sign_as(q, &req.as);
+    return submit(q, q->upload, &req);
+}
+
+static enum MHD_Result respond_shutting_down(struct gw_req *q)
+{
+    return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
+                                  "The gateway is shutting down. Please try again.");
 }
 
 static enum MHD_Result start(struct gw_req *q)
@@ -641,24 +694,16 @@ static enum MHD_Result start(struct gw_req *q)
     }
     if (len < 0)
         drop_written_keys(q, u); /* no body: nothing tells which keys */
-    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
-    struct up_request req = {.method = q->method,
-                             .bucket = q->tgt.bucket,
-                             .key = q->tgt.key,
-                             .query = q->tgt.raw_query,
-                             .headers = fwd.h,
-                             .n_headers = fwd.n,
-                             .body_length = len,
-                             .idempotent = read};
-    gw_sign_as(q, &req.as);
-    if (submit(q, u, &req) != SC_OK) /* the write ends with u */
-        return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
-                                      "The gateway is shutting down. Please try again.");
+    q->upload = u;
+    if (len < 0 && forward(q) != SC_OK)  /* a body, even an empty one, waits to be checked */
+        return respond_shutting_down(q); /* the write ends with u */
     gw_stat_add(g->stats.passthrough, 1);
+    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
         q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */
         gw_stat_add(g->stats.bypasses, 1);
     }
+    /* A body is forwarded once the pipe fills, or once it is all in and well-formed. */
     q->phase = len >= 0 ? GW_PHASE_UPLOAD : GW_PHASE_WAIT_HEAD;
     return len >= 0 ? MHD_YES : gw_serve_relay(q);
 }
@@ -681,7 +726,13 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, con
     if (u == NULL)
         return SC_ENOMEM;
     u->eof = true;
-    return submit(q, u, &req);
+    sc_code rc = submit(q, u, &req);
+    if (rc != SC_OK) {
+        upload_unref(u);
+        return rc;
+    }
+    q->upload = u;
+    return SC_OK;
 }
 
 static size_t decode_into_pipe(struct upload *u, const char *data, size_t n);
@@ -709,11 +760,31 @@ static size_t fill_pipe(struct upload *u, const char *data, size_t n)
     return used;
 }
 
+/*
+ * Runs body bytes the upstream no longer takes through the aws-chunked decoder, dropping
+ * the payload (upload locked): whether the body is well-formed still decides the answer,
+ * the upstream's (it may answer early, say 403) or 400 for a malformed body.
+ */
+static void check_drained_framing(struct upload *u, const char *data, size_t n)
+{
+    char dropped[4096];
+    while (u->chunked && n > 0 && u->error == SC_OK) {
+        size_t used = 0, made = 0;
+        u->error = awschunked_feed(&u->dec, data, n, &used, dropped, sizeof(dropped), &made);
+        data += used;
+        n -= used;
+    }
+}
+
 /* Copies or decodes client body bytes into the pipe (upload locked); returns input used. */
 static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
 {
-    if (u->finished || u->error != SC_OK)
-        return n; /* the upstream stopped listening: drain the client */
+    if (u->finished) {
+        check_drained_framing(u, data, n); /* the upstream stopped listening: drain */
+        return n;
+    }
+    if (u->error != SC_OK)
+        return n;
     size_t room = PIPE_SIZE - u->len;
     if (!u->chunked) {
         size_t take = n < room ? n : room;
@@ -728,6 +799,7 @@ static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
     }
     size_t used = 0, made = 0;
     sc_code rc = awschunked_feed(&u->dec, data, n, &used, u->buf + u->len, room, &made);
+    trailer_sum_update(&u->sum, u->buf + u->len, made);
     u->len += made;
     u->taken += (int64_t)made;
     if (rc != SC_OK) {
@@ -737,16 +809,34 @@ static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
     return used;
 }
 
+/*
+ * Forwards a body longer than the pipe, which streams; its connection waits, parked, until
+ * the upstream takes some. If the upstream request cannot be made, the connection resumes
+ * to drain the body, and end_body() answers.
+ */
+static void forward_streaming(struct gw_req *q)
+{
+    struct upload *u = q->upload;
+    if (forward(q) == SC_OK)
+        return;
+    pthread_mutex_lock(&u->mu);
+    u->unforwarded = u->finished = true;
+    struct gw_req *wake = take_parked(u);
+    pthread_mutex_unlock(&u->mu);
+    resume_conn(wake);
+}
+
 static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *size)
 {
     struct upload *u = q->upload;
     pthread_mutex_lock(&u->mu);
     size_t used = fill_pipe(u, data, *size);
     *size -= used;
-    bool resume_up = u->up_paused && u->len > 0;
+    bool resume_up = u->up_paused && deliverable(u) > 0;
     if (resume_up)
         u->up_paused = false;
-    if (*size > 0) {
+    bool full = *size > 0;
+    if (full) {
         /* Pipe full: wait (suspended) until the upstream has taken some. */
         u->conn_parked = true;
         q->waiter.park(q->waiter.arg);
@@ -754,28 +844,52 @@ static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *siz
     pthread_mutex_unlock(&u->mu);
     if (resume_up)
         up_req_resume(u->req);
+    if (full && u->req == NULL)
+        forward_streaming(q);
     return MHD_YES;
+}
+
+/* False if a whole aws-chunked body's trailer names a checksum its payload does not have. */
+static bool trailer_checksum_ok(struct upload *u)
+{
+    if (!u->chunked || !trailer_sum_active(&u->sum))
+        return true;
+    return trailer_sum_matches(&u->sum, awschunked_trailer(&u->dec, u->trailer));
+}
+
+static enum MHD_Result refuse_body(struct gw_req *q, enum s3_xml_error e, const char *message)
+{
+    if (q->upload->req != NULL)
+        up_req_cancel(q->upload->req); /* it still waits for the body's last byte */
+    return gw_respond_known_error(q, e, message);
 }
 
 static enum MHD_Result end_body(struct gw_req *q)
 {
     struct upload *u = q->upload;
     pthread_mutex_lock(&u->mu);
-    /* A transfer that already ended took no more body bytes: they were drained. */
+    /* A transfer that already ended took no more body bytes: they were drained (and their
+     * aws-chunked framing checked; the upstream's answer stands, it never had them all). */
     bool bad = u->error != SC_OK || (u->chunked && !awschunked_done(&u->dec)) ||
                (!u->finished && u->taken != u->announced);
-    u->eof = !bad; /* the upstream never sees a short body end: the transfer is canceled */
+    bool bad_sum = !bad && !u->finished && !trailer_checksum_ok(u);
+    u->eof = !bad && !bad_sum; /* else the transfer is canceled one byte short */
     bool resume_up = u->up_paused;
     u->up_paused = false;
     pthread_mutex_unlock(&u->mu);
-    if (bad) {
-        up_req_cancel(u->req); /* the upstream never gets the whole body: nothing changes */
-        return gw_respond_error(q, 400, "IncompleteBody",
-                                "The request body is malformed, or not as long as announced");
-    }
+    if (u->unforwarded)
+        return respond_shutting_down(q);
+    if (bad)
+        return refuse_body(q, S3_XML_INCOMPLETE_BODY,
+                           "The request body is malformed, or not as long as announced");
+    if (bad_sum)
+        return refuse_body(q, S3_XML_BAD_DIGEST,
+                           "The checksum in the aws-chunked trailer does not match the body");
     /* The whole body is in hand, and the client can have no answer before this point (the
      * upstream may just have committed: a read meanwhile is concurrent with the write). */
     drop_written_keys(q, u);
+    if (u->req == NULL && forward(q) != SC_OK) /* a body that fits the pipe goes now */
+        return respond_shutting_down(q);
     if (resume_up)
         up_req_resume(u->req);
     q->phase = GW_PHASE_WAIT_HEAD;
@@ -811,7 +925,7 @@ void gw_proxy_cleanup(struct gw_req *q)
     pthread_mutex_lock(&u->mu);
     u->q = NULL;
     u->conn_parked = false;
-    bool running = !u->finished;
+    bool running = u->req != NULL && !u->finished;
     pthread_mutex_unlock(&u->mu);
     if (running)
         up_req_cancel(u->req);

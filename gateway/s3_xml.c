@@ -60,6 +60,8 @@ static const struct s3_xml_error_info table[S3_XML_ERROR_MAX] = {
                                          "The request signature we calculated does not match the "
                                          "signature you provided. Check your key and signing "
                                          "method."},
+    [S3_XML_BAD_DIGEST] = {400, "BadDigest",
+                           "The checksum you specified did not match the calculated checksum."},
 };
 
 const struct s3_xml_error_info *s3_xml_error_info(enum s3_xml_error e)

@@ -51,6 +51,7 @@ enum s3_xml_error {
     S3_XML_REQUEST_TIMEOUT,
     S3_XML_ACCESS_DENIED,
     S3_XML_SIGNATURE_DOES_NOT_MATCH,
+    S3_XML_BAD_DIGEST, /* 400 BadDigest: a body's checksum is not the one sent */
     S3_XML_ERROR_MAX
 };
 

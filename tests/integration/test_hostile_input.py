@@ -7,10 +7,12 @@ words itself as an S3 error is S3 XML with a <Code>; refusals made inside
 libmicrohttpd before any request handler runs (431, 505, a malformed request
 line) only need to be a 4xx or a closed connection.
 """
+import base64
 import os
 import socket
 import threading
 import time
+import zlib
 
 import botocore.exceptions
 import pytest
@@ -282,6 +284,209 @@ def test_aws_chunked_put_with_broken_framing_is_400_and_not_stored(s3rver, hgw, 
                                             "InvalidArgument")
     time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
     assert not _upstream_has(s3rver, key), "a body the client got 4xx for was stored upstream"
+
+
+def _send_with_pause(port, request, split, pause):
+    """Sends request[:split], waits pause seconds, sends the rest; returns the one reply."""
+    with rawhttp.RawConnection(port, timeout=15) as conn:
+        conn.send(request[:split])
+        time.sleep(pause)
+        conn.send(request[split:])
+        return conn.reply(timeout=15)
+
+
+def _upstream_size(up, key):
+    """The stored object's length upstream, or None if there is none."""
+    try:
+        head = s3util.upstream_client(up).head_object(Bucket=up.bucket, Key=key)
+    except botocore.exceptions.ClientError as err:
+        assert err.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+        return None
+    return head["ContentLength"]
+
+
+def test_broken_aws_chunked_body_that_fits_the_pipe_never_reaches_the_upstream(s3rver, hgw):
+    # s3rver (unlike S3 and radosgw) keeps what an aborted PUT had sent as the object, so
+    # an upstream PUT the gateway starts and then aborts leaves one behind. A body that fits
+    # the gateway's pipe (256 KiB decoded) is therefore held until it is known whole and
+    # well-formed: a broken one never reaches the upstream at all. The client pauses
+    # mid-body, so that an upstream PUT started with the headers would be under way.
+    key = s3util.unique_key("badchunk-paused")
+    payload = s3util.data(128 * KiB, seed=key)
+    raw = _broken_chunked_bodies(payload)["cut-mid-chunk"]
+    request = _chunked_put(key, payload, raw)
+    r = _send_with_pause(hgw.port, request, len(request) - len(raw) + 1000, pause=1.0)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "IncompleteBody"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    assert _upstream_size(s3rver, key) is None, "a body the client got 400 for reached s3rver"
+
+
+@pytest.mark.parametrize("ending", [b"garbage\r\n\r\n", b"0",
+                                    b"0\r\nx-amz-checksum-crc32:AAAAAA==\r\n"],
+                         ids=["garbage", "cut-final-chunk", "cut-trailers"])
+def test_aws_chunked_upstream_never_gets_a_whole_body_before_the_final_chunk(upstream, gateway,
+                                                                            ending):
+    # All the data chunks of a body larger than the pipe arrive, then the client pauses:
+    # the gateway has streamed the decoded bytes upstream meanwhile, but must hold back the
+    # last one until the final chunk and trailers are verified. Then the body ends badly
+    # (garbage where the final chunk belongs, or cut in the final chunk or its trailers,
+    # Content-Length saying so): the client gets 400 and the upstream PUT is aborted one
+    # byte short, so no object is stored. s3rver keeps an aborted PUT's bytes as the object
+    # (S3 and radosgw do not): there, the bar is that it never got the whole body.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("badchunk-end")
+    payload = s3util.data(1024 * KiB, seed=key)
+    chunks = b"".join(_chunk(payload[i:i + 64 * KiB]) for i in range(0, len(payload), 64 * KiB))
+    request = _chunked_put(key, payload, chunks + ending)
+    r = _send_with_pause(gw.port, request, len(request) - len(ending), pause=1.0)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "IncompleteBody"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    size, whole = _upstream_size(upstream, key), len(payload)
+    if upstream.name == "s3rver":
+        assert size != whole, "the upstream got the whole of a body the client got 400 for"
+    else:
+        assert size is None, "a body the client got 400 for was stored upstream"
+    _assert_healthy(gw)
+
+
+def _sdk_streamed_put(key, payload, aws_body):
+    """A PUT as the JavaScript SDK v3 streams one: aws-chunked with a CRC32 trailer, sent
+    with Transfer-Encoding: chunked (one HTTP chunk per piece of aws_body)."""
+    head = _request(
+        b"PUT", b"/test/" + s3util.quote_key(key).encode(),
+        b"x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+        b"Content-Encoding: aws-chunked",
+        b"x-amz-decoded-content-length: %d" % len(payload),
+        b"x-amz-trailer: x-amz-checksum-crc32",
+        b"x-amz-date: 20250101T000000Z",
+        b"Transfer-Encoding: chunked",
+        b"Connection: close")
+    return head, [b"%x\r\n%s\r\n" % (len(p), p) for p in aws_body] + [b"0\r\n\r\n"]
+
+
+@pytest.mark.parametrize("framing", ["content-length", "transfer-encoding"])
+def test_aws_chunked_put_with_a_pause_before_the_final_chunk_is_stored(upstream, gateway,
+                                                                       framing):
+    # A well-formed aws-chunked body longer than the pipe (so it streams), whose final
+    # chunk and trailer come a moment after the data, as the JavaScript SDK sends them
+    # (it computes the CRC32 trailer once the data is out). Meanwhile the upstream has all
+    # but the last payload byte; the late final chunk must still be read as the end of a
+    # good body, and the object stored whole, not answered 400 IncompleteBody.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("chunk-late-end")
+    payload = s3util.data(300 * KiB, seed=key)
+    crc = base64.b64encode(zlib.crc32(payload).to_bytes(4, "big"))
+    data = b"%x\r\n%s\r\n" % (len(payload), payload)
+    end = b"0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % crc
+    if framing == "content-length":
+        request = _chunked_put(key, payload, data + end)
+        split = len(request) - len(end)
+    else:
+        head, pieces = _sdk_streamed_put(key, payload, [data, end])
+        request, split = head + b"".join(pieces), len(head) + len(pieces[0])
+    r = _send_with_pause(gw.port, request, split, pause=1.0)
+    assert r.status == 200, (r.status, r.error, r.body[:300])
+    got = s3util.upstream_client(upstream).get_object(Bucket=upstream.bucket, Key=key)
+    assert got["Body"].read() == payload
+    _assert_healthy(gw)
+
+
+@pytest.mark.parametrize("size_kib", [128, 1024], ids=["fits-the-pipe", "streams"])
+def test_aws_chunked_put_with_a_wrong_trailer_checksum_is_400_and_not_stored(upstream, gateway,
+                                                                            size_kib):
+    # The SDK's CRC32 trailer is the body's only checksum, and the upstream never sees it
+    # (it gets a plain body): the gateway checks it, before the upstream may have the last
+    # byte. A body that does not match is refused as S3 refuses it (400 BadDigest), and
+    # not stored: s3rver keeps an aborted PUT's bytes (S3 and radosgw do not), so there
+    # the bar is that it never got the whole body.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("chunk-bad-crc")
+    payload = s3util.data(size_kib * KiB, seed=key)
+    crc = base64.b64encode((zlib.crc32(payload) ^ 1).to_bytes(4, "big"))
+    pieces = [b"%x\r\n%s\r\n" % (64 * KiB, payload[i:i + 64 * KiB])
+              for i in range(0, len(payload), 64 * KiB)]
+    pieces.append(b"0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % crc)
+    head, http_chunks = _sdk_streamed_put(key, payload, pieces)
+    r = rawhttp.exchange(gw.port, head + b"".join(http_chunks), timeout=15)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "BadDigest"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    size, whole = _upstream_size(upstream, key), len(payload)
+    if upstream.name == "s3rver" and size_kib * KiB > 256 * KiB:
+        assert size != whole, "the upstream got the whole of a body the client got 400 for"
+    else:
+        assert size is None, "a body the client got 400 for was stored upstream"
+    _assert_healthy(gw)
+
+
+def test_aws_chunked_put_cut_by_a_half_close_is_not_stored(upstream, gateway):
+    # Transfer-Encoding: chunked as the SDK sends it; all the data chunks go out, then the
+    # client shuts its sending side down with neither the final aws chunk nor the final
+    # HTTP chunk. libmicrohttpd takes a chunked body that ends in a half-close as complete,
+    # so it is the gateway that must tell the body was cut: the upstream, which has all but
+    # the last payload byte by then, must not complete the PUT.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("chunk-half-close")
+    payload = s3util.data(1024 * KiB, seed=key)
+    pieces = [b"%x\r\n%s\r\n" % (64 * KiB, payload[i:i + 64 * KiB])
+              for i in range(0, len(payload), 64 * KiB)]
+    head, http_chunks = _sdk_streamed_put(key, payload, pieces)
+    with rawhttp.RawConnection(gw.port, timeout=15) as conn:
+        conn.send(head + b"".join(http_chunks[:-1]))  # all but the final HTTP chunk
+        time.sleep(1.0)  # the upstream has what the gateway may give it
+        conn.sock.shutdown(socket.SHUT_WR)
+        r = conn.reply(timeout=15)
+    _assert_refused(r, 15)
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    size, whole = _upstream_size(upstream, key), len(payload)
+    if upstream.name == "s3rver":
+        assert size != whole, "the upstream got the whole of a body that was cut"
+    else:
+        assert size is None, "a body that was cut was stored upstream"
+    _assert_healthy(gw)
+
+
+def test_broken_aws_chunked_empty_body_is_not_stored(upstream, gateway):
+    # An aws-chunked PUT of no payload bytes (x-amz-decoded-content-length: 0) whose
+    # framing is broken after the final chunk: there is no payload byte to hold back, so
+    # the upstream must not get the (empty) PUT before the framing is known good. The
+    # client pauses before the bad bytes, so that a PUT sent with the headers would be done.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("badchunk-empty")
+    raw = _chunk(b"") + b"garbage\r\n\r\n"
+    request = _chunked_put(key, b"", raw)
+    r = _send_with_pause(gw.port, request, len(request) - len(raw) + 20, pause=1.0)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "IncompleteBody"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    assert _upstream_size(upstream, key) is None, "a body the client got 400 for was stored"
+    _assert_healthy(gw)
+
+
+def test_aws_chunked_put_the_upstream_refuses_early_gets_the_upstreams_answer(radosgw, gateway):
+    # The upstream may answer before it has read the body: here radosgw (s3rver checks no
+    # signature) gets a gateway signing with a wrong secret, and answers 403
+    # SignatureDoesNotMatch right after the headers. The client's well-formed aws-chunked
+    # body (longer than the pipe, so it streams) is then drained, and the client gets the
+    # upstream's answer: not a 400 that blames its body.
+    upstream = radosgw
+    gw = gateway(upstream, secret_key=upstream.secret_key + "-wrong")
+    gw.require_real()
+    key = s3util.unique_key("chunk-refused")
+    payload = s3util.data(1024 * KiB, seed=key)
+    chunks = b"".join(_chunk(payload[i:i + 64 * KiB]) for i in range(0, len(payload), 64 * KiB))
+    r = rawhttp.exchange(gw.port, _chunked_put(key, payload, chunks + _chunk(b"")), timeout=15)
+    assert r.status == 403, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "SignatureDoesNotMatch"
+    assert _upstream_size(upstream, key) is None
+    _assert_healthy(gw)
 
 
 def test_slowloris_headers_do_not_delay_other_clients(s3rver, hgw):

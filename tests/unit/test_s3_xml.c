@@ -193,6 +193,7 @@ static void table_gives_status_and_code(void **state)
         {S3_XML_REQUEST_TIMEOUT, 400, "RequestTimeout"},
         {S3_XML_ACCESS_DENIED, 403, "AccessDenied"},
         {S3_XML_SIGNATURE_DOES_NOT_MATCH, 403, "SignatureDoesNotMatch"},
+        {S3_XML_BAD_DIGEST, 400, "BadDigest"},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), S3_XML_ERROR_MAX);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
