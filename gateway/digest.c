@@ -1,9 +1,10 @@
 /*
- * digest.c - checking a whole object's body against its ETag or checksum (see digest.h).
+ * digest.c - checking a body against its ETag or checksum (see digest.h): a fill's, or an
+ * aws-chunked upload's against its trailer.
  *
- * MD5, SHA-1 and SHA-256 come from OpenSSL, CRC-32C from store/crc32c.c (the store's
- * chunk checksum, with the CPU instruction). CRC-32 (zlib's) and CRC-64/NVME have no
- * library here, so they are the plain reflected table algorithm, one byte per step.
+ * MD5, SHA-1 and SHA-256 come from OpenSSL, CRC-32 from zlib, CRC-32C from store/crc32c.c
+ * (the store's chunk checksum, with the CPU instruction). CRC-64/NVME has no library here,
+ * so it is the plain reflected table algorithm, one byte per step.
  */
 #include "digest.h"
 
@@ -14,17 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <zlib.h>
 
 #include "../common/log.h"
 #include "../store/crc32c.h"
 
-#define CRC32_POLY     0xedb88320u           /* reflected 0x04c11db7 */
 #define CRC64NVME_POLY 0x9a6c9329ac4bc9b5ull /* reflected 0xad93d23594c93659 */
 #define WANT_MAX       64                    /* a SHA-256 in base64 is 44 characters */
+#define ZLIB_SLICE     (1u << 30)            /* zlib's crc32() takes an unsigned int length */
 
 enum kind { K_MD5_ETAG, K_CRC64NVME, K_CRC32C, K_CRC32, K_SHA256, K_SHA1 };
 
-/* The checksums a fill may get, in the order they are preferred. */
+/* The checksums a fill may get, in the order they are preferred; those a trailer may name. */
 static const struct {
     const char *header;
     enum kind kind;
@@ -39,34 +41,33 @@ struct digest {
     const char *name;
     char want[WANT_MAX + 1]; /* hex for the MD5 ETag, else the header's base64 */
     bool malformed;          /* a value that cannot be right */
+    bool failed;             /* the hash failed: the bytes can no longer be verified */
     EVP_MD_CTX *md;          /* MD5, SHA-1, SHA-256 */
     uint64_t crc;            /* the CRCs' register */
 };
 
-static uint32_t crc32_table[256];
 static uint64_t crc64nvme_table[256];
-static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
-static void make_tables(void)
+static void make_crc64nvme_table(void)
 {
     for (unsigned i = 0; i < 256; i++) {
-        uint32_t c32 = i;
-        uint64_t c64 = i;
-        for (int k = 0; k < 8; k++) {
-            c32 = c32 & 1 ? (c32 >> 1) ^ CRC32_POLY : c32 >> 1;
-            c64 = c64 & 1 ? (c64 >> 1) ^ CRC64NVME_POLY : c64 >> 1;
-        }
-        crc32_table[i] = c32;
-        crc64nvme_table[i] = c64;
+        uint64_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ CRC64NVME_POLY : c >> 1;
+        crc64nvme_table[i] = c;
     }
 }
 
 static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n)
 {
-    uint32_t c = ~crc;
-    while (n--)
-        c = crc32_table[(c ^ *p++) & 0xff] ^ (c >> 8);
-    return ~c;
+    while (n > 0) {
+        unsigned int slice = n > ZLIB_SLICE ? ZLIB_SLICE : (unsigned int)n;
+        crc = (uint32_t)crc32(crc, p, slice);
+        p += slice;
+        n -= slice;
+    }
+    return crc;
 }
 
 static uint64_t crc64nvme_update(uint64_t crc, const unsigned char *p, size_t n)
@@ -107,6 +108,13 @@ static bool etag_may_be_md5(const struct up_header *h, size_t n)
            up_header_get(h, n, "x-amz-server-side-encryption-customer-algorithm") == NULL;
 }
 
+/* Sets the value the bytes must have; one too long to be right never matches. */
+static void expect(digest *d, const char *value)
+{
+    d->malformed = strlen(value) > WANT_MAX;
+    snprintf(d->want, sizeof(d->want), "%s", d->malformed ? "" : value);
+}
+
 /* Picks what to check (d->kind, d->name, d->want); false if the head offers nothing. */
 static bool choose(digest *d, const struct up_header *h, size_t n)
 {
@@ -121,8 +129,7 @@ static bool choose(digest *d, const struct up_header *h, size_t n)
             continue;
         d->kind = checksums[i].kind;
         d->name = checksums[i].header;
-        d->malformed = strlen(value) > WANT_MAX;
-        snprintf(d->want, sizeof(d->want), "%s", d->malformed ? "" : value);
+        expect(d, value);
         return true;
     }
     return false;
@@ -134,17 +141,14 @@ bool digest_offered(const struct up_header *h, size_t n)
     return choose(&d, h, n);
 }
 
-sc_code digest_for(const struct up_header *h, size_t n, digest **out)
+/* Allocates the check that pick describes and starts its hash. */
+static sc_code start(const digest *pick, digest **out)
 {
-    *out = NULL;
-    digest *d = calloc(1, sizeof(*d));
+    digest *d = malloc(sizeof(*d));
     if (d == NULL)
         return SC_ENOMEM;
-    if (!choose(d, h, n)) {
-        free(d);
-        return SC_OK;
-    }
-    pthread_once(&tables_once, make_tables);
+    *d = *pick;
+    pthread_once(&table_once, make_crc64nvme_table);
     const EVP_MD *md = md_of(d->kind);
     if (md != NULL) {
         d->md = EVP_MD_CTX_new();
@@ -154,6 +158,22 @@ sc_code digest_for(const struct up_header *h, size_t n, digest **out)
         }
     }
     *out = d;
+    return SC_OK;
+}
+
+sc_code digest_for(const struct up_header *h, size_t n, digest **out)
+{
+    *out = NULL;
+    digest pick = {0};
+    return choose(&pick, h, n) ? start(&pick, out) : SC_OK;
+}
+
+sc_code digest_for_checksum(const char *name, digest **out)
+{
+    *out = NULL;
+    for (size_t i = 0; name != NULL && i < sizeof(checksums) / sizeof(checksums[0]); i++)
+        if (strcasecmp(name, checksums[i].header) == 0)
+            return start(&(digest){.kind = checksums[i].kind, .name = checksums[i].header}, out);
     return SC_OK;
 }
 
@@ -170,7 +190,9 @@ sc_code digest_update(digest *d, const void *p, size_t n)
         d->crc = crc32_update((uint32_t)d->crc, p, n);
         return SC_OK;
     default:
-        return EVP_DigestUpdate(d->md, p, n) == 1 ? SC_OK : SC_ECRYPTO;
+        if (EVP_DigestUpdate(d->md, p, n) != 1)
+            d->failed = true;
+        return d->failed ? SC_ECRYPTO : SC_OK;
     }
 }
 
@@ -201,7 +223,15 @@ static bool spell(digest *d, char *out, size_t cap)
 bool digest_matches(digest *d)
 {
     char got[2 * EVP_MAX_MD_SIZE + 1] = "";
-    return !d->malformed && spell(d, got, sizeof(got)) && strcmp(got, d->want) == 0;
+    return !d->malformed && !d->failed && spell(d, got, sizeof(got)) && strcmp(got, d->want) == 0;
+}
+
+bool digest_matches_value(digest *d, const char *value)
+{
+    if (value == NULL)
+        return false;
+    expect(d, value);
+    return digest_matches(d);
 }
 
 const char *digest_name(const digest *d)

@@ -11,8 +11,14 @@
  * A multipart ETag ("...-N") and a COMPOSITE checksum (x-amz-checksum-type: COMPOSITE,
  * or a value ending in "-N") describe the parts, not the body: nothing to check then.
  *
+ * The same checksums guard an aws-chunked upload: an SDK that streams one
+ * (x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER and friends) names a checksum
+ * in x-amz-trailer and sends its value after the last chunk. The upstream never sees that
+ * trailer (the gateway sends it a plain body), so the gateway checks it over the decoded
+ * payload (digest_for_checksum), before the upstream may have the body's last byte.
+ *
  * The check runs over the body as it streams (digest_update) and gives its verdict once,
- * at the end (digest_matches).
+ * at the end (digest_matches, or digest_matches_value when the value comes last).
  */
 #ifndef GW_DIGEST_H
 #define GW_DIGEST_H
@@ -38,12 +44,24 @@ typedef struct digest digest;
  */
 sc_code digest_for(const struct up_header *h, size_t n, digest **out);
 
+/*
+ * @brief Starts the check of the checksum a header called name carries, whose value comes
+ * at the end (digest_matches_value): an aws-chunked upload's trailer.
+ * @param[in] name x-amz-checksum-crc64nvme, -crc32c, -crc32, -sha256 or -sha1, in any case;
+ *            NULL: none.
+ * @param[out] out the check, owned by the caller (digest_free()); NULL when name is NULL or
+ *             names no checksum of that list (then nothing is checked).
+ * @return SC_OK, SC_ENOMEM, SC_ECRYPTO (OpenSSL could not start the hash).
+ */
+sc_code digest_for_checksum(const char *name, digest **out);
+
 /* @brief Whether a response head offers something to check the body against (as digest_for). */
 bool digest_offered(const struct up_header *h, size_t n);
 
 /*
  * @brief Adds the next n body bytes.
- * @return SC_OK, or SC_ECRYPTO (the hash failed: the body can no longer be verified).
+ * @return SC_OK, or SC_ECRYPTO (the hash failed: the body can no longer be verified, and
+ *         the verdict is that it does not match).
  */
 sc_code digest_update(digest *d, const void *p, size_t n);
 
@@ -52,6 +70,12 @@ sc_code digest_update(digest *d, const void *p, size_t n);
  * after the last byte; a value that is not even well-formed never matches.
  */
 bool digest_matches(digest *d);
+
+/*
+ * @brief As digest_matches, against a value given now (as sent: base64 for a checksum).
+ * @param[in] value NULL (it was never sent) never matches.
+ */
+bool digest_matches_value(digest *d, const char *value);
 
 /* @brief What is checked, for logs: "ETag" or the checksum header's name. Static. */
 const char *digest_name(const digest *d);

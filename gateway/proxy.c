@@ -42,7 +42,6 @@
 #include "s3_post.h"
 #include "gw.h"
 #include "s3_xml.h"
-#include "trailer_sum.h"
 
 #define PIPE_SIZE    (256 * 1024)
 #define RELAY_WINDOW (1024 * 1024)
@@ -64,7 +63,7 @@ struct upload {
     bool chunked;     /* aws-chunked framing to remove */
     bool unforwarded; /* the upstream request could not be made: the body is drained */
     struct awschunked dec;
-    struct trailer_sum sum;    /* of the decoded payload, for its trailer */
+    digest *sum;               /* of the decoded payload, for its trailer; NULL: unchecked */
     const char *trailer;       /* the trailer that carries the checksum (x-amz-trailer) */
     sc_code error;             /* malformed body */
     enum s3_invalidate writes; /* what the request writes (write_begin) */
@@ -144,7 +143,7 @@ static void upload_unref(struct upload *u)
     up_req_release(u->req);
     body_check_release(&u->check);
     free(u->checked);
-    trailer_sum_free(&u->sum);
+    digest_free(u->sum);
     free(u->tee);
     pthread_mutex_destroy(&u->mu);
     free(u->buf);
@@ -392,7 +391,7 @@ static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum M
     u->announced = *len;
     if (u->chunked) {
         u->trailer = req_header(q, "x-amz-trailer");
-        if (trailer_sum_init(&u->sum, u->trailer) != SC_OK) {
+        if (digest_for_checksum(u->trailer, &u->sum) != SC_OK) {
             *ret = MHD_NO;
             return false;
         }
@@ -799,7 +798,8 @@ static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
     }
     size_t used = 0, made = 0;
     sc_code rc = awschunked_feed(&u->dec, data, n, &used, u->buf + u->len, room, &made);
-    trailer_sum_update(&u->sum, u->buf + u->len, made);
+    if (u->sum != NULL)
+        digest_update(u->sum, u->buf + u->len, made); /* a failure fails its verdict */
     u->len += made;
     u->taken += (int64_t)made;
     if (rc != SC_OK) {
@@ -852,9 +852,9 @@ static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *siz
 /* False if a whole aws-chunked body's trailer names a checksum its payload does not have. */
 static bool trailer_checksum_ok(struct upload *u)
 {
-    if (!u->chunked || !trailer_sum_active(&u->sum))
+    if (!u->chunked || u->sum == NULL)
         return true;
-    return trailer_sum_matches(&u->sum, awschunked_trailer(&u->dec, u->trailer));
+    return digest_matches_value(u->sum, awschunked_trailer(&u->dec, u->trailer));
 }
 
 static enum MHD_Result refuse_body(struct gw_req *q, enum s3_xml_error e, const char *message)

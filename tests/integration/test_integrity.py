@@ -12,7 +12,6 @@
 s3rver and radosgw always send an ETag and never an x-amz-checksum-* header: those cases use
 the fault-injecting fake upstream (harness/faulty_upstream.py), and their names say "fake".
 """
-import base64
 import concurrent.futures
 import hashlib
 import json
@@ -20,59 +19,17 @@ import os
 import time
 import urllib.error
 import urllib.request
-import zlib
 
 import pytest
 
 from harness import faulty_upstream as faults
 from harness import rawhttp, s3util
+from harness.checksums import CHECKSUMS
 
 faulty_upstream = faults.faulty_upstream  # the fixture, visible to this module's tests
 KiB = 1024
 MiB = 1024 * KiB
 MULTIPART_ETAG = '"0123456789abcdef0123456789abcdef-2"'  # no digest of the body
-
-
-# ---- checksums, written here independently of the gateway ---------------------------------
-
-
-def _crc_table(poly):
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ poly if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-_CRC32C = _crc_table(0x82F63B78)
-_CRC64NVME = _crc_table(0x9A6C9329AC4BC9B5)
-
-
-def _crc(data, table, width):
-    mask = (1 << width) - 1
-    c = mask
-    for b in data:
-        c = table[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ mask
-
-
-def _b64(value, nbytes):
-    return base64.b64encode(value.to_bytes(nbytes, "big")).decode()
-
-
-CHECKSUMS = {
-    "crc32": lambda b: _b64(zlib.crc32(b), 4),
-    "crc32c": lambda b: _b64(_crc(b, _CRC32C, 32), 4),
-    "crc64nvme": lambda b: _b64(_crc(b, _CRC64NVME, 64), 8),
-    "sha1": lambda b: base64.b64encode(hashlib.sha1(b).digest()).decode(),
-    "sha256": lambda b: base64.b64encode(hashlib.sha256(b).digest()).decode(),
-}
-
-# The published check values, so that a wrong helper cannot make a test pass.
-assert _crc(b"123456789", _CRC32C, 32) == 0xE3069283
-assert _crc(b"123456789", _CRC64NVME, 64) == 0xAE8B14860A799888
 
 
 # ---- helpers ----------------------------------------------------------------------------
