@@ -1,0 +1,67 @@
+"""Hostile-review findings beyond issue 9's list: each test names what a client sent and
+what the gateway must do. Upstreams are the real s3rver and radosgw fixtures; where the
+right answer is the upstream's own, the test asks the upstream directly and compares.
+"""
+import pytest
+
+from harness import rawhttp, s3util
+
+KiB = 1024
+
+
+def _seed(up, size=10 * KiB, prefix="redteam"):
+    key = s3util.unique_key(prefix)
+    body = s3util.data(size, seed=key)
+    put = s3util.upstream_client(up).put_object(Bucket=up.bucket, Key=key, Body=body)
+    return key, body, put["ETag"]
+
+
+def _raw_get(endpoint, path, headers):
+    r = rawhttp.get(endpoint, path, headers=headers)
+    assert r.error is None, r.error
+    return r
+
+
+# ---- probes shadowing objects -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["metrics", "healthz", "readyz"])
+def test_vhost_object_named_like_a_probe_is_the_object(s3rver, gateway, name):
+    """With --vhost-domain, "GET /metrics" with Host "test.s3.local" is GetObject of key
+    "metrics" in bucket "test", not the gateway's Prometheus page: a probe's answer in its
+    place is a 200 with the wrong bytes."""
+    body = s3util.data(3000, seed=name)
+    s3util.upstream_client(s3rver).put_object(Bucket=s3rver.bucket, Key=name, Body=body)
+    gw = gateway(s3rver, extra_args=["--vhost-domain", "s3.local"])
+    gw.require_real()
+    host = "%s.s3.local:%d" % (gw.bucket, gw.port)
+    for _ in ("MISS", "HIT"):
+        r = s3util.raw(gw, "GET", "/" + name, host=host)
+        assert r.status == 200
+        assert r.body == body, "got %r instead of the object" % r.body[:80]
+    # The probes still answer at the gateway's own name.
+    assert rawhttp.get(gw.endpoint, "/healthz").body == b"ok\n"
+
+
+# ---- framing after a refusal -------------------------------------------------------------
+
+
+def test_body_of_refused_request_is_never_read_as_a_request(s3rver, gateway):
+    """A PUT refused when its headers arrive (bad target) announces a body holding a whole
+    second request. The gateway must not parse that body as the next request on the
+    connection: one reply, then the connection closes (or the body is drained)."""
+    gw = gateway(s3rver)
+    key, body, _ = _seed(s3rver)
+    inner = b"DELETE /test/%s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n" % (
+        key.encode())
+    outer = (b"PUT /test/%%zz HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n" %
+             len(inner)) + inner
+    with rawhttp.RawConnection(gw.port) as conn:
+        conn.send(outer)
+        first = conn.reply(timeout=3)
+        assert first.status == 400, (first.status, first.error)
+        second = conn.reply(timeout=2)
+    assert second.status is None, "the refused request's body was answered as a request: %r" % (
+        second.status,)
+    got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)
+    assert got["Body"].read() == body
