@@ -2,9 +2,14 @@
 what the gateway must do. Upstreams are the real s3rver and radosgw fixtures; where the
 right answer is the upstream's own, the test asks the upstream directly and compares.
 """
+import time
+
 import pytest
 
+from harness import faulty_upstream as faults
 from harness import rawhttp, s3util
+
+faulty_upstream = faults.faulty_upstream  # the fixture, visible to this module's tests
 
 KiB = 1024
 
@@ -116,3 +121,29 @@ def test_plus_in_list_prefix_means_space_as_upstream_reads_it(s3rver, gateway):
     assert ("<Key>%ssp ace</Key>" % pre).encode() in direct.body  # what the upstream means
     assert via.body.count(b"<Key>") == direct.body.count(b"<Key>") == 1
     assert ("<Key>%ssp ace</Key>" % pre).encode() in via.body, via.body[:400]
+
+
+# ---- upstreams that lie (the fake upstream: no real S3 server sends these) ---------------
+
+
+def test_upstream_chunked_body_with_shorter_content_length_is_not_cut_and_stored(
+        faulty_upstream, gateway):
+    """The fake upstream sends Transfer-Encoding: chunked with the whole 200 KiB object and
+    also Content-Length: 100 KiB, under a multipart ETag (no MD5 to check). The chunked
+    framing is the message's; the client must never get a clean 200 of the first 100 KiB,
+    and the cut object must never become a hit."""
+    fake = faulty_upstream
+    key = "tecl/obj"
+    body = s3util.data(200 * KiB, seed=key)
+    fake.put(key, body, faults.chunked_with_length(100 * KiB,
+                                                   etag='"0123456789abcdef0123456789abcdef-2"'))
+    gw = gateway(fake.upstream())
+    gw.require_real()
+    path = "/%s/%s" % (gw.bucket, key)
+    first = rawhttp.get(gw.endpoint, path)
+    assert not (first.status == 200 and first.complete and first.body != body), (
+        "a clean 200 of %d bytes, not the %d-byte object" % (len(first.body), len(body)))
+    time.sleep(0.5)  # a fill that was going to be stored is stored by now
+    again = rawhttp.get(gw.endpoint, path)
+    assert again.headers.get("x-cache") != "HIT" or again.body == body, (
+        "a %d-byte cut of the object is served as a hit" % len(again.body))
