@@ -147,3 +147,29 @@ def test_upstream_chunked_body_with_shorter_content_length_is_not_cut_and_stored
     again = rawhttp.get(gw.endpoint, path)
     assert again.headers.get("x-cache") != "HIT" or again.body == body, (
         "a %d-byte cut of the object is served as a hit" % len(again.body))
+
+
+# ---- headers forwarded on writes ---------------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="proxy.c collect_header() points every Content-Encoding "
+                   "header at one shared buffer (fwd_headers.content_encoding), which the next "
+                   "Content-Encoding header overwrites: 'gzip' then 'br' is stored as 'br, br', "
+                   "'gzip' then 'aws-chunked' loses gzip; each header needs its own copy (or "
+                   "join them into one)")
+@pytest.mark.parametrize("second", [b"br", b"aws-chunked"])
+def test_content_encoding_in_two_header_lines_reaches_the_bucket_whole(s3rver, gateway, second):
+    """RFC 9110 lets a list header come as several lines: "Content-Encoding: gzip" then
+    "Content-Encoding: br" means "gzip, br". The object's stored Content-Encoding must keep
+    gzip, or every later reader gets compressed bytes as if they were the content."""
+    gw = gateway(s3rver)
+    key = s3util.unique_key("ce")
+    raw = (b"PUT /test/%s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Encoding: gzip\r\n"
+           b"Content-Encoding: %s\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi" % (
+               key.encode(), second))
+    r = rawhttp.exchange(gw.port, raw)
+    assert r.status == 200, (r.status, r.body[:300])
+    head = s3util.upstream_client(s3rver).head_object(Bucket=s3rver.bucket, Key=key)
+    stored = [c.strip() for c in head.get("ContentEncoding", "").split(",") if c.strip()]
+    want = ["gzip"] if second == b"aws-chunked" else ["gzip", "br"]
+    assert stored == want, head.get("ContentEncoding")
