@@ -57,7 +57,9 @@ struct store_stats {
 /*
  * @brief Opens (or creates) the store in cfg->dir and starts its writer.
  * @param[out] out the store, owned by the caller; release with store_close().
- * @return SC_OK, SC_EINVAL (bad config), SC_EIO (cannot open LMDB), SC_ENOMEM.
+ * @return SC_OK, SC_EINVAL (bad config), SC_EBUSY (another process has the directory
+ *         open: one store per directory), SC_EIO (cannot open LMDB), SC_ENOMEM.
+ * @note The store holds an exclusive lock on cfg->dir/s3cached.lock until store_close().
  */
 sc_code store_open(const struct store_config *cfg, store **out);
 

@@ -2,11 +2,13 @@
 what the gateway must do. Upstreams are the real s3rver and radosgw fixtures; where the
 right answer is the upstream's own, the test asks the upstream directly and compares.
 """
+import shutil
 import time
 
 import pytest
 
 from harness import faulty_upstream as faults
+from harness import gateway as gwmod
 from harness import rawhttp, s3util
 
 faulty_upstream = faults.faulty_upstream  # the fixture, visible to this module's tests
@@ -173,3 +175,47 @@ def test_content_encoding_in_two_header_lines_reaches_the_bucket_whole(s3rver, g
     stored = [c.strip() for c in head.get("ContentEncoding", "").split(",") if c.strip()]
     want = ["gzip"] if second == b"aws-chunked" else ["gzip", "br"]
     assert stored == want, head.get("ContentEncoding")
+
+
+# ---- the store ---------------------------------------------------------------------------
+
+
+def _get_stored(gw, key, body):
+    """GETs key through gw (its body must be body) and waits until gw has stored it."""
+    before = gw.stats()["fills_stored"]
+    r = rawhttp.get(gw.endpoint, "/%s/%s" % (gw.bucket, key))
+    assert r.status == 200 and r.body == body, (r.status, len(r.body))
+    gw.stats_when(lambda s: s["fills_stored"] > before)
+
+
+def test_second_gateway_on_one_cache_dir_never_serves_another_objects_bytes(s3rver, gateway):
+    """Two gateways started on one cache directory (two sidecars on one hostPath) each hand
+    out object ids from their own counter, so both give id 1 to different objects and one
+    overwrites the other's chunks; with --no-verify-checksums the first gateway's hit of X
+    is then Y's bytes. The second gateway must refuse the directory, or, if it runs, every
+    object must still come back as itself."""
+    first = gateway(s3rver, extra_args=["--no-verify-checksums"])
+    first.require_real()
+    x, xbody, _ = _seed(s3rver, size=100 * KiB, prefix="twogw-x")
+    y, ybody, _ = _seed(s3rver, size=100 * KiB, prefix="twogw-y")
+    second = gwmod.Gateway(s3rver, cache_dir=first.cache_dir,
+                           extra_args=["--no-verify-checksums"])
+    try:
+        try:
+            second.start()
+        except RuntimeError as exc:
+            assert "in use" in str(exc), str(exc)[-2000:]  # refused, and says why
+            assert first.proc.alive()
+            _get_stored(first, x, xbody)
+            return
+        _get_stored(first, x, xbody)
+        _get_stored(second, y, ybody)
+        for gw in (first, second):
+            for key, body in ((x, xbody), (y, ybody)):
+                r = rawhttp.get(gw.endpoint, "/%s/%s" % (gw.bucket, key))
+                assert r.status == 200
+                assert r.body == body, "%s via gateway %d: another object's bytes (X-Cache %s)" % (
+                    key, 1 if gw is first else 2, r.headers.get("x-cache"))
+    finally:
+        second.stop()
+        shutil.rmtree(second.workdir, ignore_errors=True)

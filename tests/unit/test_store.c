@@ -581,6 +581,22 @@ static void open_creates_missing_parent_directories(void **state)
     store_close(st);
 }
 
+/* A second store on an open directory would hand out the ids the first hands out. */
+static void second_open_of_one_directory_is_ebusy_until_closed(void **state)
+{
+    struct fixture *f = *state;
+    store *second = (store *)&second;
+    assert_int_equal(store_open(&f->cfg, &second), SC_EBUSY);
+    assert_null(second);
+    put_ok(f->st, "kept", 100, 45); /* the first store is unharmed */
+    assert_put_cached(f->st, "kept", 100, 45);
+    store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(store_open(&f->cfg, &second), SC_OK);
+    assert_put_cached(second, "kept", 100, 45);
+    f->st = second;
+}
+
 static void bad_config_is_refused(void **state)
 {
     struct fixture *f = *state;
@@ -1011,6 +1027,7 @@ int main(void)
         T(warm_restart_keeps_objects_bytes_and_policy_order),
         T(restart_with_smaller_capacity_evicts_oldest),
         T(open_creates_missing_parent_directories),
+        T(second_open_of_one_directory_is_ebusy_until_closed),
         T(bad_config_is_refused),
         T(corrupt_chunk_is_ecorrupt_then_removed),
         T(unverified_store_serves_without_checking),
