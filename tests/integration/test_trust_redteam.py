@@ -74,29 +74,40 @@ def test_body_of_refused_request_is_never_read_as_a_request(s3rver, gateway):
     assert got["Body"].read() == body
 
 
-@pytest.mark.xfail(strict=True, reason="two Content-Length headers with different values are "
-                   "not refused: libmicrohttpd frames the body by the first one and parses the "
-                   "rest as a further request (CL.CL desync); server.c must answer 400 and close "
-                   "(RFC 9112 6.3), like the TE+CL refusal")
-def test_two_different_content_lengths_are_refused_not_split(s3rver, gateway):
-    """A PUT with "Content-Length: 2" and "Content-Length: N" whose body (by the second)
-    hides a DELETE: an intermediary framing by the last header sees one PUT, the gateway
-    by the first sees a PUT and a DELETE. The request must be refused and nothing of it
-    reach the bucket."""
+# Framings an RFC 9112 intermediary refuses (6.3, 5.1) but the gateway read its own way: the
+# request's tail holds a DELETE that only the gateway's framing turns into a request.
+SPLIT_FRAMINGS = {
+    # two Content-Length values: libmicrohttpd frames by the first
+    "two-content-lengths": lambda n: b"Content-Length: 2\r\nContent-Length: %d\r\n" % n,
+    # whitespace between field name and colon: libmicrohttpd still reads it as Content-Length
+    "space-before-colon": lambda n: b"Content-Length : 2\r\n",
+}
+
+
+@pytest.mark.xfail(strict=True, reason="server.c (with libmicrohttpd 0.9.75) neither refuses two "
+                   "different Content-Length values nor a header name followed by whitespace "
+                   "before the colon; both must be 400 and close (RFC 9112 6.3 and 5.1), like "
+                   "the TE+CL refusal: the body's tail is run as a further request")
+@pytest.mark.parametrize("framing", list(SPLIT_FRAMINGS))
+def test_ambiguous_request_framing_is_refused_not_split(s3rver, gateway, framing):
+    """A PUT whose length an intermediary reads differently hides a DELETE in its body:
+    the request must be refused, and nothing of it reach the bucket."""
     gw = gateway(s3rver)
     victim, body, _ = _seed(s3rver)
     inner = b"DELETE /test/%s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n" % (
         victim.encode())
-    put_key = s3util.unique_key("clcl")
-    outer = (b"PUT /test/%s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
-             b"Content-Length: %d\r\n\r\nhi" % (put_key.encode(), 2 + len(inner))) + inner
+    put_key = s3util.unique_key("split")
+    outer = (b"PUT /test/%s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\nhi" % (
+        put_key.encode(), SPLIT_FRAMINGS[framing](2 + len(inner)))) + inner
     with rawhttp.RawConnection(gw.port) as conn:
         conn.send(outer)
-        first = conn.reply(timeout=3)
-        second = conn.reply(timeout=2)
+        first = conn.reply(timeout=3)  # its body may be chunked: count status lines instead
+        while conn.reply(timeout=2).error is None:
+            pass
+        stream = first.body + bytes(conn.buf)
     got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=victim)
     assert got["Body"].read() == body, "the hidden DELETE reached the bucket"
-    assert second.status is None, "a second request was read from the first one's body"
+    assert b"HTTP/1.1 " not in stream, "a second request was read from the first one's body"
     assert first.status == 400, (first.status, first.error)
 
 
