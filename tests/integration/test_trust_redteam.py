@@ -111,6 +111,36 @@ def test_ambiguous_request_framing_is_refused_not_split(s3rver, gateway, framing
     assert first.status == 400, (first.status, first.error)
 
 
+# ---- browsers reaching a loopback gateway ---------------------------------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="without --client-credentials every S3 request is served "
+                   "with the gateway's credentials whatever its Host: a web page whose domain "
+                   "re-resolves to 127.0.0.1 (DNS rebinding) reads private objects same-origin. "
+                   "The admin API refuses this (admin_origin.c, is_local_name and the "
+                   "Sec-Fetch-Site/Origin checks); auth.c's no-keys branch should apply the same "
+                   "refusal to S3 requests (Host neither localhost, an IP literal nor under "
+                   "--vhost-domain, or a cross-site browser request) with 403 AccessDenied")
+def test_s3_api_without_client_keys_refuses_a_dns_rebound_page(s3rver, gateway):
+    """The default gateway: loopback listener, no --client-credentials, so "only this host
+    can reach it". A browser on this host visiting a hostile page defeats that: the page's
+    name is made to resolve to 127.0.0.1, its script fetches /test/KEY from its own origin
+    (Host: rebind.attacker.example:PORT, Sec-Fetch-Site: same-origin) and can read the reply.
+    The gateway must not answer such a request with the bucket's object."""
+    gw = gateway(s3rver)
+    key, body, _ = _seed(s3rver, prefix="rebind")
+    path = "/%s/%s" % (gw.bucket, key)
+    for own in ("127.0.0.1:%d" % gw.port, "localhost:%d" % gw.port):  # its clients still read
+        r = rawhttp.get(gw.endpoint, path, headers={"Host": own})
+        assert r.status == 200 and r.body == body, (own, r.status)
+    r = rawhttp.get(gw.endpoint, path, headers={
+        "Host": "rebind.attacker.example:%d" % gw.port, "Sec-Fetch-Site": "same-origin",
+        "Sec-Fetch-Mode": "cors", "User-Agent": "Mozilla/5.0"})
+    leaked = r.body == body
+    assert not leaked, "a DNS-rebound page read the private object"
+    assert r.status == 403, r.status
+
+
 # ---- query semantics ---------------------------------------------------------------------
 
 
