@@ -141,6 +141,28 @@ def test_s3_api_without_client_keys_refuses_a_dns_rebound_page(s3rver, gateway):
     assert r.status == 403, r.status
 
 
+@pytest.mark.xfail(strict=True, reason="without --client-credentials a cross-site browser "
+                   "request (Origin of another site, Sec-Fetch-Site: cross-site) is forwarded "
+                   "signed with the gateway's credentials: a 'simple' text/plain POST ?delete "
+                   "from any web page deletes objects (radosgw and s3rver need no Content-MD5). "
+                   "auth.c's no-keys branch should refuse cross-site browser requests as "
+                   "admin_origin.c does for the admin API (403 AccessDenied)")
+def test_s3_api_without_client_keys_refuses_a_cross_site_delete(upstream, gateway):
+    """A page on another site posts a DeleteObjects body to http://127.0.0.1:PORT/BUCKET?delete
+    as text/plain: a request browsers send without a CORS preflight. The object must stay."""
+    gw = gateway(upstream)
+    key, body, _ = _seed(upstream, prefix="csrf")
+    xml = ("<Delete><Object><Key>%s</Key></Object></Delete>" % key).encode()
+    raw = (b"POST /%s?delete HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nOrigin: https://evil.example\r\n"
+           b"Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: no-cors\r\nContent-Type: text/plain"
+           b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (
+               upstream.bucket.encode(), gw.port, len(xml))) + xml
+    r = rawhttp.exchange(gw.port, raw)
+    got = s3util.upstream_client(upstream).get_object(Bucket=upstream.bucket, Key=key)
+    assert got["Body"].read() == body
+    assert r.status == 403, r.status
+
+
 # ---- query semantics ---------------------------------------------------------------------
 
 
