@@ -282,3 +282,25 @@ def test_second_gateway_on_one_cache_dir_never_serves_another_objects_bytes(s3rv
     finally:
         second.stop()
         shutil.rmtree(second.workdir, ignore_errors=True)
+
+
+def test_hit_of_an_object_of_more_than_1024_chunks_is_served_whole(s3rver, gateway):
+    """A hit goes out as one iovec per stored chunk. With --chunk-size 4K a 10 MiB object
+    was 2,560 chunks: libmicrohttpd 0.9.75 sent nothing (over IOV_MAX, 1,024) and then
+    aborted the whole gateway ("Failed to destroy mutex"); at 1,025 chunks every hit hung.
+    The same happens with the default 256 KiB chunks to any object over 256 MiB once
+    --max-object-size admits it."""
+    gw = gateway(s3rver, extra_args=["--chunk-size", "4K"])
+    gw.require_real()
+    key = s3util.unique_key("chunks")
+    body = s3util.data(2560 * 4 * KiB + 123, seed=key)
+    s3util.upstream_client(s3rver).put_object(Bucket=s3rver.bucket, Key=key, Body=body)
+    path = "/%s/%s" % (gw.bucket, key)
+    _get_stored(gw, key, body)
+    for rng, want in ((None, body), ("bytes=5000-", body[5000:]),
+                      ("bytes=4095-9000000", body[4095:9000001])):
+        r = rawhttp.get(gw.endpoint, path, headers={"Range": rng} if rng else {}, timeout=10)
+        gw.assert_cache(r.headers, "HIT")
+        assert r.complete, "the hit ended with %s after %d bytes" % (r.error, len(r.body))
+        assert r.body == want
+    assert gw.proc.alive()

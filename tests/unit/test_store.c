@@ -923,6 +923,33 @@ static void range_iov_crosses_chunk_boundaries(void **state)
     free(got);
 }
 
+/* A hit is one iovec per chunk, and one response takes at most STORE_MAX_CHUNKS of them. */
+static void object_of_many_chunks_is_stored_in_at_most_max_chunks(void **state)
+{
+    struct fixture *f = *state;
+    const size_t size = 1500 * (size_t)CHUNK + 7; /* 1501 chunks of the configured size */
+    unsigned char *want = make_body(size, 71);
+    assert_int_equal(put_sync(f->st, "bkt", "many", NULL, 0, want, size), SC_OK);
+    store_obj *obj = NULL;
+    assert_int_equal(store_obj_open(f->st, "bkt", "many", &obj), SC_OK);
+    struct iovec *iov = calloc(STORE_MAX_CHUNKS, sizeof(*iov));
+    assert_non_null(iov);
+    size_t n = 0;
+    assert_int_equal(store_obj_iov(obj, 0, size, iov, STORE_MAX_CHUNKS, &n), SC_OK);
+    assert_true(n > 0 && n <= STORE_MAX_CHUNKS);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(at + iov[i].iov_len <= size);
+        assert_memory_equal(iov[i].iov_base, want + at, iov[i].iov_len);
+        at += iov[i].iov_len;
+    }
+    assert_int_equal(at, size);
+    assert_int_equal(store_obj_iov(obj, 12345, size - 12345, iov, STORE_MAX_CHUNKS, &n), SC_OK);
+    store_obj_close(obj);
+    free(iov);
+    free(want);
+}
+
 /* ---- readers beside the writer -------------------------------------------- */
 
 #define CONC_KEYS 40
@@ -1036,6 +1063,7 @@ int main(void)
         T(readers_beyond_max_get_ebusy),
         T(full_map_fails_puts_cleanly_and_recovers),
         T(range_iov_crosses_chunk_boundaries),
+        T(object_of_many_chunks_is_stored_in_at_most_max_chunks),
         T(concurrent_readers_see_exact_bytes_while_writer_inserts),
     };
 #undef T
