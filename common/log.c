@@ -1,6 +1,7 @@
 /* log.c - leveled logging and the access log (see log.h). */
 #include "log.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "uri.h"
 
 #define LINE_MAX_BYTES 4096
 
@@ -185,15 +188,90 @@ static void finish(struct line *l)
     emit(l->buf, l->len);
 }
 
+/* ---- redaction ------------------------------------------------------------------ */
+
+/* Parameters whose values sign or carry credentials, in a query or an Authorization header. */
+static const char *const secret_names[] = {
+    "X-Amz-Signature", "X-Amz-Credential", "X-Amz-Security-Token",
+    "Signature",       "Credential",       "AWSAccessKeyId",
+};
+
+#define REDACTED "REDACTED"
+
+/* A name may start the message or follow one of these (query, header list, quotes). */
+static bool starts_name(char prev)
+{
+    return strchr(" \t?&;,\"'(/", prev) != NULL;
+}
+
+/* A value ends at one of these, or at the end of the message. */
+static bool ends_value(char c)
+{
+    return c == '\0' || strchr("& \t,;\"')", c) != NULL;
+}
+
+/* True if the len bytes at p, percent-escapes decoded, are want in any case. */
+static bool name_is(const char *p, size_t len, const char *want)
+{
+    size_t i = 0;
+    for (; *want != '\0'; want++) {
+        if (i == len)
+            return false;
+        int c = (unsigned char)p[i++];
+        if (c == '%' && i + 1 < len && uri_hex_digit(p[i]) >= 0 && uri_hex_digit(p[i + 1]) >= 0) {
+            c = uri_hex_digit(p[i]) << 4 | uri_hex_digit(p[i + 1]);
+            i += 2;
+        }
+        if (tolower(c) != tolower((unsigned char)*want))
+            return false;
+    }
+    return i == len;
+}
+
+/* Length of the "name=" at p when name is a secret parameter, else 0. */
+static size_t secret_name_len(const char *p)
+{
+    size_t len = strcspn(p, "= \t&;,\"'?/()");
+    if (len == 0 || p[len] != '=')
+        return 0;
+    for (size_t i = 0; i < sizeof(secret_names) / sizeof(secret_names[0]); i++)
+        if (name_is(p, len, secret_names[i]))
+            return len + 1;
+    return 0;
+}
+
+size_t sc_log_redact(const char *in, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (cap == 0)
+        return 0;
+    for (size_t i = 0; in[i] != '\0' && n + 1 < cap;) {
+        size_t name = i == 0 || starts_name(in[i - 1]) ? secret_name_len(in + i) : 0;
+        if (name == 0) {
+            out[n++] = in[i++];
+            continue;
+        }
+        for (size_t k = 0; k < name && n + 1 < cap; k++)
+            out[n++] = in[i++];
+        for (const char *r = REDACTED; *r != '\0' && n + 1 < cap; r++)
+            out[n++] = *r;
+        while (!ends_value(in[i]))
+            i++;
+    }
+    out[n] = '\0';
+    return n;
+}
+
 void sc_log(enum sc_log_level level, const char *fmt, ...)
 {
     if (level > current_level)
         return;
-    char msg[1024];
+    char raw[1024], msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    sc_log_redact(raw, msg, sizeof(msg)); /* here, so that no caller can forget it */
     struct line l = {.len = 0};
     if (json_lines) {
         put(&l, "{\"time\":\"");

@@ -4,12 +4,14 @@
  * access log line per request.
  *
  * Configured once at start-up, before threads start. Never pass secrets (keys,
- * signatures, tokens) to these functions.
+ * signatures, tokens) to these functions; as a last guard, sc_log() redacts the
+ * values of signature parameters (sc_log_redact) in every message.
  */
 #ifndef SC_LOG_H
 #define SC_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum sc_log_level { SC_LOG_ERROR, SC_LOG_WARN, SC_LOG_INFO, SC_LOG_DEBUG };
@@ -32,6 +34,17 @@ int sc_log_open(const char *path);
 int sc_log_reopen(void);
 
 void sc_log(enum sc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * @brief Copies in to out with the value of every X-Amz-Signature, X-Amz-Credential,
+ * X-Amz-Security-Token, Signature, Credential and AWSAccessKeyId parameter replaced by
+ * "REDACTED". A parameter is "name=value" where the name (percent-escapes decoded, any
+ * case) starts the text or follows one of ` \t?&;,"'(/`, and the value runs to the next
+ * one of `& \t,;"')` or the end: presigned URLs and Authorization headers alike.
+ * @param[out] out receives at most cap - 1 bytes and a NUL (cap > 0).
+ * @return the length written to out.
+ */
+size_t sc_log_redact(const char *in, char *out, size_t cap);
 
 /* One request, as the access log records it. Strings may be NULL. */
 struct sc_access {

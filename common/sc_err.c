@@ -16,6 +16,7 @@ static const char *const names[SC_ECODE_MAX] = {
     [SC_ECANCELED] = "canceled",
     [SC_EBUSY] = "busy, try again",
     [SC_ECRYPTO] = "cryptographic failure",
+    [SC_EACCES] = "permission denied",
 };
 
 const char *sc_strerror(sc_code code)

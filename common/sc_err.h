@@ -24,6 +24,7 @@ typedef enum sc_code {
     SC_ECANCELED, /* abandoned: client gone, shutdown, invalidated */
     SC_EBUSY,     /* temporarily unavailable, try again */
     SC_ECRYPTO,   /* a cryptographic primitive failed */
+    SC_EACCES,    /* the file system refused: permissions or a read-only mount */
     SC_ECODE_MAX
 } sc_code;
 

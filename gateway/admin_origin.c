@@ -5,7 +5,8 @@
  * malicious page could POST manifests (cross-site requests) or, by pointing its own domain
  * at 127.0.0.1, read the replies (DNS rebinding). Browsers say where a request comes from
  * (Sec-Fetch-Site, Origin) and name the site in Host; the gateway refuses what is not its
- * own page. Non-browser clients (curl, SDKs, s3cachectl) send none of these headers.
+ * own page, including the opaque origin "null". Non-browser clients (curl, SDKs, s3cachectl) send
+ * none of these headers.
  */
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -57,7 +58,8 @@ bool gw_admin_from_other_site(struct gw_req *q, bool token_checked, const char *
         *why = "the admin API does not answer requests from other web sites";
         return true;
     }
-    if (origin != NULL && strcmp(origin, "null") != 0 && !same_origin(origin, host)) {
+    /* "null" is an opaque origin (a sandboxed iframe, a file: page): no site of ours. */
+    if (origin != NULL && !same_origin(origin, host)) {
         *why = "the admin API does not answer requests from other web origins";
         return true;
     }

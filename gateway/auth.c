@@ -3,10 +3,12 @@
  * (see auth.h for the rules, s3_auth.h for the signature checks).
  *
  * The request's headers are collected, s3_auth_verify() says which key signed
- * it (or that nobody did), and the key's bucket list is applied. A presigned
- * URL's X-Amz-* parameters are then dropped from the parsed target, which is
- * parsed again without them: the upstream request is signed anew, and a plain
- * presigned GET becomes a cacheable read. Every refusal is one call to refuse().
+ * it (or that nobody did), and the key's bucket list is applied. Signature
+ * parameters in the query (a presigned URL's, SigV4 or SigV2) are then dropped
+ * from the parsed target of every request, which is parsed again without them:
+ * the upstream request is signed anew, and a plain presigned GET becomes a
+ * cacheable read. OPTIONS (a CORS preflight) is not verified and goes upstream
+ * unsigned, as S3 answers preflights. Every refusal is one call to refuse().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "../common/uri.h"
 #include "gw.h"
 #include "s3_auth.h"
+#include "s3_xml.h"
 
 #define MAX_HEADERS 128
 
@@ -131,19 +134,49 @@ static sc_code drop_signature_params(struct gw_req *q)
     return rc;
 }
 
+/* The target holds presigned-URL parameters (SigV4 or SigV2), in any spelling. */
+static bool has_signature_params(const struct s3_target *t)
+{
+    for (size_t i = 0; i < t->nparams; i++) {
+        if (s3_auth_is_query_param(t->params[i].name))
+            return true;
+    }
+    return false;
+}
+
+/*
+ * A CORS preflight: S3 answers OPTIONS without authentication (the CORS rules, or 400
+ * without an Origin), and a browser sends it with the query of the URL it will request,
+ * a presigned URL's signature included, which does not sign an OPTIONS.
+ */
+static bool is_preflight(const struct gw_req *q)
+{
+    return strcmp(q->method, "OPTIONS") == 0;
+}
+
+/*
+ * The client's own signature parameters never go upstream, whoever sent the request: the
+ * upstream request is signed anew (or sent unsigned), and S3 refuses a request that carries
+ * two authentications. Without them a plain presigned GET is a cacheable read.
+ */
+static enum MHD_Result drop_client_signature(struct gw_req *q)
+{
+    if (!has_signature_params(&q->tgt))
+        return MHD_YES;
+    sc_code rc = drop_signature_params(q);
+    if (rc == SC_OK)
+        return MHD_YES;
+    const struct s3_xml_error_info *e =
+        s3_xml_error_info(rc == SC_ENOMEM ? S3_XML_SLOW_DOWN : S3_XML_INVALID_URI);
+    return gw_respond_error(q, e->status, e->code, e->message);
+}
+
 static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *r)
 {
     if (!buckets_allowed(q, r->key))
         return access_denied(q);
-    if (r->kind == S3_AUTH_PRESIGNED) {
-        sc_code rc = drop_signature_params(q);
-        if (rc == SC_ENOMEM)
-            return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
-        if (rc != SC_OK)
-            return gw_respond_error(q, 400, "InvalidURI", "Couldn't parse the specified URI.");
-    }
     q->client = r->key;
-    return MHD_YES;
+    return drop_client_signature(q);
 }
 
 enum MHD_Result gw_authenticate(struct gw_req *q)
@@ -151,20 +184,15 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
     const struct gw *g = q->g;
     if (q->tgt.kind == S3_REQ_ADMIN || gw_is_probe(q))
         return MHD_YES;
-    if (g->keys == NULL) {
-        /* Nothing to verify against; a presigned URL's own signature must not travel
-         * upstream beside the gateway's (S3 refuses two authentications). */
-        const char *query = q->tgt.raw_query;
-        if (query != NULL && strstr(query, "X-Amz-Signature=") != NULL &&
-            drop_signature_params(q) == SC_ENOMEM)
-            return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
-        return MHD_YES;
+    bool preflight = g->keys != NULL && is_preflight(q);
+    if (g->keys == NULL || preflight) {
+        q->anonymous = preflight; /* nothing to verify; a preflight goes upstream unsigned */
+        return drop_client_signature(q);
     }
     struct header_list l = {.n = 0};
     MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect, &l);
     if (l.too_many)
-        return gw_respond_error(q, 400, "RequestHeaderSectionTooLarge",
-                                "Your request header section exceeds the maximum allowed size.");
+        return gw_respond_known_error(q, S3_XML_HEADERS_TOO_LARGE, NULL);
     struct s3_auth_input in = {
         .method = q->method,
         .raw_path = q->tgt.raw_path,
@@ -182,7 +210,7 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
         return refuse(q, e->status, e->code, r.message);
     }
     if (rc != SC_OK)
-        return gw_respond_error(q, 503, "SlowDown", "Please reduce your request rate.");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (r.kind != S3_AUTH_ANONYMOUS)
         return admit_key(q, &r);
     if (!g->cfg->allow_anonymous)
@@ -190,7 +218,7 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
                       "Anonymous access is not allowed here: sign the request with a key pair "
                       "the gateway knows");
     q->anonymous = true;
-    return MHD_YES;
+    return drop_client_signature(q);
 }
 
 void gw_sign_as(const struct gw_req *q, struct up_identity *as)

@@ -43,9 +43,12 @@ sc_code gw_auth_check_listener(const struct gw *g);
 /*
  * @brief The "authenticate" step of an S3 request, right after parsing: verifies its
  * signature, admits it as a key or anonymous, applies the key's bucket list (the
- * bucket, and the bucket of x-amz-copy-source), and for a presigned URL drops the
- * X-Amz-* signature parameters from q->tgt (so it is forwarded without them, and a
- * plain GET becomes cacheable). Refusals are answered as S3 XML errors.
+ * bucket, and the bucket of x-amz-copy-source), and drops the signature parameters
+ * of a presigned URL (SigV4 or SigV2, s3_auth_is_query_param) from q->tgt, so they
+ * are never forwarded and a plain presigned GET is cacheable; without client keys
+ * only the dropping is done. An OPTIONS (CORS preflight) is not verified: it is
+ * admitted as anonymous, so it goes upstream unsigned. Refusals are answered as S3
+ * XML errors.
  * @return what the access handler returns; q->phase is GW_PHASE_RESPONDED when refused.
  */
 enum MHD_Result gw_authenticate(struct gw_req *q);

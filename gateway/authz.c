@@ -46,7 +46,7 @@ static enum MHD_Result deny(struct gw_req *q)
     gw_stat_add(q->g->stats.authz_denied, 1);
     sc_debug("%s %s/%s: the upstream refuses %s, so the cached copy is not served", q->method,
              q->tgt.bucket, q->tgt.key, q->anonymous ? "anonymous" : q->client->creds.access_key);
-    return gw_respond_error(q, 403, "AccessDenied", "Access Denied");
+    return gw_respond_known_error(q, S3_XML_ACCESS_DENIED, NULL);
 }
 
 /* ---- the request side ------------------------------------------------------------ */

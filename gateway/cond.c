@@ -11,7 +11,8 @@
 
 #include "httpdate.h"
 
-/* An entity tag's opaque part (without W/ and quotes), pointing into its source. */
+/* An entity tag's opaque part (without W/ and quotes), pointing into its source; p is NULL
+ * for an object that has no ETag at all. */
 struct tag {
     const char *p;
     size_t len;
@@ -39,6 +40,8 @@ static bool present(const char *s)
 /* Splits the object's own etag into a tag; tolerant of missing quotes. */
 static struct tag own_tag(const char *etag)
 {
+    if (etag == NULL)
+        return (struct tag){NULL, 0, false};
     struct tag t = {etag, strlen(etag), false};
     if (t.len >= 2 && t.p[0] == 'W' && t.p[1] == '/') {
         t.weak = true;
@@ -94,6 +97,8 @@ static bool read_element(const char **s, struct tag *t, bool *star)
 
 static bool tags_equal(const struct tag *a, const struct tag *b, bool strong)
 {
+    if (a->p == NULL || b->p == NULL)
+        return false; /* no ETag: no tag names it */
     if (strong && (a->weak || b->weak))
         return false;
     return a->len == b->len && memcmp(a->p, b->p, a->len) == 0;

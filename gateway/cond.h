@@ -51,7 +51,8 @@ enum cond_result {
 /*
  * @brief Evaluates the conditional headers against an existing object.
  * @param[in] h the headers; every field may be NULL.
- * @param[in] etag the object's ETag (quoted or not), NUL-terminated.
+ * @param[in] etag the object's ETag (quoted or not), NUL-terminated; NULL for an object
+ *            without one (an upstream 200 that sent none), which only "*" matches.
  * @param[in] last_modified the object's Last-Modified, seconds since the epoch.
  * @param[in] is_get_or_head true for GET and HEAD (304 possible), false for
  *            other methods (a failed If-None-Match is then 412, and

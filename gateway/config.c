@@ -69,8 +69,17 @@ static const struct opt options[] = {
      "concurrent client connections (default 1000)"},
     {"connection-timeout", "S3CACHED_CONNECTION_TIMEOUT", OPT_UINT, OFF(conn_timeout), 1, 3600,
      "SECONDS",
-     "close a client connection idle this long; bounds how long a slow reader pins "
-     "cache pages (default 60)"},
+     "close a client connection idle this long (each byte restarts it; see --min-body-rate "
+     "for slow readers) (default 60)"},
+    {"header-timeout", "S3CACHED_HEADER_TIMEOUT", OPT_UINT, OFF(header_timeout), 0, 3600, "SECONDS",
+     "close a connection whose request line and headers are not all in this long after their "
+     "first byte, however steadily they trickle (slowloris); also the window of "
+     "--min-body-rate for request bodies (default 20; 0: no bound)"},
+    {"min-body-rate", "S3CACHED_MIN_BODY_RATE", OPT_SIZE, OFF(min_body_rate), 0, GIB, "BYTES",
+     "close a connection whose request body arrives, or whose response is taken, slower than "
+     "BYTES a second, averaged over each --header-timeout (request) or --connection-timeout "
+     "(response) window, not counting time the gateway itself makes it wait (default 1K; 0: no "
+     "bound)"},
     {"chunk-size", "S3CACHED_CHUNK_SIZE", OPT_SIZE, OFF(chunk_size), 4 * KIB, 64 * MIB, "SIZE",
      "bytes per stored chunk (default 256K)"},
     {"no-verify-checksums", "S3CACHED_NO_VERIFY_CHECKSUMS", OPT_BOOL, OFF(verify_checksums), 0, 0,
@@ -94,7 +103,9 @@ static const struct opt options[] = {
     {"access-log", "S3CACHED_ACCESS_LOG", OPT_BOOL, OFF(access_log), 0, 0, NULL,
      "log one line per request: id, client, method, bucket, key, status, bytes, cache, duration"},
     {"shutdown-timeout", "S3CACHED_SHUTDOWN_TIMEOUT", OPT_UINT, OFF(shutdown_timeout), 0, 3600,
-     "SECONDS", "on SIGTERM, wait this long for requests in flight before closing (default 30)"},
+     "SECONDS",
+     "on SIGTERM, wait this long for requests in flight before closing (default 8: below "
+     "docker stop's 10 s)"},
     {"admin-token", "S3CACHED_ADMIN_TOKEN", OPT_STR, OFF(admin_token), 0, 0, "TOKEN",
      "bearer token the admin API (/_s3cached/) requires; without one it answers only loopback "
      "clients (prefer the file or the environment: arguments show in ps)"},
@@ -295,6 +306,8 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->threads = cpus > 0 && cpus <= 256 ? (unsigned)cpus : 2;
     cfg->max_connections = 1000;
     cfg->conn_timeout = 60;
+    cfg->header_timeout = 20;
+    cfg->min_body_rate = KIB;
     cfg->chunk_size = 256 * KIB;
     cfg->verify_checksums = true;
     cfg->upstream_retries = 3;
@@ -302,7 +315,7 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->upstream_stall_timeout = 30;
     cfg->prefetch_concurrency = 32;
     cfg->log_level = SC_LOG_INFO;
-    cfg->shutdown_timeout = 30;
+    cfg->shutdown_timeout = 8; /* docker stop SIGKILLs after 10 s, Kubernetes after 30 s */
     cfg->auth_cache_ttl = 60;
     cfg->auth_cache_size = 10000;
     if (set_string(&cfg->listen_host, "127.0.0.1") || set_string(&cfg->identity, "gateway") ||

@@ -26,7 +26,9 @@ struct gw_config {
     char *vhost_domain;       /* NULL: path-style only */
     unsigned threads;         /* MHD worker threads */
     unsigned max_connections;
-    unsigned conn_timeout; /* seconds a connection may stay idle or stalled */
+    unsigned conn_timeout;   /* seconds a connection may stay idle or stalled */
+    unsigned header_timeout; /* seconds from a request's first byte to its last header; 0: off */
+    uint64_t min_body_rate;  /* body bytes a second, either way (conn_guard.h); 0: off */
     uint32_t chunk_size;
     bool verify_checksums;
     bool allow_insecure_tls; /* --insecure-upstream: skip TLS verification (off by default) */

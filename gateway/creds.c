@@ -98,8 +98,10 @@ static sc_code open_file(const char *path, int *fd_out, size_t *size)
 {
     struct stat st;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        return SC_ENOTFOUND;
     if (fd < 0)
-        return errno == ENOENT || errno == ENOTDIR ? SC_ENOTFOUND : SC_EIO;
+        return errno == EACCES || errno == EPERM ? SC_EACCES : SC_EIO;
     sc_code rc = SC_OK;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         rc = SC_EIO;

@@ -6,16 +6,29 @@
  * listed while new readers may still join it, and is unlinked (under the
  * table lock) when the object turns out uncacheable, fails, is invalidated,
  * or has been committed to the store, whichever comes first.
+ *
+ * Writes in flight: the table also counts, per key (or per bucket, for writes
+ * whose keys are in their body), the writes forwarded and not yet answered. A
+ * fill that overlaps such a write in any way may have read the bytes the write
+ * replaces, so it is never stored: fills running when the write begins are
+ * marked, fills that start while it is in flight are born marked, and when it
+ * ends the fills started meanwhile leave the table, so the next miss fetches
+ * afresh. The decision to store and the store's queueing of the put happen
+ * under the table lock, so a write that begins after the decision finds the
+ * put queued before its own removal. A write whose outcome is unknown (no
+ * answer, or a 5xx) keeps counting for FILL_WRITE_DOUBT_SECONDS after it
+ * ended: the upstream may still commit it.
  */
 #include "fill.h"
 
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/log.h"
+#include "digest.h"
 #include "hdrblob.h"
 
 #define N_SLOTS 256
@@ -40,20 +53,28 @@ struct fill {
     bool cacheable;   /* decided at the head (upstream thread) */
     char *hdrs;       /* replayable headers, for the store */
     size_t hdrs_len;
-    char etag_md5[33]; /* the ETag when it is a plain MD5, else "" */
-    EVP_MD_CTX *md5;
+    struct body_check check;    /* the body's length and digest (digest.h) */
     long status;                /* the upstream's, once the head is in */
     int64_t length;             /* its Content-Length, or -1 */
-    bool mismatch;              /* the body did not match its ETag */
+    bool no_etag;               /* a 200 without an ETag: never cached */
     bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
     struct fill_watch *watches; /* notified when the fill ends (table lock) */
     fill *next;
+};
+
+/* Writes forwarded and not yet answered, for one key or (key NULL) a whole bucket. */
+struct fill_write {
+    char *bucket, *key;
+    unsigned count;
+    double doubt_until; /* monotonic seconds: a write ended in doubt counts until then */
+    struct fill_write *next;
 };
 
 struct fill_table {
     const struct fill_ctx *ctx;
     pthread_mutex_t mu;
     fill *slots[N_SLOTS];
+    struct fill_write *writes; /* table lock */
 };
 
 sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
@@ -67,10 +88,22 @@ sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
     return SC_OK;
 }
 
+static void write_free(struct fill_write *w)
+{
+    if (w == NULL)
+        return;
+    free(w->bucket);
+    free(w->key);
+    free(w);
+}
+
+static void free_writes(struct fill_write *w);
+
 void fill_table_free(fill_table *t)
 {
     if (t == NULL)
         return;
+    free_writes(t->writes);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -92,7 +125,7 @@ static void fill_unref(fill *f)
         return;
     relay_unref(f->relay);
     up_req_release(f->req);
-    EVP_MD_CTX_free(f->md5);
+    body_check_release(&f->check);
     free(f->hdrs);
     free(f->bucket);
     free(f->key);
@@ -139,6 +172,8 @@ static void notify(fill *f, sc_code rc)
 /* Why a fill that was not stored ended, for its watchers. */
 static sc_code failure_of(const fill *f, sc_code rc)
 {
+    if (f->no_etag && !f->invalidated)
+        return SC_EINVAL; /* before canceled: an unread uncacheable fill is canceled */
     if (f->invalidated || rc == SC_ECANCELED)
         return SC_ECANCELED;
     if (f->status == 404)
@@ -147,7 +182,7 @@ static sc_code failure_of(const fill *f, sc_code rc)
         return SC_EUPSTREAM;
     if (f->length >= 0 && (uint64_t)f->length > f->t->ctx->max_object_size)
         return SC_ETOOBIG;
-    if (f->mismatch || rc == SC_EMISMATCH)
+    if (rc == SC_EMISMATCH)
         return SC_EMISMATCH;
     return rc == SC_OK ? SC_EUPSTREAM : rc;
 }
@@ -172,34 +207,28 @@ static void abandon_if_unread(fill *f)
 
 /* ---- the upstream side (upstream thread) --------------------------------- */
 
-/* Remembers the ETag when it is a quoted 32-digit hex MD5 (single-part upload). */
-static void note_md5_etag(fill *f, const char *etag)
-{
-    f->etag_md5[0] = '\0';
-    if (!up_etag_md5(etag, f->etag_md5))
-        return;
-    f->md5 = EVP_MD_CTX_new();
-    if (f->md5 == NULL || EVP_DigestInit_ex(f->md5, EVP_md5(), NULL) != 1) {
-        EVP_MD_CTX_free(f->md5);
-        f->md5 = NULL;
-        f->etag_md5[0] = '\0';
-    }
-}
-
 static void on_head(void *arg, const struct up_head *head)
 {
     fill *f = arg;
     const struct fill_ctx *ctx = f->t->ctx;
     f->status = head->status;
     f->length = head->content_length;
+    /* Without an ETag a copy could not be revalidated, answer conditionals, or have a
+     * range fetched beside its fill pinned to its version: relayed, never cached. */
+    f->no_etag = head->status == 200 && !up_header_get(head->headers, head->n_headers, "etag");
     f->cacheable = head->status == 200 && head->content_length >= 0 &&
-                   (uint64_t)head->content_length <= ctx->max_object_size;
+                   (uint64_t)head->content_length <= ctx->max_object_size && !f->no_etag;
     if (f->cacheable &&
         hdrblob_encode(head->headers, head->n_headers, &f->hdrs, &f->hdrs_len) != SC_OK)
         f->cacheable = false;
-    if (f->cacheable)
-        note_md5_etag(f, up_header_get(head->headers, head->n_headers, "etag"));
-    else
+    /* The body's length and MD5 ETag or checksum are checked, cached or not; every reader's
+     * last byte waits for the verdict, so a body that fails reaches no client as a success. */
+    body_check_start(&f->check, head);
+    if (f->check.active)
+        relay_hold_tail(f->relay);
+    if (f->no_etag)
+        sc_warn("upstream sent %s/%s without an ETag: relayed, not cached", f->bucket, f->key);
+    if (!f->cacheable)
         unlist_locked(f);
     /* Keep-all for fills and for short error bodies; an uncacheable object is windowed. */
     bool small_error =
@@ -216,26 +245,8 @@ static bool on_body(void *arg, const char *p, size_t n)
     if (!relay_push(f->relay, p, n))
         return false;
     gw_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
-    if (f->md5 && EVP_DigestUpdate(f->md5, p, n) != 1) {
-        EVP_MD_CTX_free(f->md5);
-        f->md5 = NULL;
-        f->cacheable = false;
-    }
+    body_check_add(&f->check, p, n);
     return true;
-}
-
-static bool md5_matches(fill *f)
-{
-    if (f->etag_md5[0] == '\0')
-        return true; /* multipart or SSE-KMS ETag: not a digest of the body */
-    unsigned char md[16];
-    unsigned int len = 0;
-    if (f->md5 == NULL || EVP_DigestFinal_ex(f->md5, md, &len) != 1 || len != 16)
-        return false;
-    char hex[33];
-    for (int i = 0; i < 16; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    return memcmp(hex, f->etag_md5, 32) == 0;
 }
 
 static void on_stored(void *arg, sc_code rc)
@@ -255,17 +266,18 @@ static void on_done(void *arg, sc_code rc)
 {
     fill *f = arg;
     const struct fill_ctx *ctx = f->t->ctx;
+    rc = body_check_verdict(&f->check, rc, f->bucket, f->key);
+    if (rc != SC_OK)
+        unlist_locked(f); /* before its readers learn: a retry starts a new fill, not this one */
     relay_finish(f->relay, rc);
     const char *body = NULL;
     uint64_t len = 0;
     bool complete = f->cacheable && relay_body(f->relay, &body, &len) == SC_OK;
-    if (complete && !md5_matches(f)) {
-        sc_warn("upstream body of %s/%s does not match its ETag: not cached", f->bucket, f->key);
-        complete = false;
-        f->mismatch = true;
-    }
     pthread_mutex_lock(&f->t->mu);
     bool store_it = complete && !f->invalidated;
+    /* Queued under the table lock: a write beginning now removes after this put. */
+    bool queued = store_it && store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len,
+                                        on_stored, f) == SC_OK;
     if (!store_it)
         unlist(f);
     pthread_mutex_unlock(&f->t->mu);
@@ -276,8 +288,7 @@ static void on_done(void *arg, sc_code rc)
         fill_unref(f);
         return;
     }
-    if (store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len, on_stored, f) !=
-        SC_OK)
+    if (!queued)
         on_stored(f, SC_EFULL);
 }
 
@@ -296,6 +307,35 @@ static fill *find(fill_table *t, const char *bucket, const char *key)
         if (strcmp(f->key, key) == 0 && strcmp(f->bucket, bucket) == 0)
             return f;
     return NULL;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool write_counts(const struct fill_write *w, double now)
+{
+    return w->count > 0 || now < w->doubt_until;
+}
+
+/* Whether a write to (bucket, key), or to the whole bucket, is in flight (table locked). */
+static bool write_in_flight(const fill_table *t, const char *bucket, const char *key)
+{
+    double now = -1;
+    for (const struct fill_write *w = t->writes; w; w = w->next) {
+        if (strcmp(w->bucket, bucket) != 0 || (w->key != NULL && strcmp(w->key, key) != 0))
+            continue;
+        if (w->count > 0)
+            return true;
+        if (now < 0)
+            now = now_seconds();
+        if (now < w->doubt_until)
+            return true;
+    }
+    return false;
 }
 
 static fill *fill_new(fill_table *t, const char *bucket, const char *key,
@@ -354,6 +394,7 @@ static fill *join_locked(fill_table *t, const char *bucket, const char *key,
             return NULL;
         atomic_fetch_add(&f->refs, 1); /* the transfer's; fill_new's is the caller's */
         f->listed = true;
+        f->invalidated = write_in_flight(t, bucket, key); /* may read what is being replaced */
         unsigned s = slot_of(bucket, key);
         f->next = t->slots[s];
         t->slots[s] = f;
@@ -443,20 +484,19 @@ void fill_leave(fill *f)
     fill_unref(f);
 }
 
-void fill_invalidate(fill_table *t, const char *bucket, const char *key)
+/* Marks the fill of (bucket, key) as not to be stored and unlists it (table locked). */
+static void invalidate_key(fill_table *t, const char *bucket, const char *key)
 {
-    pthread_mutex_lock(&t->mu);
     fill *f = find(t, bucket, key);
     if (f) {
         f->invalidated = true;
         unlist(f);
     }
-    pthread_mutex_unlock(&t->mu);
 }
 
-void fill_invalidate_bucket(fill_table *t, const char *bucket)
+/* invalidate_key() for every fill of bucket (table locked). */
+static void invalidate_bucket(fill_table *t, const char *bucket)
 {
-    pthread_mutex_lock(&t->mu);
     for (unsigned s = 0; s < N_SLOTS; s++) {
         fill **pp = &t->slots[s];
         while (*pp) {
@@ -470,5 +510,114 @@ void fill_invalidate_bucket(fill_table *t, const char *bucket)
             }
         }
     }
+}
+
+/* invalidate_key(), or invalidate_bucket() when key is NULL (table locked). */
+static void invalidate_scope(fill_table *t, const char *bucket, const char *key)
+{
+    if (key != NULL)
+        invalidate_key(t, bucket, key);
+    else
+        invalidate_bucket(t, bucket);
+}
+
+void fill_invalidate(fill_table *t, const char *bucket, const char *key)
+{
+    pthread_mutex_lock(&t->mu);
+    invalidate_key(t, bucket, key);
     pthread_mutex_unlock(&t->mu);
+}
+
+void fill_invalidate_bucket(fill_table *t, const char *bucket)
+{
+    pthread_mutex_lock(&t->mu);
+    invalidate_bucket(t, bucket);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static struct fill_write **find_write(fill_table *t, const char *bucket, const char *key)
+{
+    struct fill_write **pp = &t->writes;
+    for (; *pp; pp = &(*pp)->next) {
+        const struct fill_write *w = *pp;
+        if (strcmp(w->bucket, bucket) == 0 &&
+            (key == NULL ? w->key == NULL : w->key != NULL && strcmp(w->key, key) == 0))
+            break;
+    }
+    return pp;
+}
+
+static struct fill_write *write_new(const char *bucket, const char *key)
+{
+    struct fill_write *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    w->bucket = strdup(bucket);
+    w->key = key != NULL ? strdup(key) : NULL;
+    if (w->bucket == NULL || (key != NULL && w->key == NULL)) {
+        write_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* Unlinks the writes that no longer count onto *gone (table locked). */
+static void prune_writes(fill_table *t, double now, struct fill_write **gone)
+{
+    struct fill_write **pp = &t->writes;
+    while (*pp) {
+        struct fill_write *w = *pp;
+        if (write_counts(w, now)) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        w->next = *gone;
+        *gone = w;
+    }
+}
+
+static void free_writes(struct fill_write *w)
+{
+    while (w) {
+        struct fill_write *next = w->next;
+        write_free(w);
+        w = next;
+    }
+}
+
+sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
+{
+    struct fill_write *fresh = write_new(bucket, key); /* allocated unlocked; may go unused */
+    if (fresh == NULL)
+        return SC_ENOMEM;
+    pthread_mutex_lock(&t->mu);
+    struct fill_write **pp = find_write(t, bucket, key);
+    if (*pp == NULL) {
+        *pp = fresh;
+        fresh = NULL;
+    }
+    (*pp)->count++;
+    invalidate_scope(t, bucket, key);
+    pthread_mutex_unlock(&t->mu);
+    write_free(fresh);
+    return SC_OK;
+}
+
+void fill_write_end(fill_table *t, const char *bucket, const char *key, bool in_doubt)
+{
+    struct fill_write *gone = NULL;
+    double now = now_seconds();
+    pthread_mutex_lock(&t->mu);
+    struct fill_write *w = *find_write(t, bucket, key);
+    if (w != NULL && w->count > 0) {
+        w->count--;
+        if (in_doubt && w->doubt_until < now + FILL_WRITE_DOUBT_SECONDS)
+            w->doubt_until = now + FILL_WRITE_DOUBT_SECONDS;
+    }
+    prune_writes(t, now, &gone);
+    /* Fills started during the write were born marked; new misses must not join them. */
+    invalidate_scope(t, bucket, key);
+    pthread_mutex_unlock(&t->mu);
+    free_writes(gone);
 }

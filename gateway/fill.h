@@ -4,9 +4,11 @@
  * A fill fetches one whole object from the origin into a keep-all relay,
  * which every client missing on that object reads from while it arrives, and
  * stores it once it is complete and verified: its length matched what the
- * upstream announced, the transfer ended cleanly, and, where the ETag is a
- * plain MD5 (single-part uploads), the body's digest matched it. Anything
- * else is never stored. Concurrent misses for one object join one fill.
+ * upstream announced, the transfer ended cleanly, and the body matched its
+ * MD5 ETag (single-part uploads) or else its full-object checksum, where the
+ * upstream gave one (digest.h). Anything else is never stored, and reaches
+ * its readers as a failed transfer: the last byte of every 200 fill waits for
+ * that verdict (relay_hold_tail). Concurrent misses for one object join one fill.
  *
  * A fill is fetched with the credentials of whoever started it (struct
  * up_identity: a client's key with --identity client, else the gateway's);
@@ -14,7 +16,7 @@
  * checked first (authz.h).
  *
  * An object that turns out not to be cacheable (not 200, no length, larger
- * than the maximum object size) is still relayed to the clients already
+ * than the maximum object size, no ETag) is still relayed to the clients already
  * waiting, through a bounded window, and the fill leaves the table so that
  * nobody else joins it.
  */
@@ -66,7 +68,8 @@ sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, fi
 struct fill_result {
     sc_code rc;    /* SC_OK: stored; SC_ENOTFOUND (404), SC_EUPSTREAM (other status or
                       transfer failure), SC_ETOOBIG (over the maximum object size),
-                      SC_EMISMATCH (body/ETag or length mismatch), SC_EFULL (the store or
+                      SC_EMISMATCH (body/ETag, checksum or length mismatch), SC_EINVAL (a
+                      200 without an ETag: never cached), SC_EFULL (the store or
                       its policy refused it), SC_ECANCELED (invalidated or shutting down) */
     long status;   /* the upstream's HTTP status, 0 if no response */
     uint64_t size; /* the object's size when known, else 0 */
@@ -103,5 +106,28 @@ void fill_invalidate(fill_table *t, const char *bucket, const char *key);
 
 /* @brief Like fill_invalidate() for every fill of a bucket (multi-object delete). */
 void fill_invalidate_bucket(fill_table *t, const char *bucket);
+
+/*
+ * @brief Notes a write to (bucket, key) about to be forwarded (key NULL: to keys of
+ * bucket named only in the write's body). Until the matching fill_write_end(), no
+ * fill of an affected key is stored: the fills running now are invalidated, and
+ * those starting meanwhile are never stored, whenever they finish.
+ * @return SC_OK, SC_ENOMEM (nothing noted: do not forward the write).
+ * @note Call before removing the stored copy, so no fill can store it again.
+ */
+sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key);
+
+/* How long a write whose outcome is unknown still counts as in flight after it ended:
+ * the upstream may commit it late (a slow CompleteMultipartUpload, a stalled answer). */
+#define FILL_WRITE_DOUBT_SECONDS 300.0
+
+/*
+ * @brief Ends what fill_write_begin() began, once the write's transfer is over
+ * whatever its outcome, and invalidates the fills that started while it was in
+ * flight so the next miss fetches what the upstream holds now.
+ * @param in_doubt the outcome is unknown (no answer, or a 5xx): fills of the key
+ *        still are not stored for FILL_WRITE_DOUBT_SECONDS.
+ */
+void fill_write_end(fill_table *t, const char *bucket, const char *key, bool in_doubt);
 
 #endif

@@ -20,6 +20,7 @@
 #include "bucket_stats.h"
 #include "client_keys.h"
 #include "config.h"
+#include "conn_guard.h"
 #include "fill.h"
 #include "manifest.h"
 #include "metrics.h"
@@ -27,6 +28,7 @@
 #include "relay.h"
 #include "revalidate.h"
 #include "s3_target.h"
+#include "s3_xml.h"
 #include "stats.h"
 #include "upstream.h"
 
@@ -41,6 +43,7 @@ struct gw {
     struct gw_buckets buckets; /* object reads per bucket, for the status page */
     struct gw_metrics metrics;
     struct MHD_Daemon *daemon;
+    conn_guard *guard;           /* ends slow clients (--header-timeout); NULL when off */
     ckeys *keys;                 /* --client-credentials; NULL: S3 requests are not verified */
     authz_cache *authz;          /* answers of authorization checks (auth.h); NULL without keys */
     bool listen_loopback;        /* the listener is on a loopback address */
@@ -64,7 +67,8 @@ struct upload; /* proxy.c */
 struct gw_req {
     struct gw *g;
     struct MHD_Connection *conn;
-    char *target; /* the raw request target, as received */
+    struct guard_conn *guard; /* the connection in g->guard (conn_guard.h), or NULL */
+    char *target;             /* the raw request target, as received */
     char request_id[17];
     struct timespec arrived; /* when the request line came in */
     unsigned status;         /* the status queued, 0 before */
@@ -105,8 +109,18 @@ struct gw_req {
 enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
                                  const char *message);
 
+/*
+ * server.c: sends the S3 XML error of the gateway's error table (s3_xml.h) for e, with its
+ * usual message, or message when one helps more. Every error the gateway answers itself
+ * comes from the table.
+ */
+enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message);
+
 /* server.c: true for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. NULL is not loopback. */
 bool gw_addr_is_loopback(const struct sockaddr *sa);
+
+/* server.c: sa as text into out (INET6_ADDRSTRLEN bytes), an IPv4-mapped address as IPv4. */
+void gw_addr_string(const struct sockaddr *sa, char *out, size_t len);
 
 /*
  * server.c: a response of the len bytes at body, of content_type, that no client caches
@@ -122,7 +136,8 @@ struct MHD_Response *gw_buffer_response(const char *content_type, void *body, si
 /* server.c: the client's address, or NULL if libmicrohttpd does not say. */
 const struct sockaddr *gw_client_addr(struct gw_req *q);
 
-/* Adds the headers every response carries (request id). */
+/* Adds the headers every response carries: the request id (x-amz-request-id, x-amz-id-2), or,
+ * when resp already has the upstream's, x-s3cached-request-id beside them. */
 void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp);
 
 /* Queues resp with status, adds common headers, destroys the caller's reference. */
@@ -151,9 +166,16 @@ enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
 
 /*
  * proxy.c: fetches bytes [start, start + len) of the request's object with an explicit
- * ranged GET, into a fresh windowed relay that becomes q->relay (q->fill is kept).
+ * ranged GET, If-Match: etag (the version the fill serves), into a fresh windowed relay that
+ * becomes q->relay (q->fill is kept).
  */
-sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len);
+sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, const char *etag);
+/*
+ * proxy.c: false if q's body would go upstream but q does not say how long it is
+ * (Transfer-Encoding: chunked without a Content-Length, or aws-chunked without
+ * x-amz-decoded-content-length). Needs q's target; reads only its headers.
+ */
+bool gw_proxy_length_known(struct gw_req *q);
 /* proxy.c: after the upstream's head, drop cached copies the request changed. */
 void gw_proxy_after_head(struct gw_req *q, long status);
 /* proxy.c: ends the pass-through transfer of a request that is going away. */

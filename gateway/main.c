@@ -152,7 +152,13 @@ static sc_code load_credentials(struct creds *creds)
         sc_warn("no AWS credentials found: upstream requests are sent unsigned");
         return SC_OK;
     }
-    if (rc != SC_OK)
+    if (rc == SC_EACCES)
+        sc_err("cannot read the AWS shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else "
+               "$HOME/.aws/credentials) as uid %u: make it readable to this user, point "
+               "AWS_SHARED_CREDENTIALS_FILE elsewhere, or set AWS_ACCESS_KEY_ID and "
+               "AWS_SECRET_ACCESS_KEY",
+               (unsigned)geteuid());
+    else if (rc != SC_OK)
         sc_err("cannot load AWS credentials: %s", sc_strerror(rc));
     return rc;
 }

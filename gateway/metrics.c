@@ -133,6 +133,15 @@ static void write_cache(FILE *out, struct gw *g)
     one(out, "s3cached_authz_denied_total", "counter",
         "Cached or in-flight objects refused to a client identity the upstream refuses.",
         LOAD(s->authz_denied));
+    header(out, "s3cached_slow_clients_closed_total", "counter",
+           "Connections closed for moving a request or response too slowly (--header-timeout, "
+           "--min-body-rate).");
+    fprintf(out, "s3cached_slow_clients_closed_total{phase=\"head\"} %llu\n",
+            (unsigned long long)conn_guard_count(g->guard, GUARD_SLOW_HEAD));
+    fprintf(out, "s3cached_slow_clients_closed_total{phase=\"body\"} %llu\n",
+            (unsigned long long)conn_guard_count(g->guard, GUARD_SLOW_BODY));
+    fprintf(out, "s3cached_slow_clients_closed_total{phase=\"response\"} %llu\n",
+            (unsigned long long)conn_guard_count(g->guard, GUARD_SLOW_READER));
 }
 
 static void write_manifests(FILE *out, struct gw *g)

@@ -17,8 +17,9 @@ struct origin {
 };
 
 /*
- * @brief Fetches a whole object (GET, no conditions) for a cache fill, signed as
- * `as` says (the client that started the fill, or the gateway).
+ * @brief Fetches a whole object (GET, no conditions, x-amz-checksum-mode: ENABLED so that a
+ * full-object checksum comes with it) for a cache fill, signed as `as` says (the client that
+ * started the fill, or the gateway).
  * Callbacks and ownership as for up_submit().
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED.
  */

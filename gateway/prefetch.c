@@ -67,7 +67,9 @@ static const char *reason_of(const struct fill_result *res, char *buf, size_t ca
     case SC_ETOOBIG:
         return "TooLarge: the object is larger than --max-object-size";
     case SC_EMISMATCH:
-        return "Mismatch: the body did not match its length or ETag";
+        return "Mismatch: the body did not match its length, ETag or checksum";
+    case SC_EINVAL:
+        return "NoETag: the upstream sent the object without an ETag, which is never cached";
     default:
         break;
     }

@@ -8,9 +8,25 @@
  * connection is suspended while the pipe is full, the transfer paused while it
  * is empty), and the response through a windowed relay. aws-chunked uploads are
  * decoded on the way, and sent upstream as a plain body of
- * x-amz-decoded-content-length bytes. Writes that change a key drop its cached
- * copy, before they are forwarded (so no fill running now is stored) and again
- * once the upstream answered.
+ * x-amz-decoded-content-length bytes. The upstream never gets a body the client
+ * is refused for: a body that fits the pipe is forwarded only once it is known
+ * whole and well-formed (some stores, s3rver among them, keep what an aborted
+ * PUT had sent), and a longer one streams but for its last byte, which waits
+ * for the body's end (the final chunk and trailers): a bad end aborts the
+ * transfer one byte short.
+ *
+ * Writes drop the cached copies of what they change before the upstream can
+ * have committed them, whatever it answers later (or if its answer never
+ * arrives): a write on a key drops it before it is forwarded; a write whose keys
+ * are in its body (DeleteObjects, a browser-form POST upload, DeleteBucket)
+ * drops them once the whole body is in hand, or the whole bucket's cached
+ * objects when the body cannot be read for certain. From before forwarding
+ * until the transfer is over, no fill of an affected key is stored
+ * (fill_write_begin), so a read racing the write cannot put the old bytes back.
+ *
+ * A GET whose answer is an object's whole body (a version, other response
+ * headers) is checked like a fill (digest.h): its last byte waits for the
+ * verdict, and a body that fails reaches the client as a failed transfer.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,9 +37,12 @@
 
 #include "../common/log.h"
 #include "awschunked.h"
+#include "digest.h"
 #include "s3_delete.h"
+#include "s3_post.h"
 #include "gw.h"
 #include "s3_xml.h"
+#include "trailer_sum.h"
 
 #define PIPE_SIZE    (256 * 1024)
 #define RELAY_WINDOW (1024 * 1024)
@@ -33,21 +52,40 @@
 struct upload {
     atomic_int refs;
     pthread_mutex_t mu;
-    relay *relay; /* the response; the upload holds one reference */
-    up_req *req;
+    relay *relay;     /* the response; the upload holds one reference */
+    up_req *req;      /* NULL until the request is forwarded */
     struct gw_req *q; /* NULL once the request is gone */
     char *buf;        /* the request body pipe */
     size_t len;
-    bool eof;         /* the whole request body is in the pipe */
+    bool eof;         /* the whole request body is in the pipe, and well-formed */
     bool finished;    /* the transfer ended: further body bytes are dropped */
-    bool up_paused;   /* read_body found the pipe empty */
+    bool up_paused;   /* read_body found nothing it may hand over */
     bool conn_parked; /* the connection waits for room in the pipe */
     bool chunked;     /* aws-chunked framing to remove */
+    bool unforwarded; /* the upstream request could not be made: the body is drained */
     struct awschunked dec;
-    sc_code error; /* malformed body */
-    char *tee;     /* a DeleteObjects body, kept to learn which keys it removes */
-    size_t tee_len;
-    bool tee_overflow;
+    struct trailer_sum sum;    /* of the decoded payload, for its trailer */
+    const char *trailer;       /* the trailer that carries the checksum (x-amz-trailer) */
+    sc_code error;             /* malformed body */
+    enum s3_invalidate writes; /* what the request writes (write_begin) */
+    bool noted;                /* write_note() ran (request side) */
+    bool writing;              /* the write is noted in flight until write_end() (mu) */
+    bool submitted;            /* handed to the upstream module */
+    long status;               /* the upstream's answer, 0 until its head is in (mu) */
+    fill_table *fills;         /* where it is noted */
+    store *st;
+    char *write_bucket, *write_key;
+    bool delete_objects; /* DeleteObjects: its answer lists what the upstream deleted */
+    bool holding;        /* the answer is kept from the client until read (upstream thread) */
+    char *answer;        /* what is held */
+    size_t answer_len;
+    char *tee; /* the body's first tee_cap bytes, to learn which keys it writes */
+    size_t tee_len, tee_cap;
+    bool tee_overflow; /* the body was longer than tee_cap */
+    int64_t announced; /* the body length the upstream is told */
+    int64_t taken;     /* body bytes put into the pipe so far (decoded) */
+    char *checked; /* bucket, NUL, key of a whole-object answer whose body is checked; or NULL */
+    struct body_check check; /* upstream thread */
 };
 
 static const char *const dropped_request_headers[] = {
@@ -71,10 +109,11 @@ static const char *const dropped_request_headers[] = {
     "x-amz-sdk-checksum-algorithm",
 };
 
+/* The upstream's request ids pass: its error bodies name them (gw_add_common_headers). */
 static const char *const dropped_response_headers[] = {
-    "connection", "keep-alive",         "transfer-encoding", "content-length",
-    "upgrade",    "proxy-authenticate", "trailer",           "te",
-    "server",     "x-amz-request-id",   "x-amz-id-2",
+    "connection",     "keep-alive", "transfer-encoding",
+    "content-length", "upgrade",    "proxy-authenticate",
+    "trailer",        "te",         "server",
 };
 
 static bool in_list(const char *name, const char *const *list, size_t n)
@@ -91,12 +130,21 @@ bool proxy_passes_response_header(const char *name)
                     sizeof(dropped_response_headers) / sizeof(dropped_response_headers[0]));
 }
 
+static void write_end(struct upload *u);
+
 static void upload_unref(struct upload *u)
 {
     if (u == NULL || atomic_fetch_sub(&u->refs, 1) != 1)
         return;
+    write_end(u); /* a write never submitted */
+    free(u->write_bucket);
+    free(u->write_key);
+    free(u->answer);
     relay_unref(u->relay);
     up_req_release(u->req);
+    body_check_release(&u->check);
+    free(u->checked);
+    trailer_sum_free(&u->sum);
     free(u->tee);
     pthread_mutex_destroy(&u->mu);
     free(u->buf);
@@ -123,21 +171,91 @@ static void resume_conn(struct gw_req *q)
 static void on_head(void *arg, const struct up_head *head)
 {
     struct upload *u = arg;
+    pthread_mutex_lock(&u->mu);
+    u->status = head->status;
+    pthread_mutex_unlock(&u->mu);
+    /* Held whole (keep-all) when its length is known and bounded; else it streams unread. */
+    u->holding = u->delete_objects && head->status == 200 && head->content_length >= 0 &&
+                 (uint64_t)head->content_length <= S3_DELETE_MAX_ANSWER;
     bool small = head->content_length >= 0 && head->content_length <= 64 * 1024;
-    relay_set_head(u->relay, head, small);
+    if (u->checked) {
+        body_check_start(&u->check, head);
+        if (u->check.active)
+            relay_hold_tail(u->relay);
+    }
+    relay_set_head(u->relay, head, small || u->holding);
+}
+
+/* Keeps answer bytes from the client (upstream thread); false once too many to hold. */
+static bool hold_answer(struct upload *u, const char *p, size_t n)
+{
+    if (n > S3_DELETE_MAX_ANSWER - u->answer_len)
+        return false;
+    char *grown = realloc(u->answer, u->answer_len + n);
+    if (grown == NULL)
+        return false;
+    memcpy(grown + u->answer_len, p, n);
+    u->answer = grown;
+    u->answer_len += n;
+    return true;
+}
+
+/* Lets the held answer go to the client; it is no longer held. */
+static bool release_answer(struct upload *u)
+{
+    u->holding = false;
+    return u->answer_len == 0 || relay_push(u->relay, u->answer, u->answer_len);
 }
 
 static bool on_body(void *arg, const char *p, size_t n)
 {
     struct upload *u = arg;
+    body_check_add(&u->check, p, n);
+    if (u->holding && hold_answer(u, p, n))
+        return true;
+    if (u->holding && !release_answer(u)) /* too long to read: it streams, unread */
+        return false;
     return relay_push(u->relay, p, n);
+}
+
+/*
+ * Drops the keys a DeleteObjects answer lists (Deleted and Error alike), so that a key
+ * the upstream read differently from the gateway is not served either, then lets the
+ * answer go. One store commit, waited for on the upstream thread, only for DeleteObjects.
+ */
+static void drop_answered_keys(struct upload *u)
+{
+    struct s3_delete_keys keys;
+    if (s3_delete_keys_parse(u->answer, u->answer_len, &keys) == SC_OK) {
+        for (size_t i = 0; i < keys.n; i++)
+            if (store_remove_queued(u->st, u->write_bucket, keys.keys[i]) != SC_OK)
+                sc_err("could not drop cached %s/%s", u->write_bucket, keys.keys[i]);
+        store_flush(u->st);
+        s3_delete_keys_free(&keys);
+    } else {
+        sc_warn("DeleteObjects answer from the upstream not readable: its request keys alone "
+                "were dropped");
+    }
+    release_answer(u);
+}
+
+/*
+ * Pipe bytes the upstream may have now (upload locked): all of them, but the body's last
+ * byte only once the body is known whole and well-formed. Until then the upstream cannot
+ * complete (and store) a body the client may yet be refused for.
+ */
+static size_t deliverable(const struct upload *u)
+{
+    bool holds_last = u->len > 0 && u->taken == u->announced;
+    return holds_last && !u->eof ? u->len - 1 : u->len;
 }
 
 static size_t read_body(void *arg, char *out, size_t cap)
 {
     struct upload *u = arg;
     pthread_mutex_lock(&u->mu);
-    size_t n = u->len < cap ? u->len : cap;
+    size_t ready = deliverable(u);
+    size_t n = ready < cap ? ready : cap;
     if (n > 0) {
         memcpy(out, u->buf, n);
         memmove(u->buf, u->buf + n, u->len - n);
@@ -155,10 +273,15 @@ static size_t read_body(void *arg, char *out, size_t cap)
 static void on_done(void *arg, sc_code rc)
 {
     struct upload *u = arg;
+    if (u->holding && rc == SC_OK)
+        drop_answered_keys(u);
+    write_end(u); /* before the client can see the transfer end */
     pthread_mutex_lock(&u->mu);
     u->finished = true;
     struct gw_req *wake = take_parked(u);
     pthread_mutex_unlock(&u->mu);
+    if (u->checked)
+        rc = body_check_verdict(&u->check, rc, u->checked, u->checked + strlen(u->checked) + 1);
     relay_finish(u->relay, rc);
     resume_conn(wake);
     upload_unref(u); /* the transfer's reference */
@@ -179,12 +302,14 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
                                       const char *value)
 {
     struct fwd_headers *f = cls;
-    if (value == NULL ||
-        in_list(name, dropped_request_headers,
+    if (value == NULL)
+        value = ""; /* "Name:" with nothing after it: forwarded as sent, empty */
+    if (in_list(name, dropped_request_headers,
                 sizeof(dropped_request_headers) / sizeof(dropped_request_headers[0])))
         return MHD_YES;
-    if (strcasecmp(name, "content-encoding") == 0) {
-        /* Keep every coding but aws-chunked, which is ours to remove. */
+    if (strcasecmp(name, "content-encoding") == 0 && *value != '\0') {
+        /* Keep every coding but aws-chunked, which is ours to remove (an empty value is
+         * forwarded as sent; it is dropped only when aws-chunked was its one coding). */
         char copy[256];
         snprintf(copy, sizeof(copy), "%s", value);
         f->content_encoding[0] = '\0';
@@ -225,74 +350,258 @@ static const char *req_header(struct gw_req *q, const char *name)
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
 }
 
+/*
+ * The length of the body as sent upstream into *len (-1: no body), and whether it arrives
+ * aws-chunked (then *len is x-amz-decoded-content-length). False if the request does not
+ * tell the length (S3 requires one).
+ */
+static bool upstream_length(struct gw_req *q, bool *aws_chunked, int64_t *len)
+{
+    *aws_chunked = false;
+    *len = -1;
+    if (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0)
+        return true; /* a read never carries a body upstream (server.c drained it) */
+    const char *sha = req_header(q, "x-amz-content-sha256");
+    const char *enc = req_header(q, "Content-Encoding");
+    *aws_chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) ||
+                   (enc && strcasestr(enc, "aws-chunked") != NULL);
+    const char *cl =
+        req_header(q, *aws_chunked ? "x-amz-decoded-content-length" : "Content-Length");
+    if (parse_length(cl, len))
+        return true;
+    const char *te = req_header(q, "Transfer-Encoding");
+    return cl == NULL && te == NULL && !*aws_chunked; /* no body */
+}
+
+bool gw_proxy_length_known(struct gw_req *q)
+{
+    bool aws_chunked;
+    int64_t len;
+    return upstream_length(q, &aws_chunked, &len);
+}
+
 /* Works out the body's length upstream; false (with an error sent) if it cannot be known. */
 static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum MHD_Result *ret)
 {
-    if (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0) {
-        *len = -1; /* a read never carries a body upstream (server.c drained it) */
-        return true;
-    }
-    const char *sha = req_header(q, "x-amz-content-sha256");
-    const char *enc = req_header(q, "Content-Encoding");
-    u->chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) ||
-                 (enc && strcasestr(enc, "aws-chunked") != NULL);
-    const char *cl = req_header(q, u->chunked ? "x-amz-decoded-content-length" : "Content-Length");
-    if (parse_length(cl, len)) {
-        if (u->chunked)
-            awschunked_init(&u->dec, (uint64_t)*len);
-        return true;
-    }
-    const char *te = req_header(q, "Transfer-Encoding");
-    if (cl == NULL && te == NULL && !u->chunked) {
-        *len = -1; /* no body */
-        return true;
-    }
-    *ret = gw_respond_error(q, 411, "MissingContentLength",
-                            "You must provide the Content-Length HTTP header.");
-    return false;
-}
-
-/* Drops the cached copies of the keys a DeleteObjects body names; false if it cannot tell. */
-static bool invalidate_deleted_keys(struct gw_req *q)
-{
-    struct upload *u = q->upload;
-    struct s3_delete_keys keys;
-    if (u == NULL || u->tee == NULL || u->tee_overflow ||
-        s3_delete_keys_parse(u->tee, u->tee_len, &keys) != SC_OK)
+    if (!upstream_length(q, &u->chunked, len)) {
+        *ret = gw_respond_known_error(q, S3_XML_MISSING_CONTENT_LENGTH, NULL);
         return false;
-    for (size_t i = 0; i < keys.n; i++) {
-        fill_invalidate(q->g->fills, q->tgt.bucket, keys.keys[i]);
-        if (store_remove(q->g->st, q->tgt.bucket, keys.keys[i]) != SC_OK)
-            sc_err("could not drop cached %s/%s", q->tgt.bucket, keys.keys[i]);
     }
-    s3_delete_keys_free(&keys);
+    if (u->chunked && *len >= 0)
+        awschunked_init(&u->dec, (uint64_t)*len);
+    u->announced = *len;
+    if (u->chunked) {
+        u->trailer = req_header(q, "x-amz-trailer");
+        if (trailer_sum_init(&u->sum, u->trailer) != SC_OK) {
+            *ret = MHD_NO;
+            return false;
+        }
+    }
     return true;
 }
 
-/* Drops cached copies of what this request changes. */
-static void invalidate(struct gw_req *q, bool commit)
+static void drop_stored(struct gw_req *q, const char *key)
 {
-    struct gw *g = q->g;
-    const char *bucket = q->tgt.bucket, *key = q->tgt.key;
-    switch (s3_target_invalidation(&q->tgt)) {
-    case S3_INVALIDATE_NONE:
+    if (store_remove(q->g->st, q->tgt.bucket, key) != SC_OK)
+        sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
+}
+
+/* Like drop_stored() without waiting: store_flush() waits for them all at once. */
+static void queue_drop(struct gw_req *q, const char *key)
+{
+    if (store_remove_queued(q->g->st, q->tgt.bucket, key) != SC_OK)
+        sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
+}
+
+/*
+ * Drops key, and key without the white space around it if that differs: some upstreams
+ * (s3rver) trim the text of a <Key>, and then delete that other key.
+ */
+static void drop_stored_and_trimmed(struct gw_req *q, char *key)
+{
+    queue_drop(q, key);
+    static const char ws[] = " \t\r\n";
+    size_t lead = strspn(key, ws), len = strlen(key);
+    while (len > lead && strchr(ws, key[len - 1]) != NULL)
+        len--;
+    if (lead == 0 && key[len] == '\0')
         return;
-    case S3_INVALIDATE_KEY:
-        fill_invalidate(g->fills, bucket, key);
-        if (commit && store_remove(g->st, bucket, key) != SC_OK)
-            sc_err("could not drop cached %s/%s", bucket, key);
-        break;
-    case S3_INVALIDATE_BUCKET:
-        /* The keys are in the body (DeleteObjects): stop the bucket's fills now, and drop
-         * the named keys from the store once the upstream has answered. */
-        fill_invalidate_bucket(g->fills, bucket);
-        if (commit && !invalidate_deleted_keys(q))
-            sc_warn("cannot tell which keys a POST to bucket %s changed; cached copies stay",
-                    bucket);
-        break;
+    key[len] = '\0';
+    if (len > lead)
+        queue_drop(q, key + lead);
+}
+
+/* Drops every cached object of the bucket: the write may have changed any of them. */
+static void drop_bucket(struct gw_req *q, const char *why)
+{
+    uint64_t n = 0;
+    if (store_remove_prefix(q->g->st, q->tgt.bucket, "", &n) != SC_OK)
+        sc_err("could not drop the cached objects of bucket %s", q->tgt.bucket);
+    sc_warn("%s %s: %s; dropped its %llu cached objects", q->method, q->tgt.bucket, why,
+            (unsigned long long)n);
+}
+
+static bool is_delete_objects(const struct gw_req *q)
+{
+    return s3_target_param(&q->tgt, "delete") != NULL;
+}
+
+/* How much of the body a write whose keys are in its body must keep to read them. */
+static size_t tee_cap_for(const struct gw_req *q)
+{
+    if (s3_target_invalidation(&q->tgt) != S3_INVALIDATE_BUCKET || q->tgt.method != S3_METHOD_POST)
+        return 0;
+    return is_delete_objects(q) ? S3_DELETE_MAX_BODY : S3_POST_FIELDS_MAX;
+}
+
+/* Drops the cached copies of the keys a DeleteObjects body names, or the bucket's. */
+static void drop_deleted_keys(struct gw_req *q, struct upload *u)
+{
+    struct s3_delete_keys keys;
+    if (u->tee_overflow) {
+        drop_bucket(q, "DeleteObjects body too long to read");
+        return;
     }
-    if (commit)
-        gw_stat_add(g->stats.invalidations, 1);
+    if (s3_delete_keys_parse(u->tee, u->tee_len, &keys) != SC_OK) {
+        drop_bucket(q, "DeleteObjects body not readable");
+        return;
+    }
+    for (size_t i = 0; i < keys.n; i++)
+        drop_stored_and_trimmed(q, keys.keys[i]);
+    store_flush(q->g->st);
+    s3_delete_keys_free(&keys);
+}
+
+/* Drops the cached copy of the key a PostObject form names (both spellings), or the bucket's. */
+static void drop_posted_key(struct gw_req *q, struct upload *u)
+{
+    char *key = NULL, *expanded = NULL;
+    if (s3_post_form_key(req_header(q, "Content-Type"), u->tee, u->tee_len, &key, &expanded) !=
+        SC_OK) {
+        drop_bucket(q, "POST form upload whose key is not readable");
+        return;
+    }
+    drop_stored(q, key);
+    if (expanded != NULL)
+        drop_stored(q, expanded);
+    free(key);
+    free(expanded);
+}
+
+/*
+ * Notes the write in the fill table, so that no fill of what it changes gets stored
+ * until it is over, and drops the key's cached copy (for keys named in the body, see
+ * drop_written_keys).
+ */
+static sc_code write_note(struct gw_req *q, struct upload *u)
+{
+    sc_code rc = fill_write_begin(u->fills, u->write_bucket, u->write_key);
+    if (rc != SC_OK)
+        return rc;
+    u->noted = true;
+    pthread_mutex_lock(&u->mu);
+    u->writing = true;
+    pthread_mutex_unlock(&u->mu);
+    if (u->write_key != NULL)
+        drop_stored(q, u->write_key);
+    return SC_OK;
+}
+
+/* For a write whose keys are in its body: drops their cached copies (body complete). */
+static void drop_written_keys(struct gw_req *q, struct upload *u)
+{
+    if (u->writes != S3_INVALIDATE_BUCKET)
+        return;
+    if (!u->noted && write_note(q, u) != SC_OK)
+        sc_err("no memory to note a write to bucket %s: a fill may store what it replaces",
+               q->tgt.bucket);
+    if (u->tee == NULL)
+        drop_bucket(q, "a write that does not name its keys");
+    else if (is_delete_objects(q))
+        drop_deleted_keys(q, u);
+    else
+        drop_posted_key(q, u);
+}
+
+/*
+ * Prepares for a write about to be forwarded. A write on a key is noted now. A write
+ * whose keys are in its body is noted once the body is complete (end_body), since the
+ * upstream cannot commit it sooner: a client holding such a body open must not keep
+ * the whole bucket from being cached. SC_ENOMEM: the write must not be forwarded.
+ */
+static sc_code write_begin(struct gw_req *q, struct upload *u, bool body_pending)
+{
+    enum s3_invalidate writes = s3_target_invalidation(&q->tgt);
+    if (writes == S3_INVALIDATE_NONE)
+        return SC_OK;
+    const char *key = writes == S3_INVALIDATE_KEY ? q->tgt.key : NULL;
+    u->write_bucket = strdup(q->tgt.bucket);
+    u->write_key = key != NULL ? strdup(key) : NULL;
+    if (u->write_bucket == NULL || (key != NULL && u->write_key == NULL))
+        return SC_ENOMEM;
+    u->writes = writes;
+    u->fills = q->g->fills;
+    u->st = q->g->st;
+    u->delete_objects = writes == S3_INVALIDATE_BUCKET && is_delete_objects(q);
+    if (writes == S3_INVALIDATE_BUCKET && body_pending)
+        return SC_OK;
+    return write_note(q, u);
+}
+
+/*
+ * Ends what write_begin() began, once: when the upstream's answer is in, when the
+ * transfer ends, or when the request goes, whichever comes first (any thread). From
+ * then on a fill reads what the upstream holds after the write, unless its outcome is
+ * unknown (forwarded, and no answer or a 5xx): the upstream may still commit it.
+ */
+static void write_end(struct upload *u)
+{
+    pthread_mutex_lock(&u->mu);
+    bool was = u->writing;
+    bool in_doubt = u->submitted && (u->status == 0 || u->status >= 500);
+    u->writing = false;
+    pthread_mutex_unlock(&u->mu);
+    if (was)
+        fill_write_end(u->fills, u->write_bucket, u->write_key, in_doubt);
+}
+
+/*
+ * True for a GET whose 200 is the object's whole body: no Range, and no parameter but a
+ * version or response header overrides (acl, tagging, partNumber, ... answer other bytes).
+ */
+static bool answers_whole_object(struct gw_req *q)
+{
+    static const char *const same_body[] = {
+        "versionId",
+        "x-id",
+        "response-cache-control",
+        "response-content-disposition",
+        "response-content-encoding",
+        "response-content-language",
+        "response-content-type",
+        "response-expires",
+    };
+    if (strcmp(q->method, "GET") != 0 || *q->tgt.bucket == '\0' || *q->tgt.key == '\0' ||
+        req_header(q, "Range") != NULL)
+        return false;
+    for (size_t i = 0; i < q->tgt.nparams; i++)
+        if (!in_list(q->tgt.params[i].name, same_body, sizeof(same_body) / sizeof(same_body[0])))
+            return false;
+    return true;
+}
+
+/* Marks u's answer for checking (digest.h) when it is an object's whole body. */
+static sc_code check_whole_object(struct gw_req *q, struct upload *u)
+{
+    if (!answers_whole_object(q))
+        return SC_OK;
+    size_t b = strlen(q->tgt.bucket) + 1, k = strlen(q->tgt.key) + 1;
+    u->checked = malloc(b + k);
+    if (u->checked == NULL)
+        return SC_ENOMEM;
+    memcpy(u->checked, q->tgt.bucket, b);
+    memcpy(u->checked + b, q->tgt.key, k);
+    return SC_OK;
 }
 
 static struct upload *upload_new(struct gw_req *q)
@@ -311,20 +620,46 @@ static struct upload *upload_new(struct gw_req *q)
     return u;
 }
 
-/* Submits req with u as its handler state and attaches both to q. Takes over u on failure. */
+/* Submits req with u as its handler state; q's response then comes from u's relay. */
 static sc_code submit(struct gw_req *q, struct upload *u, const struct up_request *req)
 {
     atomic_fetch_add(&u->refs, 1); /* the transfer's reference */
+    u->submitted = true;           /* set before the upstream thread can see u */
     sc_code rc = up_submit(q->g->up, req, &proxy_handler, u, &u->req);
     if (rc != SC_OK) {
+        u->submitted = false; /* never forwarded: a write in it ends in no doubt */
         atomic_fetch_sub(&u->refs, 1);
-        upload_unref(u);
         return rc;
     }
     relay_set_upstream(u->relay, u->req);
-    q->upload = u;
     q->relay = u->relay;
     return SC_OK;
+}
+
+/* Sends q's request upstream as it came (headers filtered), with q->upload's body. */
+static sc_code forward(struct gw_req *q)
+{
+    struct fwd_headers fwd = {.n = 0};
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect_header, &fwd);
+    if (fwd.too_many)
+        return SC_EINVAL; /* start() refused these headers already */
+    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
+    struct up_request req = {.method = q->method,
+                             .bucket = q->tgt.bucket,
+                             .key = q->tgt.key,
+                             .query = q->tgt.raw_query,
+                             .headers = fwd.h,
+                             .n_headers = fwd.n,
+                             .body_length = q->upload->announced,
+                             .idempotent = read};
+    gw_sign_as(q, &req.as);
+    return submit(q, q->upload, &req);
+}
+
+static enum MHD_Result respond_shutting_down(struct gw_req *q)
+{
+    return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
+                                  "The gateway is shutting down. Please try again.");
 }
 
 static enum MHD_Result start(struct gw_req *q)
@@ -334,8 +669,7 @@ static enum MHD_Result start(struct gw_req *q)
     struct fwd_headers fwd = {.n = 0};
     MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect_header, &fwd);
     if (fwd.too_many)
-        return gw_respond_error(q, 400, "RequestHeaderSectionTooLarge",
-                                "Your request header section exceeds the maximum allowed size.");
+        return gw_respond_known_error(q, S3_XML_HEADERS_TOO_LARGE, NULL);
     struct upload *u = upload_new(q);
     if (u == NULL)
         return MHD_NO;
@@ -344,50 +678,47 @@ static enum MHD_Result start(struct gw_req *q)
         upload_unref(u);
         return ret;
     }
-    if (len >= 0 && (u->buf = malloc(PIPE_SIZE)) == NULL) {
+    if ((len >= 0 && (u->buf = malloc(PIPE_SIZE)) == NULL) || check_whole_object(q, u) != SC_OK) {
         upload_unref(u);
         return MHD_NO;
     }
     u->eof = len <= 0;
-    if (s3_target_invalidation(&q->tgt) == S3_INVALIDATE_BUCKET &&
-        s3_target_param(&q->tgt, "delete") != NULL &&
-        (u->tee = malloc(S3_DELETE_MAX_BODY)) == NULL) {
+    u->tee_cap = len >= 0 ? tee_cap_for(q) : 0;
+    if (u->tee_cap > 0 && (u->tee = malloc(u->tee_cap)) == NULL) {
         upload_unref(u);
         return MHD_NO;
     }
-    invalidate(q, false);
-    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
-    struct up_request req = {.method = q->method,
-                             .bucket = q->tgt.bucket,
-                             .key = q->tgt.key,
-                             .query = q->tgt.raw_query,
-                             .headers = fwd.h,
-                             .n_headers = fwd.n,
-                             .body_length = len,
-                             .idempotent = read};
-    gw_sign_as(q, &req.as);
-    if (submit(q, u, &req) != SC_OK)
-        return gw_respond_error(q, 503, "ServiceUnavailable", "The gateway is shutting down");
+    if (write_begin(q, u, len >= 0) != SC_OK) {
+        upload_unref(u);
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL); /* out of memory */
+    }
+    if (len < 0)
+        drop_written_keys(q, u); /* no body: nothing tells which keys */
+    q->upload = u;
+    if (len < 0 && forward(q) != SC_OK)  /* a body, even an empty one, waits to be checked */
+        return respond_shutting_down(q); /* the write ends with u */
     gw_stat_add(g->stats.passthrough, 1);
+    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
         q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */
         gw_stat_add(g->stats.bypasses, 1);
     }
+    /* A body is forwarded once the pipe fills, or once it is all in and well-formed. */
     q->phase = len >= 0 ? GW_PHASE_UPLOAD : GW_PHASE_WAIT_HEAD;
     return len >= 0 ? MHD_YES : gw_serve_relay(q);
 }
 
-sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
+sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, const char *etag)
 {
     char range[64];
     snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)start,
              (unsigned long long)(start + len - 1));
-    struct up_header h = {"Range", range};
+    struct up_header h[] = {{"Range", range}, {"If-Match", etag}};
     struct up_request req = {.method = "GET",
                              .bucket = q->tgt.bucket,
                              .key = q->tgt.key,
-                             .headers = &h,
-                             .n_headers = 1,
+                             .headers = h,
+                             .n_headers = 2,
                              .body_length = -1,
                              .idempotent = true};
     gw_sign_as(q, &req.as);
@@ -395,19 +726,26 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len)
     if (u == NULL)
         return SC_ENOMEM;
     u->eof = true;
-    return submit(q, u, &req);
+    sc_code rc = submit(q, u, &req);
+    if (rc != SC_OK) {
+        upload_unref(u);
+        return rc;
+    }
+    q->upload = u;
+    return SC_OK;
 }
 
 static size_t decode_into_pipe(struct upload *u, const char *data, size_t n);
 
-/* Keeps a copy of body bytes that tell which keys the request changes (upload locked). */
+/* Keeps the first tee_cap body bytes, which tell which keys the request changes (upload locked). */
 static void tee_body(struct upload *u, const char *p, size_t n)
 {
-    if (u->tee == NULL || u->tee_overflow)
+    if (u->tee == NULL)
         return;
-    if (n > S3_DELETE_MAX_BODY - u->tee_len) {
+    size_t room = u->tee_cap - u->tee_len;
+    if (n > room) {
         u->tee_overflow = true;
-        return;
+        n = room;
     }
     memcpy(u->tee + u->tee_len, p, n);
     u->tee_len += n;
@@ -422,26 +760,70 @@ static size_t fill_pipe(struct upload *u, const char *data, size_t n)
     return used;
 }
 
+/*
+ * Runs body bytes the upstream no longer takes through the aws-chunked decoder, dropping
+ * the payload (upload locked): whether the body is well-formed still decides the answer,
+ * the upstream's (it may answer early, say 403) or 400 for a malformed body.
+ */
+static void check_drained_framing(struct upload *u, const char *data, size_t n)
+{
+    char dropped[4096];
+    while (u->chunked && n > 0 && u->error == SC_OK) {
+        size_t used = 0, made = 0;
+        u->error = awschunked_feed(&u->dec, data, n, &used, dropped, sizeof(dropped), &made);
+        data += used;
+        n -= used;
+    }
+}
+
 /* Copies or decodes client body bytes into the pipe (upload locked); returns input used. */
 static size_t decode_into_pipe(struct upload *u, const char *data, size_t n)
 {
-    if (u->finished || u->error != SC_OK)
-        return n; /* the upstream stopped listening: drain the client */
+    if (u->finished) {
+        check_drained_framing(u, data, n); /* the upstream stopped listening: drain */
+        return n;
+    }
+    if (u->error != SC_OK)
+        return n;
     size_t room = PIPE_SIZE - u->len;
     if (!u->chunked) {
         size_t take = n < room ? n : room;
+        if ((uint64_t)take > (uint64_t)(u->announced - u->taken)) {
+            u->error = SC_EMISMATCH; /* more than announced upstream: none of it goes */
+            return n;
+        }
         memcpy(u->buf + u->len, data, take);
         u->len += take;
+        u->taken += (int64_t)take;
         return take;
     }
     size_t used = 0, made = 0;
     sc_code rc = awschunked_feed(&u->dec, data, n, &used, u->buf + u->len, room, &made);
+    trailer_sum_update(&u->sum, u->buf + u->len, made);
     u->len += made;
+    u->taken += (int64_t)made;
     if (rc != SC_OK) {
         u->error = rc;
         return n;
     }
     return used;
+}
+
+/*
+ * Forwards a body longer than the pipe, which streams; its connection waits, parked, until
+ * the upstream takes some. If the upstream request cannot be made, the connection resumes
+ * to drain the body, and end_body() answers.
+ */
+static void forward_streaming(struct gw_req *q)
+{
+    struct upload *u = q->upload;
+    if (forward(q) == SC_OK)
+        return;
+    pthread_mutex_lock(&u->mu);
+    u->unforwarded = u->finished = true;
+    struct gw_req *wake = take_parked(u);
+    pthread_mutex_unlock(&u->mu);
+    resume_conn(wake);
 }
 
 static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *size)
@@ -450,10 +832,11 @@ static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *siz
     pthread_mutex_lock(&u->mu);
     size_t used = fill_pipe(u, data, *size);
     *size -= used;
-    bool resume_up = u->up_paused && u->len > 0;
+    bool resume_up = u->up_paused && deliverable(u) > 0;
     if (resume_up)
         u->up_paused = false;
-    if (*size > 0) {
+    bool full = *size > 0;
+    if (full) {
         /* Pipe full: wait (suspended) until the upstream has taken some. */
         u->conn_parked = true;
         q->waiter.park(q->waiter.arg);
@@ -461,23 +844,52 @@ static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *siz
     pthread_mutex_unlock(&u->mu);
     if (resume_up)
         up_req_resume(u->req);
+    if (full && u->req == NULL)
+        forward_streaming(q);
     return MHD_YES;
+}
+
+/* False if a whole aws-chunked body's trailer names a checksum its payload does not have. */
+static bool trailer_checksum_ok(struct upload *u)
+{
+    if (!u->chunked || !trailer_sum_active(&u->sum))
+        return true;
+    return trailer_sum_matches(&u->sum, awschunked_trailer(&u->dec, u->trailer));
+}
+
+static enum MHD_Result refuse_body(struct gw_req *q, enum s3_xml_error e, const char *message)
+{
+    if (q->upload->req != NULL)
+        up_req_cancel(q->upload->req); /* it still waits for the body's last byte */
+    return gw_respond_known_error(q, e, message);
 }
 
 static enum MHD_Result end_body(struct gw_req *q)
 {
     struct upload *u = q->upload;
     pthread_mutex_lock(&u->mu);
-    bool bad = u->error != SC_OK || (u->chunked && !awschunked_done(&u->dec));
-    u->eof = true;
+    /* A transfer that already ended took no more body bytes: they were drained (and their
+     * aws-chunked framing checked; the upstream's answer stands, it never had them all). */
+    bool bad = u->error != SC_OK || (u->chunked && !awschunked_done(&u->dec)) ||
+               (!u->finished && u->taken != u->announced);
+    bool bad_sum = !bad && !u->finished && !trailer_checksum_ok(u);
+    u->eof = !bad && !bad_sum; /* else the transfer is canceled one byte short */
     bool resume_up = u->up_paused;
     u->up_paused = false;
     pthread_mutex_unlock(&u->mu);
-    if (bad) {
-        up_req_cancel(u->req);
-        return gw_respond_error(q, 400, "IncompleteBody",
-                                "The aws-chunked request body is malformed or incomplete");
-    }
+    if (u->unforwarded)
+        return respond_shutting_down(q);
+    if (bad)
+        return refuse_body(q, S3_XML_INCOMPLETE_BODY,
+                           "The request body is malformed, or not as long as announced");
+    if (bad_sum)
+        return refuse_body(q, S3_XML_BAD_DIGEST,
+                           "The checksum in the aws-chunked trailer does not match the body");
+    /* The whole body is in hand, and the client can have no answer before this point (the
+     * upstream may just have committed: a read meanwhile is concurrent with the write). */
+    drop_written_keys(q, u);
+    if (u->req == NULL && forward(q) != SC_OK) /* a body that fits the pipe goes now */
+        return respond_shutting_down(q);
     if (resume_up)
         up_req_resume(u->req);
     q->phase = GW_PHASE_WAIT_HEAD;
@@ -498,8 +910,11 @@ enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *uplo
 
 void gw_proxy_after_head(struct gw_req *q, long status)
 {
-    if (q->upload != NULL && status >= 200 && status < 300)
-        invalidate(q, true);
+    if (q->upload == NULL)
+        return;
+    write_end(q->upload); /* answered: before the client can see it */
+    if (q->upload->writes != S3_INVALIDATE_NONE && status >= 200 && status < 300)
+        gw_stat_add(q->g->stats.invalidations, 1);
 }
 
 void gw_proxy_cleanup(struct gw_req *q)
@@ -510,10 +925,11 @@ void gw_proxy_cleanup(struct gw_req *q)
     pthread_mutex_lock(&u->mu);
     u->q = NULL;
     u->conn_parked = false;
-    bool running = !u->finished;
+    bool running = u->req != NULL && !u->finished;
     pthread_mutex_unlock(&u->mu);
     if (running)
         up_req_cancel(u->req);
+    write_end(u);
     q->upload = NULL;
     q->relay = NULL; /* the upload owns it */
     upload_unref(u);

@@ -17,6 +17,7 @@ struct relay {
     atomic_int refs;
     size_t window; /* 0: keep everything */
     bool keep_all;
+    bool hold_tail; /* the body's last byte waits for a good end */
     bool have_head;
     bool finished;
     sc_code result;
@@ -60,6 +61,13 @@ void relay_set_upstream(relay *r, up_req *req)
 {
     pthread_mutex_lock(&r->mu);
     r->upstream = req;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void relay_hold_tail(relay *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->hold_tail = true;
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -217,6 +225,7 @@ void relay_attach(relay *r, struct relay_cursor *c, uint64_t pos)
 {
     pthread_mutex_lock(&r->mu);
     c->pos = pos;
+    c->hold_at = UINT64_MAX;
     c->next = r->cursors;
     r->cursors = c;
     pthread_mutex_unlock(&r->mu);
@@ -231,6 +240,30 @@ void relay_detach(relay *r, struct relay_cursor *c)
             break;
         }
     pthread_mutex_unlock(&r->mu);
+}
+
+void relay_hold_from(relay *r, struct relay_cursor *c, uint64_t at)
+{
+    pthread_mutex_lock(&r->mu);
+    c->hold_at = at;
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Where c may read up to now (relay locked): the end, short of the bytes that wait for the
+ * verdict until the transfer has ended well. */
+static uint64_t readable_end(const relay *r, const struct relay_cursor *c)
+{
+    if (r->finished && r->result == SC_OK)
+        return r->end;
+    uint64_t hold = c->hold_at;
+    if (r->hold_tail) {
+        /* Without a Content-Length, the last byte is the last one received so far. */
+        int64_t len = r->head.content_length;
+        uint64_t tail = len >= 0 ? (uint64_t)len : r->end;
+        if (tail > 0 && tail - 1 < hold)
+            hold = tail - 1;
+    }
+    return r->end < hold ? r->end : hold;
 }
 
 /* A paused producer is resumed once half the window is free again (relay locked). */
@@ -249,10 +282,11 @@ ssize_t relay_read(relay *r, struct relay_cursor *c, char *buf, size_t max, stru
     ssize_t got;
     up_req *resume = NULL;
     pthread_mutex_lock(&r->mu);
+    uint64_t limit = readable_end(r, c);
     if (c->pos < r->base) {
         got = RELAY_ERROR;
-    } else if (c->pos < r->end) {
-        size_t n = (size_t)(r->end - c->pos);
+    } else if (c->pos < limit) {
+        size_t n = (size_t)(limit - c->pos);
         if (n > max)
             n = max;
         memcpy(buf, r->buf + (c->pos - r->base), n);

@@ -35,6 +35,7 @@ struct relay_waiter {
 /* A reader's position; attach before reading, detach when done. */
 struct relay_cursor {
     uint64_t pos;
+    uint64_t hold_at; /* bytes from here on wait for a good end (relay_hold_from) */
     struct relay_cursor *next;
 };
 
@@ -71,6 +72,15 @@ void relay_set_upstream(relay *r, up_req *req);
  */
 sc_code relay_set_head(relay *r, const struct up_head *head, bool keep_all);
 
+/*
+ * @brief Producer, before relay_set_head(): the body's last byte is given to no reader until
+ * relay_finish() says the transfer is good (SC_OK). A body found wrong at its end (a digest
+ * that does not match, bytes beyond the announced length) then reaches every reader as a
+ * failed transfer, one byte short of its Content-Length, never as a complete one. Without a
+ * Content-Length, the last byte received so far is held.
+ */
+void relay_hold_tail(relay *r);
+
 /* @brief Producer: appends n bytes; false (nothing taken) when the window is full. */
 bool relay_push(relay *r, const char *p, size_t n);
 
@@ -87,8 +97,15 @@ void relay_attach(relay *r, struct relay_cursor *c, uint64_t pos);
 void relay_detach(relay *r, struct relay_cursor *c);
 
 /*
+ * @brief Consumer, after relay_attach(): c reads the byte at `at` and beyond only once the
+ * transfer ended well, as relay_hold_tail() does for the last byte of every reader (a
+ * range that ends inside the body but must not be served before the body is verified).
+ */
+void relay_hold_from(relay *r, struct relay_cursor *c, uint64_t at);
+
+/*
  * @brief Consumer: copies up to max bytes at the cursor's position and
- * advances it.
+ * advances it, short of any byte held until the transfer ends well.
  * @return bytes copied (> 0), 0 at the end of a complete body, RELAY_AGAIN
  *         (parked), or RELAY_ERROR (transfer failed before this position).
  */

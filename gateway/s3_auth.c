@@ -286,10 +286,17 @@ static void qauth_free(struct qauth *qa)
         free(qa->value[i]);
 }
 
+/* Query authentication version 2 (s3cmd signurl, older SDKs): not verified, never forwarded. */
+static const char *const sigv2_qnames[] = {"AWSAccessKeyId", "Expires", "Signature"};
+
 bool s3_auth_is_query_param(const char *name)
 {
     for (size_t i = 0; i < Q_MAX; i++) {
         if (strcasecmp(name, qnames[i]) == 0)
+            return true;
+    }
+    for (size_t i = 0; i < sizeof(sigv2_qnames) / sizeof(sigv2_qnames[0]); i++) {
+        if (strcasecmp(name, sigv2_qnames[i]) == 0)
             return true;
     }
     return strcasecmp(name, "X-Amz-Security-Token") == 0;

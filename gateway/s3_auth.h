@@ -109,8 +109,9 @@ const struct s3_auth_error *s3_auth_fault_info(enum s3_auth_fault f);
 
 /*
  * @brief True for the query parameters of a presigned URL (X-Amz-Algorithm,
- * -Credential, -Date, -Expires, -SignedHeaders, -Signature, -Security-Token; the name
- * decoded, any case): they are the client's signature and never go upstream.
+ * -Credential, -Date, -Expires, -SignedHeaders, -Signature, -Security-Token, and SigV2's
+ * AWSAccessKeyId, Expires and Signature; the name decoded, any case): they are the
+ * client's signature and never go upstream (no S3 operation has a parameter of these names).
  */
 bool s3_auth_is_query_param(const char *name);
 

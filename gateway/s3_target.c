@@ -55,7 +55,7 @@ static enum s3_method parse_method(const char *m)
         enum s3_method method;
     } methods[] = {
         {"GET", S3_METHOD_GET},   {"HEAD", S3_METHOD_HEAD},     {"PUT", S3_METHOD_PUT},
-        {"POST", S3_METHOD_POST}, {"DELETE", S3_METHOD_DELETE},
+        {"POST", S3_METHOD_POST}, {"DELETE", S3_METHOD_DELETE}, {"OPTIONS", S3_METHOD_OPTIONS},
     };
     for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
         if (strcmp(m, methods[i].name) == 0)
@@ -278,6 +278,22 @@ out:
     if (fault != NULL)
         *fault = rc == SC_EINVAL ? why : S3_TARGET_FAULT_NONE;
     return rc;
+}
+
+bool s3_target_header_needs_upstream(const char *name, const char *value)
+{
+    static const char *const neutral[] = {"x-amz-date", "x-amz-content-sha256",
+                                          "x-amz-security-token", "x-amz-user-agent"};
+    if (strncasecmp(name, "x-amz-", 6) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof(neutral) / sizeof(neutral[0]); i++) {
+        if (strcasecmp(name, neutral[i]) == 0)
+            return false;
+    }
+    /* S3 knows only ENABLED; anything else is the upstream's to refuse. */
+    if (strcasecmp(name, "x-amz-checksum-mode") == 0)
+        return value == NULL || strcmp(value, "ENABLED") != 0;
+    return true;
 }
 
 void s3_target_free(struct s3_target *t)

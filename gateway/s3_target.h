@@ -53,12 +53,13 @@ enum s3_req_kind {
 };
 
 enum s3_method {
-    S3_METHOD_OTHER,
+    S3_METHOD_OTHER, /* not an S3 method (PATCH, TRACE, "get"...): the gateway refuses it */
     S3_METHOD_GET,
     S3_METHOD_HEAD,
     S3_METHOD_PUT,
     S3_METHOD_POST,
     S3_METHOD_DELETE,
+    S3_METHOD_OPTIONS, /* CORS preflight */
 };
 
 /* Why a target was refused; maps to the S3 error the client gets. */
@@ -111,11 +112,27 @@ struct s3_target {
  *       query parameter other than "x-id" (added by SDK v3, any value).
  *       versionId, partNumber, response-*, uploadId, acl, tagging, torrent,
  *       attributes, presigned-URL parameters, and anything unknown make the
- *       request S3_REQ_PASS.
+ *       request S3_REQ_PASS. Headers are not seen here: the caller passes a
+ *       read with a header s3_target_header_needs_upstream() names. A method
+ *       that is S3_METHOD_OTHER still parses; the caller refuses it.
  */
 sc_code s3_target_parse(const char *method, const char *target, const char *host,
                         const char *vhost_domain, struct s3_target *out,
                         enum s3_target_fault *fault);
+
+/*
+ * @brief Says whether a request header asks for something only the upstream can answer, so
+ *        that a GET or HEAD Object carrying it must be forwarded, uncached.
+ * @param[in] name the header's name, any case.
+ * @param[in] value its value, or NULL.
+ * @return true for every x-amz-* header except those that only authenticate or describe
+ *         the request (x-amz-date, x-amz-content-sha256, x-amz-security-token,
+ *         x-amz-user-agent) and "x-amz-checksum-mode: ENABLED", which the gateway honours
+ *         itself: SSE-C keys (x-amz-server-side-encryption-customer-*), x-amz-request-payer,
+ *         x-amz-expected-bucket-owner, and whatever S3 adds later. False for other headers
+ *         (Range and the conditionals are answered by the gateway).
+ */
+bool s3_target_header_needs_upstream(const char *name, const char *value);
 
 /* @brief Frees what t owns and zeroes it; safe on a zeroed struct. */
 void s3_target_free(struct s3_target *t);

@@ -34,7 +34,7 @@ static const struct s3_xml_error_info table[S3_XML_ERROR_MAX] = {
     [S3_XML_KEY_TOO_LONG] = {400, "KeyTooLongError", "Your key is too long"},
     [S3_XML_HEADERS_TOO_LARGE] = {400, "RequestHeaderSectionTooLarge",
                                   "Your request header section exceeds the maximum allowed size."},
-    [S3_XML_BAD_GATEWAY] = {502, "ServiceUnavailable",
+    [S3_XML_BAD_GATEWAY] = {502, "BadGateway",
                             "The gateway could not reach the upstream S3 service. Please try "
                             "again."},
     [S3_XML_SERVICE_UNAVAILABLE] = {503, "ServiceUnavailable",
@@ -60,6 +60,8 @@ static const struct s3_xml_error_info table[S3_XML_ERROR_MAX] = {
                                          "The request signature we calculated does not match the "
                                          "signature you provided. Check your key and signing "
                                          "method."},
+    [S3_XML_BAD_DIGEST] = {400, "BadDigest",
+                           "The checksum you specified did not match the calculated checksum."},
 };
 
 const struct s3_xml_error_info *s3_xml_error_info(enum s3_xml_error e)

@@ -12,11 +12,11 @@
  * bytes that are not well-formed UTF-8, and U+FFFE/U+FFFF, become U+FFFD. The
  * result is always well-formed XML 1.0 whatever bytes the client sent.
  *
- * Upstream unreachable: S3_XML_BAD_GATEWAY is HTTP 502 with Code
- * "ServiceUnavailable". The AWS SDKs (botocore legacy and standard modes,
- * Java v2, Go v2) retry 500/502/503/504 by status whatever the code, and
- * ServiceUnavailable is an S3 code that clients keying on the code also treat
- * as transient; a made-up "BadGateway" code would be neither.
+ * Upstream unreachable: S3_XML_BAD_GATEWAY is HTTP 502 with Code "BadGateway".
+ * S3 itself never answers 502, so no S3 code names it; ServiceUnavailable is
+ * S3's code for its own 503 and would claim the gateway is overloaded. The AWS
+ * SDKs (botocore legacy and standard modes, Java v2, Go v2) retry
+ * 500/502/503/504 by status whatever the code.
  */
 #ifndef S3_XML_H
 #define S3_XML_H
@@ -40,7 +40,7 @@ enum s3_xml_error {
     S3_XML_INVALID_BUCKET_NAME,
     S3_XML_KEY_TOO_LONG,
     S3_XML_HEADERS_TOO_LARGE, /* 400 RequestHeaderSectionTooLarge */
-    S3_XML_BAD_GATEWAY,       /* 502 ServiceUnavailable: upstream unreachable */
+    S3_XML_BAD_GATEWAY,       /* 502 BadGateway: upstream unreachable */
     S3_XML_SERVICE_UNAVAILABLE,
     S3_XML_SLOW_DOWN,
     S3_XML_METHOD_NOT_ALLOWED,
@@ -51,6 +51,7 @@ enum s3_xml_error {
     S3_XML_REQUEST_TIMEOUT,
     S3_XML_ACCESS_DENIED,
     S3_XML_SIGNATURE_DOES_NOT_MATCH,
+    S3_XML_BAD_DIGEST, /* 400 BadDigest: a body's checksum is not the one sent */
     S3_XML_ERROR_MAX
 };
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../common/log.h"
 #include "cond.h"
@@ -44,6 +45,19 @@ static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t by
 static const char *header(struct gw_req *q, const char *name)
 {
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}
+
+/*
+ * The object's checksums (x-amz-checksum-*, stored since fills ask for them) go out as S3
+ * sends them: to a client that asked (x-amz-checksum-mode: ENABLED), on a whole object.
+ * On a part they would not match the bytes.
+ */
+static bool sends_object_header(struct gw_req *q, const char *name, int status)
+{
+    if (strncasecmp(name, "x-amz-checksum-", 15) != 0)
+        return true;
+    const char *mode = header(q, "x-amz-checksum-mode");
+    return status == 200 && mode != NULL && strcmp(mode, "ENABLED") == 0;
 }
 
 static struct answer decide(struct gw_req *q, const char *etag, const char *last_modified,
@@ -81,11 +95,10 @@ static enum MHD_Result respond_bodiless(struct gw_req *q, const struct answer *a
                                         const char *etag, const char *last_modified)
 {
     if (a->status == 412)
-        return gw_respond_error(q, 412, "PreconditionFailed",
-                                "At least one of the pre-conditions you specified did not hold");
+        return gw_respond_known_error(q, S3_XML_PRECONDITION_FAILED, NULL);
     if (a->status == 416) {
         q->x_cache = q->x_cache ? q->x_cache : "MISS";
-        return gw_respond_error(q, 416, "InvalidRange", "The requested range is not satisfiable");
+        return gw_respond_known_error(q, S3_XML_INVALID_RANGE, NULL);
     }
     struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
     if (resp == NULL)
@@ -173,8 +186,10 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     }
     size_t pos = 0;
     const char *name, *value;
-    while (hdrblob_next(hdrs, hlen, &pos, &name, &value))
-        MHD_add_response_header(resp, name, value);
+    while (hdrblob_next(hdrs, hlen, &pos, &name, &value)) {
+        if (sends_object_header(q, name, a.status))
+            MHD_add_response_header(resp, name, value);
+    }
     add_range_headers(resp, &a, size);
     if (stale) {
         MHD_add_response_header(resp, "Warning", "111 s3cached \"Revalidation Failed\"");
@@ -225,14 +240,22 @@ static struct MHD_Response *relay_response(struct gw_req *q, uint64_t start, uin
                                              read_relay, q, NULL);
 }
 
-static void add_relayed_headers(struct MHD_Response *resp, const struct relay_head *h,
-                                bool object_only)
+static void add_relayed_headers(struct MHD_Response *resp, const struct relay_head *h)
+{
+    for (size_t i = 0; i < h->n_headers; i++) {
+        if (proxy_passes_response_header(h->headers[i].name))
+            MHD_add_response_header(resp, h->headers[i].name, h->headers[i].value);
+    }
+}
+
+/* The object's own headers from a fill's head, for an answer with this status. */
+static void add_object_headers(struct gw_req *q, struct MHD_Response *resp,
+                               const struct relay_head *h, int status)
 {
     for (size_t i = 0; i < h->n_headers; i++) {
         const char *name = h->headers[i].name;
-        if (object_only ? !hdrblob_keeps(name) : !proxy_passes_response_header(name))
-            continue;
-        MHD_add_response_header(resp, name, h->headers[i].value);
+        if (hdrblob_keeps(name) && sends_object_header(q, name, status))
+            MHD_add_response_header(resp, name, h->headers[i].value);
     }
 }
 
@@ -252,7 +275,7 @@ static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_
              : relay_response(q, 0, len);
     if (resp == NULL)
         return MHD_NO;
-    add_relayed_headers(resp, h, false);
+    add_relayed_headers(resp, h);
     return gw_queue(q, (int)h->status, resp);
 }
 
@@ -261,12 +284,13 @@ static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_
  * does not wait for the fill to get there. The range sent upstream is explicit (bytes=a-b,
  * resolved here with S3's rules against the size the fill announced), and what comes back is
  * sliced to it, so an upstream that answers some range forms loosely cannot change the bytes.
+ * It carries If-Match with the fill's ETag, so that it is of the version the fill serves.
  */
-static sc_code fetch_range(struct gw_req *q, const struct answer *a)
+static sc_code fetch_range(struct gw_req *q, const struct answer *a, const char *etag)
 {
     q->want_start = a->start;
     q->want_len = a->len;
-    sc_code rc = gw_proxy_fetch_range(q, a->start, a->len);
+    sc_code rc = gw_proxy_fetch_range(q, a->start, a->len, etag);
     if (rc == SC_OK)
         q->ranged = true;
     return rc;
@@ -287,19 +311,55 @@ static bool range_offset(const struct relay_head *h, uint64_t *offset)
     return true;
 }
 
+/* True when a ranged answer is of the version the fill serves: the same ETag. If-Match asked
+ * the upstream to make sure; not every upstream does (s3rver ignores it). */
+static bool same_version(const struct relay_head *fill_head, const struct relay_head *h)
+{
+    const char *want = up_header_get(fill_head->headers, fill_head->n_headers, "ETag");
+    const char *got = up_header_get(h->headers, h->n_headers, "ETag");
+    return want != NULL && got != NULL && strcmp(want, got) == 0;
+}
+
+/*
+ * The range fetched beside the fill came back of another version (the object was overwritten
+ * since the fill started: 412 to If-Match, or another ETag): it is read from the fill
+ * instead, once the fill gets there. Its last byte then waits for the fill's verdict, because
+ * a fill that overlapped an overwrite may itself be mixed (an upstream that rewrites objects
+ * in place).
+ */
+static enum MHD_Result range_from_fill(struct gw_req *q, const struct relay_head *fill_head)
+{
+    sc_debug("range of %s/%s fetched beside its fill is of another version: read from the fill",
+             q->tgt.bucket, q->tgt.key);
+    gw_proxy_cleanup(q); /* ends the ranged transfer, and drops its relay */
+    q->ranged = false;
+    q->relay = fill_relay(q->fill);
+    struct answer a = {206, q->want_start, q->want_len};
+    struct MHD_Response *resp = relay_response(q, a.start, a.len);
+    if (resp == NULL)
+        return MHD_NO;
+    relay_hold_from(q->relay, &q->cursor, a.start + a.len - 1);
+    add_object_headers(q, resp, fill_head, 206);
+    add_range_headers(resp, &a, (uint64_t)fill_head->content_length);
+    return gw_queue(q, 206, resp);
+}
+
 static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_head *h)
 {
     bool failed;
     const struct relay_head *fh = relay_head(fill_relay(q->fill), &q->waiter, &failed);
     uint64_t offset = 0;
+    bool answered = h->status == 200 || h->status == 206;
+    if (fh != NULL && (h->status == 412 || (answered && !same_version(fh, h))))
+        return range_from_fill(q, fh);
     if (fh == NULL || !range_offset(h, &offset) || offset > q->want_start)
-        return respond_as_upstream(q, h); /* the object changed or vanished meanwhile */
+        return respond_as_upstream(q, h); /* vanished, refused, or answered some other range */
     uint64_t size = (uint64_t)fh->content_length;
     struct answer a = {206, q->want_start, q->want_len};
     struct MHD_Response *resp = relay_response(q, q->want_start - offset, q->want_len);
     if (resp == NULL)
         return MHD_NO;
-    add_relayed_headers(resp, fh, true);
+    add_object_headers(q, resp, fh, 206);
     add_range_headers(resp, &a, size);
     return gw_queue(q, 206, resp);
 }
@@ -358,15 +418,22 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
         return respond_bodiless(q, &a, size, etag, lm);
     if (result == GW_READ_HIT)
         gw_stat_add(q->g->stats.bytes_from_cache, a.len);
-    if (a.status == 206 && a.start > FILL_RANGE_SLACK && !relay_reached(q->relay, a.start) &&
-        fetch_range(q, &a) == SC_OK)
+    /* Without an ETag a range fetched on its own could not be pinned to the fill's version:
+     * it waits for the fill. */
+    if (a.status == 206 && a.start > FILL_RANGE_SLACK && etag != NULL &&
+        !relay_reached(q->relay, a.start) && fetch_range(q, &a, etag) == SC_OK)
         return gw_serve_relay(q);
     struct MHD_Response *resp =
         head ? MHD_create_response_from_callback(a.len, 4096, no_body, NULL, NULL)
              : relay_response(q, a.start, a.len);
     if (resp == NULL)
         return MHD_NO;
-    add_relayed_headers(resp, h, true);
+    /* A range that ends near the end of the object waits for the fill's verdict before its
+     * last byte, as the whole object does (relay_hold_tail): at most FILL_RANGE_SLACK more
+     * bytes to wait for. One that ends further in is served as it arrives, unverified. */
+    if (!head && a.status == 206 && size - (a.start + a.len) <= FILL_RANGE_SLACK)
+        relay_hold_from(q->relay, &q->cursor, a.start + a.len - 1);
+    add_object_headers(q, resp, h, a.status);
     add_range_headers(resp, &a, size);
     return gw_queue(q, a.status, resp);
 }
@@ -382,8 +449,7 @@ enum MHD_Result gw_serve_relay(struct gw_req *q)
         count_read(q, GW_READ_MISS, 0);
     }
     if (h == NULL)
-        return gw_respond_error(q, 502, "ServiceUnavailable",
-                                "The upstream S3 endpoint could not be reached");
+        return gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL);
     if (q->ranged)
         return respond_from_range(q, h);
     return q->fill ? respond_from_fill(q, h) : respond_as_upstream(q, h);
@@ -412,7 +478,7 @@ static enum MHD_Result serve_miss(struct gw_req *q)
             return gw_proxy(q, NULL, &zero);
         }
     } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &as, &f, &started) != SC_OK) {
-        return gw_respond_error(q, 503, "SlowDown", "Out of memory, please retry");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
     }
     /* Another identity's fill: this one must be allowed to read the object first. */
     if (!started && !up_identity_same(&as, fill_identity(f)) && !gw_authz_admit(q, &ret)) {
@@ -427,6 +493,15 @@ static enum MHD_Result serve_miss(struct gw_req *q)
     return gw_serve_relay(q);
 }
 
+/* A copy without an ETag (stored by an earlier version, which cached such objects) cannot
+ * answer conditionals or be revalidated; it is never cached now (fill.c). */
+static bool stored_without_etag(store_obj *obj)
+{
+    size_t hlen = 0;
+    const char *hdrs = store_obj_headers(obj, &hlen);
+    return hdrblob_get(hdrs, hlen, "ETag") == NULL;
+}
+
 /* Serves the cached copy if there is a usable one; otherwise, or when it is due for
  * revalidation, returns false and leaves *ret alone. */
 static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum MHD_Result *ret)
@@ -436,6 +511,12 @@ static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum
     if (rc != SC_OK) {
         if (rc != SC_ENOTFOUND)
             sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+        return false;
+    }
+    if (stored_without_etag(obj)) {
+        store_obj_close(obj);
+        sc_warn("cached %s/%s has no ETag: dropped, fetching again", q->tgt.bucket, q->tgt.key);
+        store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
         return false;
     }
     if (!gw_authz_admit(q, ret)) {
@@ -498,7 +579,7 @@ enum MHD_Result gw_serve_revalidated(struct gw_req *q)
             /* This identity may no longer read it; the copy stays for the others. */
             gw_authz_record(q, false);
             gw_stat_add(q->g->stats.authz_denied, 1);
-            return gw_respond_error(q, 403, "AccessDenied", "Access Denied");
+            return gw_respond_known_error(q, S3_XML_ACCESS_DENIED, NULL);
         }
         fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
         store_remove(q->g->st, q->tgt.bucket, q->tgt.key);

@@ -19,6 +19,7 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/uri.h"
+#include "digest.h"
 #include "sigv4.h"
 #include "histogram.h"
 #include "upsock.h"
@@ -26,7 +27,7 @@
 #define EMPTY_SHA256     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 #define MAX_RESP_HEADERS 128
 #define MAX_HEADER_BYTES (64 * 1024)
-#define TAIL_WATCH_MS    20 /* how long a body without an MD5 ETag is watched for excess */
+#define TAIL_WATCH_MS    20 /* how long a body with no digest (digest.h) is watched for excess */
 
 enum cmd_kind { CMD_SUBMIT, CMD_RESUME, CMD_CANCEL };
 
@@ -70,6 +71,8 @@ struct up_req {
     struct up_header *fwd;
     size_t n_fwd;
     int64_t body_length;
+    int64_t body_sent; /* request body bytes handed to curl in this attempt */
+    bool body_short;   /* the request body ended before body_length: the transfer aborted */
     bool idempotent;
     bool exact_length;
     struct up_identity as;
@@ -86,7 +89,7 @@ struct up_req {
     bool live;                     /* linked into upstream.live */
     bool paused;                   /* waiting on our side (client slow, or body not ready) */
     bool excess;                   /* the upstream sent more than its Content-Length */
-    bool watch_tail;               /* no MD5 ETag: hold the last byte and watch for excess */
+    bool watch_tail;               /* no digest to check: hold the last byte, watch for excess */
     bool tail_held;                /* the last body bytes went to on_body; curl holds them paused */
     bool in_watch;                 /* linked into upstream.watching */
     long tail_until_ms;            /* when the watch ends */
@@ -250,13 +253,20 @@ static void req_finish(up_req *r, sc_code rc)
 
 /* ---- building and signing one attempt --------------------------------- */
 
+/*
+ * Appends "name: value" to list. An empty value is sent as "name;", libcurl's spelling of
+ * a header with no value: "name:" would tell it to send no such header at all.
+ */
 static sc_code add_header(struct curl_slist **list, const char *name, const char *value)
 {
     size_t len = strlen(name) + strlen(value) + 3;
     char *line = malloc(len);
     if (line == NULL)
         return SC_ENOMEM;
-    snprintf(line, len, "%s: %s", name, value);
+    if (*value == '\0')
+        snprintf(line, len, "%s;", name);
+    else
+        snprintf(line, len, "%s: %s", name, value);
     struct curl_slist *grown = curl_slist_append(*list, line);
     free(line);
     if (grown == NULL)
@@ -301,8 +311,13 @@ static sc_code build_headers(up_req *r)
         if (sign && header_is_signed(r->fwd[i].name) && n_signed < SIGV4_MAX_HEADERS)
             signed_h[n_signed++] = (struct sigv4_header){r->fwd[i].name, r->fwd[i].value};
     }
-    if (rc == SC_OK)
-        rc = add_header(&list, "Expect", ""); /* no 100-continue round trip */
+    if (rc == SC_OK) {
+        /* "Expect:" with nothing after the colon: curl sends no Expect, so no 100-continue
+         * round trip. */
+        struct curl_slist *grown = curl_slist_append(list, "Expect:");
+        rc = grown ? SC_OK : SC_ENOMEM;
+        list = grown ? grown : list;
+    }
     if (rc == SC_OK && sign) {
         /* Credential scope and signature take ~200 bytes; SignedHeaders lists every name. */
         size_t cap = 256 + strlen(creds->access_key) + strlen(up->region);
@@ -391,6 +406,9 @@ static sc_code setup_easy(up_req *r)
     CURL *e = r->easy;
     curl_easy_setopt(e, CURLOPT_URL, url);
     free(url); /* curl keeps its own copy */
+    /* '.' and '..' are legal key segments: libcurl would remove them, and the upstream would
+     * get another object than the one authorized, cached and signed (r->path). */
+    curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
     curl_easy_setopt(e, CURLOPT_PRIVATE, r);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
@@ -408,6 +426,8 @@ static sc_code setup_easy(up_req *r)
     r->last_progress_ms = now_ms();
     r->excess = false;
     r->tail_held = false;
+    r->body_sent = 0;
+    r->body_short = false;
     r->fd = CURL_SOCKET_BAD;
     curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, upsock_open);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &up->socks);
@@ -483,8 +503,7 @@ static void deliver_head(up_req *r, long status)
     r->delivered = true;
     r->body_expected = length;
     r->body_seen = 0;
-    r->watch_tail = r->exact_length && length > 0 &&
-                    !up_etag_md5(up_header_get(r->resp, r->n_resp, "etag"), NULL);
+    r->watch_tail = r->exact_length && length > 0 && !digest_offered(r->resp, r->n_resp);
     r->h.on_head(r->arg, &head);
 }
 
@@ -534,8 +553,8 @@ static size_t on_curl_header(char *p, size_t size, size_t n, void *arg)
 /*
  * Keeps the connection of a transfer whose last byte has arrived, for TAIL_WATCH_MS: an
  * upstream that announced less than it sends may still be sending, and without an MD5
- * ETag nothing else would tell. The bytes were delivered; pausing makes curl hold them
- * (and the connection) until watch_tails() lets go.
+ * ETag or full-object checksum (digest.h) nothing else would tell. The bytes were delivered;
+ * pausing makes curl hold them (and the connection) until watch_tails() lets go.
  */
 static size_t hold_tail(up_req *r)
 {
@@ -571,14 +590,30 @@ static size_t on_curl_write(char *p, size_t size, size_t n, void *arg)
     return CURL_WRITEFUNC_PAUSE;
 }
 
+/*
+ * Hands curl at most the body bytes still due under the announced length. A body that
+ * ends short aborts the transfer, which closes the connection: the upstream would
+ * otherwise take the start of the next request on it as the rest of this body.
+ */
 static size_t on_curl_read(char *p, size_t size, size_t n, void *arg)
 {
     up_req *r = arg;
-    size_t got = r->h.read_body(r->arg, p, size * n);
-    if (got != UP_READ_PAUSE)
-        return got;
-    r->paused = true;
-    return CURL_READFUNC_PAUSE;
+    size_t cap = size * n;
+    if ((uint64_t)cap > (uint64_t)(r->body_length - r->body_sent))
+        cap = (size_t)(r->body_length - r->body_sent);
+    if (cap == 0)
+        return 0; /* all announced bytes are sent */
+    size_t got = r->h.read_body(r->arg, p, cap);
+    if (got == UP_READ_PAUSE) {
+        r->paused = true;
+        return CURL_READFUNC_PAUSE;
+    }
+    if (got == 0) {
+        r->body_short = true;
+        return CURL_READFUNC_ABORT;
+    }
+    r->body_sent += (int64_t)got;
+    return got;
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -644,6 +679,10 @@ static void on_transfer_done(up_req *r, CURLcode cc)
         atomic_store(&r->up->last_unreachable_ms, now_ms());
     if (rc != SC_OK || r->excess)
         atomic_fetch_add_explicit(&r->up->failures, 1, memory_order_relaxed);
+    if (r->body_short) {
+        sc_warn("upstream %s %s: the request body ended short of its length", r->method, r->path);
+        rc = SC_EMISMATCH;
+    }
     if (rc == SC_OK && r->excess) {
         sc_warn("upstream %s %s sent more bytes than its Content-Length", r->method, r->path);
         rc = SC_EMISMATCH;

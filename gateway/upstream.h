@@ -68,9 +68,9 @@ struct up_request {
     bool idempotent;       /* may be retried */
     struct up_identity as; /* who signs it; zeroed: the gateway */
     bool exact_length;     /* fail the transfer if the upstream sends more bytes
-                              than its Content-Length (cache fills); when the ETag
-                              is no MD5 to check the body against, the connection
-                              is watched for a moment after the last byte */
+                              than its Content-Length (cache fills); when neither
+                              the ETag nor a checksum can check the body (digest.h),
+                              the connection is watched a moment after the last byte */
 };
 
 /* The final response's status line and headers, valid only during on_head. */
@@ -88,7 +88,9 @@ struct up_handler {
     void (*on_head)(void *arg, const struct up_head *head);
     /* Body bytes: take all n and return true, or none and return false to pause. */
     bool (*on_body)(void *arg, const char *p, size_t n);
-    /* Request body: write up to cap bytes; return the count, 0 at the end, or UP_READ_PAUSE. */
+    /* Request body: write up to cap bytes; return the count, 0 at the end, or UP_READ_PAUSE.
+     * It is never asked for more than body_length bytes in all; an end before that fails
+     * the transfer with SC_EMISMATCH and closes its connection (never reused). */
     size_t (*read_body)(void *arg, char *buf, size_t cap);
     /* Last call for this request: SC_OK when the whole response arrived. */
     void (*on_done)(void *arg, sc_code result);

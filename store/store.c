@@ -60,6 +60,46 @@ sc_code st_lmdb_err(int mdb_rc, const char *what)
     }
 }
 
+static bool refused(int err)
+{
+    return err == EACCES || err == EPERM || err == EROFS;
+}
+
+/*
+ * The file system refused this process the cache: a volume owned by root, files left by a
+ * gateway that ran as another user, a read-only mount. Names the directory, who we are and the
+ * fix, instead of a bare I/O error from deep inside LMDB.
+ */
+static sc_code report_refused(const char *dir, const char *what, int err)
+{
+    unsigned uid = (unsigned)geteuid(), gid = (unsigned)getegid();
+    struct stat sb;
+    if (err == EROFS)
+        sc_err("store: cannot write %s %s: read-only file system; mount a writable volume there",
+               what, dir);
+    else if (stat(dir, &sb) == 0)
+        sc_err("store: cannot write %s %s as uid %u gid %u (the directory is owned by uid %u "
+               "gid %u, mode %04o): give it to this user (chown -R %u:%u %s) or run as its owner",
+               what, dir, uid, gid, (unsigned)sb.st_uid, (unsigned)sb.st_gid,
+               (unsigned)(sb.st_mode & 07777), uid, gid, dir);
+    else
+        sc_err("store: cannot write %s %s as uid %u gid %u: %s", what, dir, uid, gid,
+               strerror(err));
+    return SC_EACCES;
+}
+
+/* The directory must be writable (and searchable) with this process's effective ids. */
+static sc_code check_writable(const char *dir)
+{
+    if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0)
+        return SC_OK;
+    int err = errno;
+    if (refused(err))
+        return report_refused(dir, "the cache directory", err);
+    sc_err("store: %s: %s", dir, strerror(err));
+    return SC_EIO;
+}
+
 /* Creates dir and its missing parents (mode 0700), like mkdir -p. */
 static sc_code make_dirs(const char *dir)
 {
@@ -74,7 +114,14 @@ static sc_code make_dirs(const char *dir)
         char saved = path[i];
         path[i] = '\0';
         if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-            sc_err("store: mkdir %s: %s", path, strerror(errno));
+            int err = errno;
+            if (refused(err)) {
+                char *slash = strrchr(path, '/'); /* the parent refused the new directory */
+                if (slash != NULL && slash != path)
+                    *slash = '\0';
+                return report_refused(slash == path ? "/" : path, "into the directory", err);
+            }
+            sc_err("store: mkdir %s: %s", path, strerror(err));
             return SC_EIO;
         }
         path[i] = saved;
@@ -147,6 +194,8 @@ static sc_code open_env(store *st, const struct store_config *cfg)
         mrc = mdb_env_open(st->env, cfg->dir, MDB_NOTLS | MDB_NORDAHEAD, 0600);
     if (mrc == 0)
         mrc = mdb_reader_check(st->env, &dead);
+    if (refused(mrc)) /* the directory is writable, its files are not */
+        return report_refused(cfg->dir, "the cache files in", mrc);
     if (mrc != 0)
         return st_lmdb_err(mrc, "opening the environment");
     if (dead > 0)
@@ -249,6 +298,8 @@ sc_code store_open(const struct store_config *cfg, store **out)
     if (rc != SC_OK)
         goto out;
     rc = make_dirs(cfg->dir);
+    if (rc == SC_OK)
+        rc = check_writable(cfg->dir);
     if (rc == SC_OK)
         rc = lock_dir(st, cfg->dir);
     if (rc != SC_OK)

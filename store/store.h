@@ -155,6 +155,14 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
 sc_code store_remove(store *st, const char *bucket, const char *key);
 
 /*
+ * @brief Queues the removal of the cached copy of (bucket, key) and returns at
+ * once; store_flush() then waits for every removal queued so far (one commit
+ * for many keys, where store_remove() waits for each).
+ * @return SC_OK (queued), SC_EINVAL (bad names), SC_ECANCELED (closing), SC_ENOMEM.
+ */
+sc_code store_remove_queued(store *st, const char *bucket, const char *key);
+
+/*
  * @brief Marks the cached copy of (bucket, key) as stored now (it was revalidated
  * against the upstream). Queued: returns before the writer applies it.
  * @return SC_OK (queued; a no-op if not cached), SC_EINVAL, SC_ECANCELED, SC_ENOMEM.
@@ -165,6 +173,7 @@ sc_code store_touch(store *st, const char *bucket, const char *key);
  * @brief Removes every cached object of bucket whose key starts with prefix ("" for the
  * whole bucket) and waits until the removals are committed.
  * @param[out] removed how many objects were found and removed.
+ * Puts queued before the call are committed first and so are removed too.
  * @return SC_OK, SC_EINVAL (no bucket), SC_EIO. Objects stored while it runs may stay.
  */
 sc_code store_remove_prefix(store *st, const char *bucket, const char *prefix, uint64_t *removed);

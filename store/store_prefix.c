@@ -4,8 +4,9 @@
  *
  * Object names live inside the records, not in the meta keys (hashes), so this
  * walks all of "meta" in one read transaction, queues a removal for each match,
- * and waits until the writer has committed them. A removal names the id it saw:
- * an object replaced meanwhile by a fresh fill is left alone.
+ * and waits until the writer has committed them. Puts queued before the call are
+ * committed first, so none of them escapes the walk. A removal names the id it
+ * saw: an object replaced meanwhile by a fresh fill is left alone.
  */
 #include <string.h>
 
@@ -24,6 +25,7 @@ sc_code store_remove_prefix(store *st, const char *bucket, const char *prefix, u
     if (bucket == NULL || *bucket == '\0' || prefix == NULL)
         return SC_EINVAL;
     size_t blen = strlen(bucket), plen = strlen(prefix);
+    store_flush(st); /* the walk sees every put queued before the call */
     MDB_txn *txn = NULL;
     MDB_cursor *cur = NULL;
     sc_code rc = st_lmdb_err(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &txn), "beginning a read");

@@ -336,6 +336,25 @@ sc_code store_remove(store *st, const char *bucket, const char *key)
     return rc;
 }
 
+sc_code store_remove_queued(store *st, const char *bucket, const char *key)
+{
+    unsigned char mkey[ST_MKEY_LEN];
+    sc_code rc = st_check_names(bucket, key);
+    if (rc == SC_OK)
+        rc = st_meta_key(bucket, key, mkey);
+    if (rc != SC_OK)
+        return rc;
+    struct st_job *job = calloc(1, sizeof(*job));
+    if (job == NULL)
+        return SC_ENOMEM;
+    job->kind = ST_JOB_REMOVE; /* expect_id 0: whatever is cached */
+    memcpy(job->mkey, mkey, ST_MKEY_LEN);
+    rc = enqueue(st, job);
+    if (rc != SC_OK)
+        free(job);
+    return rc;
+}
+
 void store_flush(store *st)
 {
     pthread_mutex_lock(&st->q_lock);

@@ -19,11 +19,12 @@ trap 'rm -f "$LOG"' EXIT
 PKGS=(
     build-essential pkg-config clang clang-format libclang-rt-14-dev
     libmicrohttpd-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev
-    libcmocka-dev libssl-dev lmdb-utils
+    libcmocka-dev libssl-dev zlib1g-dev lmdb-utils
     awscli python3-boto3 python3-pytest python3-torch
     nginx wrk curl valgrind chromium
     radosgw ceph-mon ceph-osd ceph-common
     docker-compose prometheus python3-yaml systemd
+    docker.io mmdebstrap
 )
 
 # Only `make bench` draws plots; `make test` does not need gnuplot.
@@ -94,7 +95,8 @@ install_debian_packages() {
     [ "${#missing[@]}" -eq 0 ] || die "still missing after install: ${missing[*]}"
     # nginx, prometheus and ceph packages may start system services; the tests run their own.
     # (docker-compose, prometheus and systemd's systemd-analyze check the deployment files:
-    # tests/integration/test_deploy.py.)
+    # tests/integration/test_deploy.py. docker.io and mmdebstrap build and run the image:
+    # test_docker_sidecar.py starts the engine itself, tools/dockerd.sh.)
     as_root systemctl disable --now nginx >/dev/null 2>&1 || true
     as_root systemctl disable --now prometheus >/dev/null 2>&1 || true
 }

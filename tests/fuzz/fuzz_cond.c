@@ -9,7 +9,8 @@
  * as absent; an unparseable date is ignored; no header at all proceeds;
  * If-None-Match "*" never proceeds and 304 only for GET/HEAD; a list that
  * starts with the object's own strong tag satisfies If-Match like that tag
- * alone does.
+ * alone does; an object without an ETag (NULL) is evaluated too, and "*" still
+ * matches it.
  */
 #include <stdbool.h>
 
@@ -108,6 +109,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     enum cond_result rs = cond_evaluate(&star, etag, lm, get);
     FZ_CHECK(rs == (get && rs != COND_PRECONDITION_FAILED ? COND_NOT_MODIFIED
                                                           : COND_PRECONDITION_FAILED));
+
+    check_result(cond_evaluate(&h, NULL, lm, get), get);
+    FZ_CHECK(cond_evaluate(&star, NULL, lm, get) != COND_PROCEED);
 
     check_if_match_prefix(&h, etag, lm, get);
     free(etag);

@@ -95,10 +95,10 @@ def gateway(request):
     request.node.s3cached_gateways = started
     proxies = []
 
-    def make(up, proxy=False, rate=None, **kw):
+    def make(up, proxy=False, rate=None, stall_up=None, **kw):
         target = None
-        if proxy or rate:
-            target = TcpProxy(up.port, rate=rate).start()
+        if proxy or rate or stall_up:
+            target = TcpProxy(up.port, rate=rate, stall_up=stall_up).start()
             proxies.append(target)
         cls = gwmod.DirectGateway if gwmod.direct_mode() else gwmod.Gateway
         gw = cls(up, upstream_endpoint=target.endpoint if target else None, **kw)

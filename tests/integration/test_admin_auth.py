@@ -3,6 +3,7 @@ loopback clients only when none is, and the S3 data path never gated by either."
 import json
 import os
 import shutil
+import socket
 import subprocess
 import urllib.error
 import urllib.request
@@ -106,6 +107,33 @@ def test_wildcard_listener_without_token_still_answers_loopback_clients(upstream
     assert "admin API answers loopback clients only" in gateway_log(gw)
 
 
+def _has_ipv6_loopback():
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def test_ipv6_wildcard_listener_is_dual_stack_and_not_loopback(upstream, gateway):
+    if not _has_ipv6_loopback():
+        pytest.skip("this machine has no IPv6 loopback (::1) to connect from")
+    gw = gateway(upstream)
+    gw.require_real()
+    gw.stop()
+    gw.listen_host = "[::]"
+    gw.start()  # waits for an answer on 127.0.0.1: an IPv6-only listener never gives one
+    status, body = call(gw, "GET", "stats")  # from ::ffff:127.0.0.1, a loopback client
+    assert status == 200 and "hits" in body, body
+    status, body = call(gw, "GET", "stats", base="http://[::1]:%d" % gw.port)
+    assert status == 200 and "hits" in body, body
+    # [::] is every address, not loopback: the checks for network listeners apply.
+    log = gateway_log(gw)
+    assert "admin API answers loopback clients only" in log
+    assert "without --client-credentials" in log
+
+
 NS = "s3c-it-%d" % os.getpid()
 HOST_IP, NS_IP = "10.203.%d.1" % (os.getpid() % 250), "10.203.%d.2" % (os.getpid() % 250)
 
@@ -195,8 +223,10 @@ def raw_admin(gw, method, path, headers):
     {"Sec-Fetch-Site": "same-site"},
     {"Origin": "http://evil.example"},
     {"Origin": "http://127.0.0.1:1"},
+    {"Origin": "null"},  # sandboxed iframes, file: pages, some redirects: an opaque origin
     {"Host": "evil.example:8080"},
-], ids=["cross-site", "same-site", "foreign-origin", "other-port-origin", "rebound-host"])
+], ids=["cross-site", "same-site", "foreign-origin", "other-port-origin", "null-origin",
+        "rebound-host"])
 def test_browser_requests_from_other_sites_are_refused(upstream, gateway, headers):
     gw = gateway(upstream)
     gw.require_real()

@@ -5,7 +5,7 @@ machine without a Docker engine or a Kubernetes cluster allows.
   stage installs the packages of every library the binary links, and its ENV, USER, VOLUME and
   HEALTHCHECK agree with the gateway's options and probes.
 - docker/compose.yaml: docker-compose's own schema check, then the demo itself run as processes
-  on loopback (s3rver standing in for MinIO): the gateway configured by the environment alone
+  on loopback (s3rver, as in the file): the gateway configured by the environment alone
   (the image's ENV plus the compose service's), the seed and trainer commands of the file, and the
   healthchecks run against it.
 - deploy/kubernetes/*.yaml: every object against the Kubernetes OpenAPI schemas (the npm package
@@ -36,6 +36,7 @@ import yaml
 
 from harness import gateway as gwmod
 from harness import proc
+from harness import s3rver as s3rvermod
 from harness import s3util
 
 REPO = gwmod.REPO
@@ -112,10 +113,35 @@ def apt_packages(stage):
 
 
 def healthcheck_cmd(stage):
+    """The HEALTHCHECK command as an argv (exec form) or a shell string."""
     for kw, args in stage["instr"]:
         if kw == "HEALTHCHECK":
-            return args.split(" CMD ", 1)[1]
+            cmd = args.split(" CMD ", 1)[1]
+            return json.loads(cmd) if cmd.startswith("[") else cmd
     return None
+
+
+def image_user(stage):
+    """(uid, gid) of the runtime stage's USER: numeric, and the ids its useradd and groupadd
+    give the user (so /etc/passwd and Kubernetes' runAsUser/runAsGroup agree)."""
+    user = [a for k, a in stage["instr"] if k == "USER"][-1]
+    m = re.fullmatch(r"(\d+):(\d+)", user)
+    assert m, "USER %s: numeric uid:gid, so that runAsNonRoot can check it" % user
+    uid, gid = int(m.group(1)), int(m.group(2))
+    run_cmds = " ".join(a for k, a in stage["instr"] if k == "RUN")
+    assert re.search(r"groupadd .*--gid %d\b" % gid, run_cmds), run_cmds
+    assert re.search(r"useradd .*--uid %d .*--gid %d\b" % (uid, gid), run_cmds), run_cmds
+    return uid, gid
+
+
+def healthcheck_script(stage):
+    """The repository file the runtime stage copies to where HEALTHCHECK runs it."""
+    cmd = healthcheck_cmd(stage)
+    assert isinstance(cmd, list) and len(cmd) == 1, cmd
+    copies = [a.split() for k, a in stage["instr"] if k == "COPY" and "--from" not in a]
+    srcs = [src for src, dst in copies if dst == cmd[0]]
+    assert len(srcs) == 1, "HEALTHCHECK runs %s, which no COPY puts there" % cmd[0]
+    return os.path.join(REPO, srcs[0])
 
 
 def listen_port(listen):
@@ -182,9 +208,14 @@ def test_dockerfile_build_stage_builds_from_only_what_it_copies(tmp_path):
     binary = tmp_path / "build" / "s3cached"
     assert run([str(binary), "--version"]).returncode == 0
 
-    # What the runtime stage copies is what the build stage made, and what ENTRYPOINT runs.
-    (src, dst), = [a.split()[1:] for k, a in runtime["instr"] if k == "COPY"]
+    # What the runtime stage copies from the build stage is what it made, and what ENTRYPOINT
+    # runs; from the repository, it copies only the health check script.
+    (src, dst), = [a.split()[1:] for k, a in runtime["instr"] if k == "COPY" and "--from" in a]
     assert src == os.path.join(workdir, "build/s3cached")
+    context_copies = [a.split()[0] for k, a in runtime["instr"]
+                      if k == "COPY" and "--from" not in a]
+    assert context_copies == ["docker/healthcheck.sh"], context_copies
+    assert os.access(os.path.join(REPO, "docker/healthcheck.sh"), os.X_OK)
     entry = [json.loads(a) for k, a in runtime["instr"] if k == "ENTRYPOINT"][-1]
     assert entry == [dst]
 
@@ -252,14 +283,18 @@ def test_dockerfile_env_user_volume_and_healthcheck_agree_with_the_gateway():
               for k, a in runtime["instr"] if k == "VOLUME"][-1]
     assert env["S3CACHED_CACHE_DIR"] in volume
     assert ("EXPOSE", str(port)) in runtime["instr"]
-    user = [a for k, a in runtime["instr"] if k == "USER"][-1]
+    uid, gid = image_user(runtime)
+    assert uid >= 1000 and gid >= 1000, "the image runs as an unprivileged user"
     run_cmds = " ".join(a for k, a in runtime["instr"] if k == "RUN")
-    uid = re.search(r"useradd .*--uid (\d+) .*\b%s\b" % re.escape(user), run_cmds).group(1)
-    assert int(uid) >= 1000, "the image runs as an unprivileged user"
-    assert re.search(r"chown %s %s" % (user, re.escape(env["S3CACHED_CACHE_DIR"])), run_cmds)
-    hc = healthcheck_cmd(runtime)
-    url = re.search(r"http://127\.0\.0\.1:(\d+)(/\S*)", hc)
-    assert url and int(url.group(1)) == port and url.group(2) in PROBE_PATHS, hc
+    assert re.search(r"chown %d:%d %s" % (uid, gid, re.escape(env["S3CACHED_CACHE_DIR"])),
+                     run_cmds)
+    # The health check asks a probe path on the port the gateway listens on (run against a
+    # gateway by test_compose_demo_runs_with_environment_only_configuration, and in the image
+    # by test_docker_sidecar.py).
+    with open(healthcheck_script(runtime)) as f:
+        script = f.read()
+    assert "S3CACHED_LISTEN" in script and "--listen" in script, script
+    assert re.search(r"/(healthz|readyz)\b", script).group(0) in PROBE_PATHS, script
 
 
 # ---------------------------------------------------------------------------------------------
@@ -302,7 +337,9 @@ def test_compose_file_passes_docker_compose_and_is_wired_right(tmp_path):
         if "build" in svc:
             b = svc["build"] if isinstance(svc["build"], dict) else {"context": svc["build"]}
             ctx = os.path.join(DOCKER, b["context"])
-            assert os.path.isfile(os.path.join(ctx, b.get("dockerfile", "Dockerfile"))), name
+            # normpath: as docker-compose resolves it (node_modules may be a symlink here)
+            assert os.path.isfile(os.path.normpath(
+                os.path.join(ctx, b.get("dockerfile", "Dockerfile")))), name
 
     gw = services["s3cached"]
     for k in gw["environment"]:
@@ -311,10 +348,25 @@ def test_compose_file_passes_docker_compose_and_is_wired_right(tmp_path):
     up = urllib.parse.urlsplit(gw["environment"]["S3CACHED_UPSTREAM"])
     assert up.hostname in services, up
     upstream = services[up.hostname]
-    assert gw["environment"]["AWS_ACCESS_KEY_ID"] == upstream["environment"]["MINIO_ROOT_USER"]
-    assert gw["environment"]["AWS_SECRET_ACCESS_KEY"] == \
-        upstream["environment"]["MINIO_ROOT_PASSWORD"]
-    assert len(upstream["environment"]["MINIO_ROOT_PASSWORD"]) >= 8, "MinIO wants 8+ characters"
+    # The upstream is s3rver built here (docker/s3rver), whose one key pair is fixed.
+    up_build = raw["services"][up.hostname]["build"]
+    assert os.path.normpath(os.path.join(DOCKER, up_build["context"], up_build["dockerfile"])) \
+        == os.path.join(DOCKER, "s3rver", "Dockerfile")
+    assert os.path.isfile(os.path.join(DOCKER, up_build["context"], "s3rver", "bin",
+                                       "s3rver.js")), "the upstream's context is node_modules"
+    for name in ("s3cached", "seed"):
+        svc_env = services[name]["environment"]
+        assert (svc_env["AWS_ACCESS_KEY_ID"], svc_env["AWS_SECRET_ACCESS_KEY"]) == \
+            (s3rvermod.ACCESS_KEY, s3rvermod.SECRET_KEY), name
+    # Every image is built here from Debian (no registry): FROM debian:bookworm(-slim) only.
+    for name, svc in raw["services"].items():
+        assert "build" in svc, "%s pulls an image: no registry is reachable" % name
+        b = svc["build"] if isinstance(svc["build"], dict) else {"context": svc["build"]}
+        with open(os.path.normpath(os.path.join(DOCKER, b["context"],
+                                                b.get("dockerfile", "Dockerfile")))) as f:
+            froms = re.findall(r"^FROM (\S+)", f.read(), re.M)
+        assert froms and set(froms) <= {"debian:bookworm", "debian:bookworm-slim", "build"}, \
+            (name, froms)
 
     # Healthchecks, and every service_healthy dependency has one.
     for name in ("s3cached", up.hostname):
@@ -374,7 +426,7 @@ def test_compose_file_passes_docker_compose_and_is_wired_right(tmp_path):
 
 
 def test_compose_demo_runs_with_environment_only_configuration(s3rver, tmp_path):
-    """The compose file's services as processes: s3rver for MinIO, build/s3cached started with no
+    """The compose file's services as processes: s3rver, build/s3cached started with no
     argument (the image's ENV and the service's environment only), seed and trainer as the file
     runs them, and both healthchecks against the gateway."""
     _, runtime = dockerfile()
@@ -408,11 +460,14 @@ def test_compose_demo_runs_with_environment_only_configuration(s3rver, tmp_path)
         assert os.path.isdir(cache), "the cache went to S3CACHED_CACHE_DIR"
 
         # The healthchecks of the compose file and of the image, against this gateway.
-        checks = [services["s3cached"]["healthcheck"]["test"][1:],
-                  ["sh", "-c", healthcheck_cmd(runtime)]]
-        checks = [[a.replace(":8080", ":%d" % port) for a in c] for c in checks]
+        # The image's follows S3CACHED_LISTEN by itself; the compose file's names the port.
+        checks = [[a.replace(":8080", ":%d" % port)
+                   for a in services["s3cached"]["healthcheck"]["test"][1:]],
+                  [healthcheck_script(runtime)]]
+        hc_env = clean_env()
+        hc_env["S3CACHED_LISTEN"] = env["S3CACHED_LISTEN"]
         for c in checks:
-            r = run(c, timeout=30)
+            r = run(c, timeout=30, env=hc_env)
             assert r.returncode == 0, (c, r.stdout)
 
         def trainer_env(svc):
@@ -444,7 +499,7 @@ def test_compose_demo_runs_with_environment_only_configuration(s3rver, tmp_path)
         stop_cleanly(gw)
     # With the gateway gone, the healthchecks fail: they test something.
     for c in checks:
-        assert run(c, timeout=30).returncode != 0, c
+        assert run(c, timeout=30, env=hc_env).returncode != 0, c
 
 
 def test_invalid_environment_value_stops_the_gateway(tmp_path):
@@ -684,9 +739,7 @@ def test_kubernetes_pods_probe_real_endpoints_and_run_locked_down():
     flags, envs = gateway_options()
     _, runtime = dockerfile()
     image_defaults = image_env(runtime)
-    user = [a for k, a in runtime["instr"] if k == "USER"][-1]
-    run_cmds = " ".join(a for k, a in runtime["instr"] if k == "RUN")
-    image_uid = int(re.search(r"--uid (\d+) .*\b%s\b" % user, run_cmds).group(1))
+    image_uid, image_gid = image_user(runtime)
     seen_gateways = 0
     for path in k8s_files():
         name = os.path.basename(path)
@@ -726,6 +779,9 @@ def test_kubernetes_pods_probe_real_endpoints_and_run_locked_down():
                     assert k in flags, "%s: --%s is not an option" % (where, k)
                 host, port = listen_port(listen)
                 assert sc.get("runAsUser") == image_uid and sc.get("runAsNonRoot"), where
+                assert sc.get("runAsGroup", image_gid) == image_gid, where
+                # The token Secret is mounted 0440: readable through the pod's fsGroup.
+                assert spec.get("securityContext", {}).get("fsGroup") == image_gid, where
                 # The admin token: from a file on a mounted Secret (required off loopback).
                 assert token_file, "%s: no admin token" % where
                 vol = mounted_volume(c, spec, token_file)
@@ -736,7 +792,7 @@ def test_kubernetes_pods_probe_real_endpoints_and_run_locked_down():
                 if "hostPath" in vol:
                     owners = [i for i in spec.get("initContainers", [])
                               if i.get("command", [])[:2] == ["chown", "%d:%d" % (
-                                  image_uid, image_uid)]]
+                                  image_uid, image_gid)]]
                     assert owners and mounted_volume(owners[0], spec, owners[0]["command"][2]) \
                         == vol, "%s: nothing hands the hostPath to uid %d" % (where, image_uid)
                     if c in spec["initContainers"]:  # it must run before the gateway starts
@@ -783,6 +839,16 @@ def test_kubernetes_daemonset_service_and_network_policy_fit_together():
     pol = by[("NetworkPolicy", "s3cached-clients")]
     ns = ds["metadata"]["namespace"]
     assert ("Namespace", ns) in by and svc["metadata"]["namespace"] == ns
+    # `kubectl apply -f daemonset.yaml` on an empty cluster: every namespace used is created
+    # in the file, ahead of the objects in it.
+    order = [(d["kind"], d["metadata"]["name"]) for d in docs]
+    for d in docs:
+        used = d["metadata"].get("namespace")
+        if used is not None:
+            assert ("Namespace", used) in by, "%s %s: namespace %s is not created" % (
+                d["kind"], d["metadata"]["name"], used)
+            assert order.index(("Namespace", used)) < order.index(
+                (d["kind"], d["metadata"]["name"])), (d["kind"], used)
     c = next(c for c in ds["spec"]["template"]["spec"]["containers"] if is_gateway(c))
     listen, _, _, _ = gateway_settings(c, image_env(runtime))
     host, port = listen_port(listen)
@@ -806,9 +872,14 @@ def test_kubernetes_daemonset_service_and_network_policy_fit_together():
     assert pol["spec"]["policyTypes"] == ["Ingress"]
     assert all(p["port"] == port for rule in pol["spec"]["ingress"] for p in rule["ports"])
     job = by[("Job", "train-resnet50")]
+    job_ns_labels = dict(by[("Namespace", job["metadata"]["namespace"])]["metadata"].get(
+        "labels", {}))
+    job_ns_labels["kubernetes.io/metadata.name"] = job["metadata"]["namespace"]
     admitted = [r for r in pol["spec"]["ingress"] for f in r["from"]
                 if f.get("podSelector", {}).get("matchLabels", {}).items() <=
-                pod_labels(job).items() and "podSelector" in f]
+                pod_labels(job).items() and "podSelector" in f and
+                f.get("namespaceSelector", {}).get("matchLabels", {}).items() <=
+                job_ns_labels.items()]
     assert admitted, "the example trainer would be refused by the NetworkPolicy"
     (t,) = job["spec"]["template"]["spec"]["containers"]
     ep = urllib.parse.urlsplit(container_env(t)["AWS_ENDPOINT_URL"])
@@ -1206,3 +1277,70 @@ def test_systemd_unit_verifies_is_hardened_and_its_env_file_starts_the_gateway(s
         assert json.loads(body)["capacity_bytes"] == int(size[:-1]) << {"G": 30, "T": 40}[size[-1]]
     finally:
         stop_cleanly(p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stopping: the drain ends before every supervisor's SIGKILL
+
+DRAIN_MARGIN = 2  # seconds after the drain: the prefetcher stops, the cache's last commits
+
+
+def drain_seconds(env, args, default):
+    """The gateway's --shutdown-timeout from its arguments, else its environment, else default."""
+    for i, a in enumerate(args):
+        if a == "--shutdown-timeout":
+            return int(args[i + 1])
+        if a.startswith("--shutdown-timeout="):
+            return int(a.split("=", 1)[1])
+    return int(env.get("S3CACHED_SHUTDOWN_TIMEOUT", default))
+
+
+def test_every_deployment_lets_the_drain_end_before_its_kill():
+    """A supervisor that SIGKILLs during the drain cuts every client at once and loses the
+    queued cache writes (exit 137): docker stop (10 s), compose's stop_grace_period,
+    Kubernetes' terminationGracePeriodSeconds, systemd's TimeoutStopSec must each outlast the
+    drain the deployment configures, or the gateway's default."""
+    text = run([OPT_BIN, "--help"]).stdout
+    default = int(re.search(r"--shutdown-timeout.*?\(default (\d+)", text, re.S).group(1))
+    _, runtime = dockerfile()
+    image = image_env(runtime)
+    checked = []
+
+    def check(where, drain, kill_after):
+        checked.append(where)
+        assert drain + DRAIN_MARGIN <= kill_after, \
+            "%s: drains up to %d s, killed after %d s" % (where, drain, kill_after)
+
+    # docker run / stop / restart: the image's ENV, Docker's 10 s.
+    check("docker/Dockerfile", drain_seconds(image, [], default), 10)
+    # The compose demo.
+    services = resolved_compose()["services"]
+    gw = services["s3cached"]
+    grace = gw.get("stop_grace_period", "10s")
+    check("docker/compose.yaml",
+          drain_seconds(dict(image, **{k: str(v) for k, v in gw["environment"].items()}),
+                        gw.get("command") or [], default),
+          int(re.fullmatch(r"(\d+)s", grace).group(1)))
+    # Kubernetes: every gateway container.
+    for path in k8s_files():
+        for doc in k8s_docs(path):
+            spec = pod_spec(doc)
+            if spec is None:
+                continue
+            for c in spec.get("initContainers", []) + spec["containers"]:
+                if is_gateway(c):
+                    env = dict(image, **container_env(c))
+                    check("%s %s" % (os.path.basename(path), doc["metadata"]["name"]),
+                          drain_seconds(env, c.get("args", []), default),
+                          spec.get("terminationGracePeriodSeconds", 30))
+    # systemd: the unit's TimeoutStopSec (default 90 s), its environment file.
+    with open(os.path.join(SYSTEMD, "s3cached.service")) as f:
+        unit = f.read()
+    m = re.search(r"^TimeoutStopSec=(\d+)s?$", unit, re.M)
+    with open(os.path.join(SYSTEMD, "s3cached.env")) as f:
+        env = dict(ln.split("=", 1) for ln in f.read().splitlines()
+                   if "=" in ln and not ln.lstrip().startswith("#"))
+    exec_args = shlex.split(re.search(r"^ExecStart=(.*)$", unit, re.M).group(1))[1:]
+    check("deploy/systemd", drain_seconds(env, exec_args, default),
+          int(m.group(1)) if m else 90)
+    assert len(checked) == 5, checked

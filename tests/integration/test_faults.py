@@ -7,6 +7,7 @@ object), nothing wrong is ever stored, and the next request after the fault
 is repaired fetches and caches the right bytes.
 """
 import concurrent.futures
+import os
 import socket
 import threading
 import time
@@ -99,8 +100,7 @@ def test_content_length_shorter_than_body_is_never_stored(faulty_upstream, gatew
     before = gw.stats()
 
     r = rawhttp.get(gw.endpoint, _path(gw, key))
-    if r.status == 200 and r.complete:
-        assert r.body == body[:half], "more or other bytes than the announced length"
+    _assert_failed_transfer(r, body[:half])  # the last byte waits for the fill's verdict
     _assert_not_stored(gw, before)
 
     fake.set_fault(key, faults.normal(etag=etag))
@@ -110,7 +110,15 @@ def test_content_length_shorter_than_body_is_never_stored(faulty_upstream, gatew
     _assert_clean_get(gw, key, body, "HIT")
 
 
-def test_etag_md5_mismatch_is_streamed_but_not_cached(faulty_upstream, gateway):
+def _gateway_log(gw):
+    with open(os.path.join(gw.workdir, "stderr.%d.log" % gw.runs), errors="replace") as f:
+        return f.read()
+
+
+def test_etag_md5_mismatch_fails_the_transfer_and_is_never_cached(faulty_upstream, gateway):
+    # Every byte but the last reaches the client at once; the last waits for the MD5,
+    # and on a mismatch the connection is cut, so the client's Content-Length check
+    # reports the failure. Nothing is stored: the next GET goes upstream again.
     fake = faulty_upstream
     key = "md5/obj"
     body = s3util.data(150 * KiB + 7, seed=key)
@@ -118,11 +126,16 @@ def test_etag_md5_mismatch_is_streamed_but_not_cached(faulty_upstream, gateway):
     gw = _start(gateway, fake)
     before = gw.stats()
 
-    _assert_clean_get(gw, key, body, "MISS")
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    _assert_failed_transfer(r, body)
+    assert int(r.headers["content-length"]) == len(body)
     st = _assert_not_stored(gw, before)
-    _assert_clean_get(gw, key, body, "MISS")
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    _assert_failed_transfer(r, body)
+    assert r.headers.get("x-cache") == "MISS", "bad bytes were cached"
     _assert_not_stored(gw, st)
     assert fake.count(key) == 2
+    assert "does not match its ETag" in _gateway_log(gw)
 
 
 def test_upstream_stall_past_timeout_fails_client_in_bounded_time(faulty_upstream, gateway):

@@ -7,9 +7,12 @@ words itself as an S3 error is S3 XML with a <Code>; refusals made inside
 libmicrohttpd before any request handler runs (431, 505, a malformed request
 line) only need to be a 4xx or a closed connection.
 """
+import base64
 import os
+import socket
 import threading
 import time
+import zlib
 
 import botocore.exceptions
 import pytest
@@ -283,6 +286,209 @@ def test_aws_chunked_put_with_broken_framing_is_400_and_not_stored(s3rver, hgw, 
     assert not _upstream_has(s3rver, key), "a body the client got 4xx for was stored upstream"
 
 
+def _send_with_pause(port, request, split, pause):
+    """Sends request[:split], waits pause seconds, sends the rest; returns the one reply."""
+    with rawhttp.RawConnection(port, timeout=15) as conn:
+        conn.send(request[:split])
+        time.sleep(pause)
+        conn.send(request[split:])
+        return conn.reply(timeout=15)
+
+
+def _upstream_size(up, key):
+    """The stored object's length upstream, or None if there is none."""
+    try:
+        head = s3util.upstream_client(up).head_object(Bucket=up.bucket, Key=key)
+    except botocore.exceptions.ClientError as err:
+        assert err.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+        return None
+    return head["ContentLength"]
+
+
+def test_broken_aws_chunked_body_that_fits_the_pipe_never_reaches_the_upstream(s3rver, hgw):
+    # s3rver (unlike S3 and radosgw) keeps what an aborted PUT had sent as the object, so
+    # an upstream PUT the gateway starts and then aborts leaves one behind. A body that fits
+    # the gateway's pipe (256 KiB decoded) is therefore held until it is known whole and
+    # well-formed: a broken one never reaches the upstream at all. The client pauses
+    # mid-body, so that an upstream PUT started with the headers would be under way.
+    key = s3util.unique_key("badchunk-paused")
+    payload = s3util.data(128 * KiB, seed=key)
+    raw = _broken_chunked_bodies(payload)["cut-mid-chunk"]
+    request = _chunked_put(key, payload, raw)
+    r = _send_with_pause(hgw.port, request, len(request) - len(raw) + 1000, pause=1.0)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "IncompleteBody"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    assert _upstream_size(s3rver, key) is None, "a body the client got 400 for reached s3rver"
+
+
+@pytest.mark.parametrize("ending", [b"garbage\r\n\r\n", b"0",
+                                    b"0\r\nx-amz-checksum-crc32:AAAAAA==\r\n"],
+                         ids=["garbage", "cut-final-chunk", "cut-trailers"])
+def test_aws_chunked_upstream_never_gets_a_whole_body_before_the_final_chunk(upstream, gateway,
+                                                                            ending):
+    # All the data chunks of a body larger than the pipe arrive, then the client pauses:
+    # the gateway has streamed the decoded bytes upstream meanwhile, but must hold back the
+    # last one until the final chunk and trailers are verified. Then the body ends badly
+    # (garbage where the final chunk belongs, or cut in the final chunk or its trailers,
+    # Content-Length saying so): the client gets 400 and the upstream PUT is aborted one
+    # byte short, so no object is stored. s3rver keeps an aborted PUT's bytes as the object
+    # (S3 and radosgw do not): there, the bar is that it never got the whole body.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("badchunk-end")
+    payload = s3util.data(1024 * KiB, seed=key)
+    chunks = b"".join(_chunk(payload[i:i + 64 * KiB]) for i in range(0, len(payload), 64 * KiB))
+    request = _chunked_put(key, payload, chunks + ending)
+    r = _send_with_pause(gw.port, request, len(request) - len(ending), pause=1.0)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "IncompleteBody"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    size, whole = _upstream_size(upstream, key), len(payload)
+    if upstream.name == "s3rver":
+        assert size != whole, "the upstream got the whole of a body the client got 400 for"
+    else:
+        assert size is None, "a body the client got 400 for was stored upstream"
+    _assert_healthy(gw)
+
+
+def _sdk_streamed_put(key, payload, aws_body):
+    """A PUT as the JavaScript SDK v3 streams one: aws-chunked with a CRC32 trailer, sent
+    with Transfer-Encoding: chunked (one HTTP chunk per piece of aws_body)."""
+    head = _request(
+        b"PUT", b"/test/" + s3util.quote_key(key).encode(),
+        b"x-amz-content-sha256: STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+        b"Content-Encoding: aws-chunked",
+        b"x-amz-decoded-content-length: %d" % len(payload),
+        b"x-amz-trailer: x-amz-checksum-crc32",
+        b"x-amz-date: 20250101T000000Z",
+        b"Transfer-Encoding: chunked",
+        b"Connection: close")
+    return head, [b"%x\r\n%s\r\n" % (len(p), p) for p in aws_body] + [b"0\r\n\r\n"]
+
+
+@pytest.mark.parametrize("framing", ["content-length", "transfer-encoding"])
+def test_aws_chunked_put_with_a_pause_before_the_final_chunk_is_stored(upstream, gateway,
+                                                                       framing):
+    # A well-formed aws-chunked body longer than the pipe (so it streams), whose final
+    # chunk and trailer come a moment after the data, as the JavaScript SDK sends them
+    # (it computes the CRC32 trailer once the data is out). Meanwhile the upstream has all
+    # but the last payload byte; the late final chunk must still be read as the end of a
+    # good body, and the object stored whole, not answered 400 IncompleteBody.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("chunk-late-end")
+    payload = s3util.data(300 * KiB, seed=key)
+    crc = base64.b64encode(zlib.crc32(payload).to_bytes(4, "big"))
+    data = b"%x\r\n%s\r\n" % (len(payload), payload)
+    end = b"0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % crc
+    if framing == "content-length":
+        request = _chunked_put(key, payload, data + end)
+        split = len(request) - len(end)
+    else:
+        head, pieces = _sdk_streamed_put(key, payload, [data, end])
+        request, split = head + b"".join(pieces), len(head) + len(pieces[0])
+    r = _send_with_pause(gw.port, request, split, pause=1.0)
+    assert r.status == 200, (r.status, r.error, r.body[:300])
+    got = s3util.upstream_client(upstream).get_object(Bucket=upstream.bucket, Key=key)
+    assert got["Body"].read() == payload
+    _assert_healthy(gw)
+
+
+@pytest.mark.parametrize("size_kib", [128, 1024], ids=["fits-the-pipe", "streams"])
+def test_aws_chunked_put_with_a_wrong_trailer_checksum_is_400_and_not_stored(upstream, gateway,
+                                                                            size_kib):
+    # The SDK's CRC32 trailer is the body's only checksum, and the upstream never sees it
+    # (it gets a plain body): the gateway checks it, before the upstream may have the last
+    # byte. A body that does not match is refused as S3 refuses it (400 BadDigest), and
+    # not stored: s3rver keeps an aborted PUT's bytes (S3 and radosgw do not), so there
+    # the bar is that it never got the whole body.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("chunk-bad-crc")
+    payload = s3util.data(size_kib * KiB, seed=key)
+    crc = base64.b64encode((zlib.crc32(payload) ^ 1).to_bytes(4, "big"))
+    pieces = [b"%x\r\n%s\r\n" % (64 * KiB, payload[i:i + 64 * KiB])
+              for i in range(0, len(payload), 64 * KiB)]
+    pieces.append(b"0\r\nx-amz-checksum-crc32:%s\r\n\r\n" % crc)
+    head, http_chunks = _sdk_streamed_put(key, payload, pieces)
+    r = rawhttp.exchange(gw.port, head + b"".join(http_chunks), timeout=15)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "BadDigest"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    size, whole = _upstream_size(upstream, key), len(payload)
+    if upstream.name == "s3rver" and size_kib * KiB > 256 * KiB:
+        assert size != whole, "the upstream got the whole of a body the client got 400 for"
+    else:
+        assert size is None, "a body the client got 400 for was stored upstream"
+    _assert_healthy(gw)
+
+
+def test_aws_chunked_put_cut_by_a_half_close_is_not_stored(upstream, gateway):
+    # Transfer-Encoding: chunked as the SDK sends it; all the data chunks go out, then the
+    # client shuts its sending side down with neither the final aws chunk nor the final
+    # HTTP chunk. libmicrohttpd takes a chunked body that ends in a half-close as complete,
+    # so it is the gateway that must tell the body was cut: the upstream, which has all but
+    # the last payload byte by then, must not complete the PUT.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("chunk-half-close")
+    payload = s3util.data(1024 * KiB, seed=key)
+    pieces = [b"%x\r\n%s\r\n" % (64 * KiB, payload[i:i + 64 * KiB])
+              for i in range(0, len(payload), 64 * KiB)]
+    head, http_chunks = _sdk_streamed_put(key, payload, pieces)
+    with rawhttp.RawConnection(gw.port, timeout=15) as conn:
+        conn.send(head + b"".join(http_chunks[:-1]))  # all but the final HTTP chunk
+        time.sleep(1.0)  # the upstream has what the gateway may give it
+        conn.sock.shutdown(socket.SHUT_WR)
+        r = conn.reply(timeout=15)
+    _assert_refused(r, 15)
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    size, whole = _upstream_size(upstream, key), len(payload)
+    if upstream.name == "s3rver":
+        assert size != whole, "the upstream got the whole of a body that was cut"
+    else:
+        assert size is None, "a body that was cut was stored upstream"
+    _assert_healthy(gw)
+
+
+def test_broken_aws_chunked_empty_body_is_not_stored(upstream, gateway):
+    # An aws-chunked PUT of no payload bytes (x-amz-decoded-content-length: 0) whose
+    # framing is broken after the final chunk: there is no payload byte to hold back, so
+    # the upstream must not get the (empty) PUT before the framing is known good. The
+    # client pauses before the bad bytes, so that a PUT sent with the headers would be done.
+    gw = gateway(upstream)
+    gw.require_real()
+    key = s3util.unique_key("badchunk-empty")
+    raw = _chunk(b"") + b"garbage\r\n\r\n"
+    request = _chunked_put(key, b"", raw)
+    r = _send_with_pause(gw.port, request, len(request) - len(raw) + 20, pause=1.0)
+    assert r.status == 400, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "IncompleteBody"
+    time.sleep(0.3)  # an upstream PUT the gateway failed to stop would be done by now
+    assert _upstream_size(upstream, key) is None, "a body the client got 400 for was stored"
+    _assert_healthy(gw)
+
+
+def test_aws_chunked_put_the_upstream_refuses_early_gets_the_upstreams_answer(radosgw, gateway):
+    # The upstream may answer before it has read the body: here radosgw (s3rver checks no
+    # signature) gets a gateway signing with a wrong secret, and answers 403
+    # SignatureDoesNotMatch right after the headers. The client's well-formed aws-chunked
+    # body (longer than the pipe, so it streams) is then drained, and the client gets the
+    # upstream's answer: not a 400 that blames its body.
+    upstream = radosgw
+    gw = gateway(upstream, secret_key=upstream.secret_key + "-wrong")
+    gw.require_real()
+    key = s3util.unique_key("chunk-refused")
+    payload = s3util.data(1024 * KiB, seed=key)
+    chunks = b"".join(_chunk(payload[i:i + 64 * KiB]) for i in range(0, len(payload), 64 * KiB))
+    r = rawhttp.exchange(gw.port, _chunked_put(key, payload, chunks + _chunk(b"")), timeout=15)
+    assert r.status == 403, (r.status, r.error, r.body[:300])
+    assert rawhttp.s3_error_code(r.body) == "SignatureDoesNotMatch"
+    assert _upstream_size(upstream, key) is None
+    _assert_healthy(gw)
+
+
 def test_slowloris_headers_do_not_delay_other_clients(s3rver, hgw):
     key, body = _seed(s3rver)
     target = b"/test/" + s3util.quote_key(key).encode()
@@ -322,3 +528,246 @@ def test_slowloris_headers_do_not_delay_other_clients(s3rver, hgw):
         stop.set()
         for c in slow:
             c.close()
+
+
+# ---- slow clients: --header-timeout and --min-body-rate ------------------------------------
+# Small bounds keep these short: a head must be in 2 s after its first byte, and a body must
+# bring 1 KiB a second over each 2 s window. The idle timeout stays long (30 s), so only the new
+# bounds can cut a client that sends something every half second.
+
+SLOW_ARGS = ["--header-timeout", "2", "--min-body-rate", "1K", "--connection-timeout", "30"]
+
+
+def _dribble_until_closed(conn, data, every, give_up):
+    """Sends data a slice at a time (each slice after `every` seconds) until the server closes the
+    connection or give_up seconds pass; returns the seconds it took the server to close, or
+    None if it never did. data is (slice, ...)."""
+    started = time.monotonic()
+    for piece in data:
+        if not conn.send(piece):
+            return time.monotonic() - started
+        conn.sock.settimeout(every)
+        try:
+            got = conn.sock.recv(65536)
+        except socket.timeout:
+            got = None
+        except OSError:
+            return time.monotonic() - started
+        if got == b"":
+            return time.monotonic() - started
+        assert not got, "the server answered a request it never got whole: %r" % got[:200]
+        if time.monotonic() - started > give_up:
+            return None
+    return None
+
+
+def _byte_by_byte(head):
+    return [head[i:i + 1] for i in range(len(head))]
+
+
+def _slow_clients_closed(gw, phase):
+    r = rawhttp.get(gw.endpoint, "/metrics")
+    assert r.status == 200, (r.status, r.error)
+    want = 's3cached_slow_clients_closed_total{phase="%s"} ' % phase
+    lines = [l for l in r.body.decode().splitlines() if l.startswith(want)]
+    assert len(lines) == 1, r.body[-1000:]
+    return int(lines[0].split()[-1])
+
+
+def test_head_dribbled_past_header_timeout_is_cut_while_others_are_served(s3rver, gateway):
+    gw = gateway(s3rver, extra_args=SLOW_ARGS)
+    gw.require_real()
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode()
+    head = _request(b"GET", target, b"X-Pad: " + b"a" * 100)
+    results = {}
+
+    def dribbler(i):
+        with rawhttp.RawConnection(gw.port, timeout=30) as c:
+            results[i] = _dribble_until_closed(c, _byte_by_byte(head), 0.5, 12)
+
+    threads = [threading.Thread(target=dribbler, args=(i,), daemon=True) for i in range(3)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    r = rawhttp.exchange(gw.port, _request(b"GET", target, b"Connection: close"))
+    assert r.status == 200 and r.body == body, (r.status, r.error)
+    for t in threads:
+        t.join(timeout=20)
+    for i in range(3):
+        took = results.get(i)
+        assert took is not None, "a head dribbled one byte each 0.5 s was never cut"
+        assert 1.5 <= took <= 6, "cut after %.1f s, not about 2 s after its first byte" % took
+    assert _slow_clients_closed(gw, "head") == 3
+    assert _slow_clients_closed(gw, "body") == 0
+    _assert_healthy(gw)
+
+
+def test_keep_alive_idle_is_not_cut_but_a_dribbled_second_head_is(s3rver, gateway):
+    gw = gateway(s3rver, extra_args=SLOW_ARGS)
+    gw.require_real()
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode()
+    with rawhttp.RawConnection(gw.port, timeout=30) as c:
+        assert c.send(_request(b"GET", target))
+        r = c.reply()
+        assert r.status == 200 and r.body == body, (r.status, r.error)
+        # Idle between requests for longer than --header-timeout: only the idle timeout
+        # (--connection-timeout, 30 s here) may end that.
+        time.sleep(3.5)
+        assert c.send(_request(b"GET", target))
+        r = c.reply()
+        assert r.status == 200 and r.body == body, (r.status, r.error)
+        # The next head, dribbled, is timed from its first byte.
+        took = _dribble_until_closed(c, _byte_by_byte(_request(b"GET", target)), 0.5, 12)
+    assert took is not None, "a dribbled second head on a kept-alive connection was never cut"
+    assert 1.5 <= took <= 6, "cut after %.1f s, not about 2 s after its first byte" % took
+
+
+def test_max_connections_of_dribblers_do_not_lock_out_a_normal_client(s3rver, gateway):
+    gw = gateway(s3rver, extra_args=SLOW_ARGS + ["--max-connections", "4", "--threads", "1"])
+    gw.require_real()
+    key, body = _seed(s3rver)
+    target = b"/test/" + s3util.quote_key(key).encode()
+    head = _request(b"GET", target, b"X-Pad: " + b"a" * 100)
+    stop = threading.Event()
+    slow = []
+
+    def trickle():
+        # every connection the gateway allows, each sending one byte every 0.5 s for 30 s
+        for i in range(60):
+            for c in slow:
+                c.send(head[i:i + 1])
+            if stop.wait(0.5):
+                return
+
+    # the stats request of _assert_healthy must find a free slot too, so open them after it
+    slow.extend(rawhttp.RawConnection(gw.port, timeout=30) for _ in range(4))
+    sender = threading.Thread(target=trickle, daemon=True)
+    sender.start()
+    try:
+        time.sleep(0.5)
+        # The dribblers hold every slot: before the bound the request waits (or is refused);
+        # once they are cut it is served. Without a head bound they would hold them for 30 s.
+        deadline = time.monotonic() + 12
+        r = None
+        while time.monotonic() < deadline:
+            r = rawhttp.exchange(gw.port, _request(b"GET", target, b"Connection: close"),
+                                 timeout=max(0.5, deadline - time.monotonic()))
+            if r.status is not None:
+                break
+            time.sleep(0.2)
+        assert r.status == 200 and r.body == body, (r.status, r.error)
+    finally:
+        stop.set()
+        sender.join(timeout=5)
+        for c in slow:
+            c.close()
+    _assert_healthy(gw)
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked"])
+def test_body_dribbled_below_min_body_rate_is_cut_and_not_stored(radosgw, gateway, framing):
+    # On radosgw: s3rver stores the part of a body it got before the connection dropped, so
+    # only a strict upstream shows whether the gateway let a cut body through.
+    gw = gateway(radosgw, extra_args=SLOW_ARGS)
+    gw.require_real()
+    key = s3util.unique_key("slowbody")
+    size = 20000
+    target = b"/%s/%s" % (radosgw.bucket.encode(), key.encode())
+    if framing == "chunked":  # an admin API body: the gateway reads it whole, chunk by chunk
+        head = _request(b"POST", b"/_s3cached/manifests", b"Transfer-Encoding: chunked")
+        pieces = [b"64\r\n" + b"x" * 100 + b"\r\n"] * (size // 100)
+    else:
+        head = _request(b"PUT", target, b"Content-Length: %d" % size)
+        pieces = [b"x" * 100] * (size // 100)
+    with rawhttp.RawConnection(gw.port, timeout=30) as c:
+        assert c.send(head)
+        # 100 bytes each 0.5 s: 200 bytes a second, a fifth of the minimum
+        took = _dribble_until_closed(c, pieces, 0.5, 12)
+    assert took is not None, "a body at 200 bytes/s was never cut"
+    assert took <= 8, "a body at 200 bytes/s was cut only after %.1f s" % took
+    assert _slow_clients_closed(gw, "body") == 1
+    time.sleep(0.3)
+    assert not _upstream_has(radosgw, key), "a body that was cut off was stored upstream"
+    _assert_healthy(gw)
+
+
+def test_slow_upload_above_min_body_rate_completes(s3rver, gateway):
+    gw = gateway(s3rver, extra_args=SLOW_ARGS)
+    gw.require_real()
+    key = s3util.unique_key("slowok")
+    payload = s3util.data(24 * KiB, seed=key)
+    head = _request(b"PUT", b"/test/" + key.encode(), b"Content-Length: %d" % len(payload))
+    with rawhttp.RawConnection(gw.port, timeout=30) as c:
+        assert c.send(head)
+        # 4 KiB a second (four times the minimum) for 6 s: three windows
+        for i in range(0, len(payload), 512):
+            assert c.send(payload[i:i + 512]), "a body at 4 KiB/s was cut"
+            time.sleep(0.125)
+        r = c.reply(timeout=20)
+    assert r.status == 200, (r.status, r.error, r.body[:300])
+    got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)
+    assert got["Body"].read() == payload
+    assert _slow_clients_closed(gw, "body") == 0
+
+
+def test_put_to_a_stalled_upstream_is_not_cut_by_min_body_rate(s3rver, gateway):
+    # The upstream reads nothing for 5 s (two and a half windows) while the client sends 16 MiB
+    # as fast as it can: the gateway fills its upload pipe, suspends the connection, and the
+    # client's bytes wait unread. The client is not the slow one, so it is not cut.
+    gw = gateway(s3rver, extra_args=SLOW_ARGS, stall_up=5)
+    gw.require_real()
+    key = s3util.unique_key("slowup")
+    payload = s3util.data(16 * 1024 * KiB, seed=key)
+    head = _request(b"PUT", b"/test/" + key.encode(), b"Content-Length: %d" % len(payload))
+    with rawhttp.RawConnection(gw.port, timeout=60) as c:
+        assert c.send(head + payload), "the upload was cut"
+        r = c.reply(timeout=60)
+    assert r.status == 200, (r.status, r.error, r.body[:300])
+    got = s3util.upstream_client(s3rver).get_object(Bucket=s3rver.bucket, Key=key)
+    assert got["Body"].read() == payload
+    assert _slow_clients_closed(gw, "body") == 0
+
+
+def test_response_read_below_min_body_rate_is_cut(s3rver, gateway):
+    # A reader that takes a response one trickle at a time keeps --connection-timeout from ever
+    # firing (each byte it makes room for is sent at once), and a hit holds an LMDB read
+    # transaction, and one of --max-connections, the whole time.
+    gw = gateway(s3rver, extra_args=["--header-timeout", "2", "--min-body-rate", "64K",
+                                     "--connection-timeout", "6"])
+    gw.require_real()
+    key, body = _seed(s3rver, size=16 * 1024 * KiB)  # more than the socket buffers hold
+    target = b"/test/" + s3util.quote_key(key).encode()
+    r = rawhttp.exchange(gw.port, _request(b"GET", target), timeout=30)
+    assert r.status == 200 and r.body == body, (r.status, r.error)  # now a hit
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, 536)  # small segments: frequent room
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    s.settimeout(10)
+    s.connect(("127.0.0.1", gw.port))
+    got, closed_after = 0, None
+    try:
+        s.sendall(_request(b"GET", target))
+        started = time.monotonic()
+        while time.monotonic() - started < 30:
+            try:
+                data = s.recv(4096)  # 4 KiB each 0.25 s: 16 KiB/s, a quarter of the minimum
+            except OSError:
+                data = b""
+            if not data:
+                closed_after = time.monotonic() - started
+                break
+            got += len(data)
+            time.sleep(0.25)
+    finally:
+        s.close()
+    assert closed_after is not None, "a reader taking 16 KiB/s held its connection for 30 s"
+    # reset, not left to trickle out what the kernel still held for it
+    assert closed_after < 15, "the reader got bytes for %.1f s" % closed_after
+    assert got < len(body)
+    # closed by the rate bound (a 6 s window), not by the idle timeout, which it kept from firing
+    closed = _slow_clients_closed(gw, "response")
+    assert closed == 1, "closed after %.1f s, %d bytes read, by the guard %d times" % (
+        closed_after, got, closed)
+    _assert_healthy(gw)

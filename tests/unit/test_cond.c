@@ -252,6 +252,24 @@ static void status_codes_match_outcomes(void **state)
     assert_int_equal(cond_http_status(COND_PRECONDITION_FAILED), 412);
 }
 
+/* An object without an ETag (an upstream 200 that sent none): only "*" matches it. */
+static void object_without_etag_matches_only_star(void **state)
+{
+    (void)state;
+    struct cond_headers im = {"\"abc123\"", NULL, NULL, NULL};
+    assert_int_equal(cond_evaluate(&im, NULL, LM, true), COND_PRECONDITION_FAILED);
+    struct cond_headers im_star = {"*", NULL, NULL, NULL};
+    assert_int_equal(cond_evaluate(&im_star, NULL, LM, true), COND_PROCEED);
+    struct cond_headers inm = {NULL, "\"abc123\", W/\"\"", NULL, NULL};
+    assert_int_equal(cond_evaluate(&inm, NULL, LM, true), COND_PROCEED);
+    struct cond_headers inm_star = {NULL, "*", NULL, NULL};
+    assert_int_equal(cond_evaluate(&inm_star, NULL, LM, true), COND_NOT_MODIFIED);
+    struct cond_headers empty_tag = {"\"\"", NULL, NULL, NULL};
+    assert_int_equal(cond_evaluate(&empty_tag, NULL, LM, true), COND_PRECONDITION_FAILED);
+    struct cond_headers none = {NULL, NULL, NULL, NULL};
+    assert_int_equal(cond_evaluate(&none, NULL, LM, true), COND_PROCEED);
+}
+
 static void conditional_failures_override_range(void **state)
 {
     (void)state;
@@ -295,6 +313,7 @@ int main(void)
         cmocka_unit_test(precondition_failure_wins_over_not_modified),
         cmocka_unit_test(all_four_true_proceeds),
         cmocka_unit_test(status_codes_match_outcomes),
+        cmocka_unit_test(object_without_etag_matches_only_star),
         cmocka_unit_test(conditional_failures_override_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

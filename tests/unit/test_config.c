@@ -28,7 +28,9 @@ static int clear_env(void **state)
                           "S3CACHED_ALLOW_ANONYMOUS",
                           "S3CACHED_ALLOW_ANONYMOUS_ON_NETWORK",
                           "S3CACHED_AUTH_CACHE_TTL",
-                          "S3CACHED_AUTH_CACHE_SIZE"};
+                          "S3CACHED_AUTH_CACHE_SIZE",
+                          "S3CACHED_HEADER_TIMEOUT",
+                          "S3CACHED_MIN_BODY_RATE"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;
@@ -206,6 +208,33 @@ static void ipv6_listen_address_is_unbracketed(void **state)
     gw_config_free(&cfg);
 }
 
+static void slow_client_bounds_have_defaults_and_can_be_set_or_turned_off(void **state)
+{
+    struct gw_config cfg;
+    char *none[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, none), SC_OK);
+    assert_int_equal(cfg.header_timeout, 20);
+    assert_int_equal(cfg.min_body_rate, 1024);
+    gw_config_free(&cfg);
+    setenv("S3CACHED_HEADER_TIMEOUT", "5", 1);
+    char *set[] = {"s3cached", "--min-body-rate", "4K"};
+    assert_int_equal(parse(&cfg, 3, set), SC_OK);
+    assert_int_equal(cfg.header_timeout, 5);
+    assert_int_equal(cfg.min_body_rate, 4096);
+    gw_config_free(&cfg);
+    char *off[] = {"s3cached", "--header-timeout", "0", "--min-body-rate", "0"};
+    assert_int_equal(parse(&cfg, 5, off), SC_OK);
+    assert_int_equal(cfg.header_timeout, 0);
+    assert_int_equal(cfg.min_body_rate, 0);
+    gw_config_free(&cfg);
+    char *too_long[] = {"s3cached", "--header-timeout", "3601"};
+    assert_int_equal(parse(&cfg, 3, too_long), SC_EINVAL);
+    gw_config_free(&cfg);
+    char *garbage[] = {"s3cached", "--min-body-rate", "fast"};
+    assert_int_equal(parse(&cfg, 3, garbage), SC_EINVAL);
+    gw_config_free(&cfg);
+}
+
 static void max_object_size_never_exceeds_cache_size(void **state)
 {
     struct gw_config cfg;
@@ -291,6 +320,8 @@ int main(void)
         cmocka_unit_test_setup(region_comes_from_aws_region, clear_env),
         cmocka_unit_test_setup(bad_options_are_refused, clear_env),
         cmocka_unit_test_setup(ipv6_listen_address_is_unbracketed, clear_env),
+        cmocka_unit_test_setup(slow_client_bounds_have_defaults_and_can_be_set_or_turned_off,
+                               clear_env),
         cmocka_unit_test_setup(max_object_size_never_exceeds_cache_size, clear_env),
         cmocka_unit_test_setup(checksum_flag_turns_verification_off, clear_env),
         cmocka_unit_test_setup(admin_token_is_read_from_first_line_of_file, clear_env),

@@ -194,9 +194,103 @@ static void unparked_reader_is_not_woken(void **state)
     relay_unref(r);
 }
 
+/* A body found wrong at its end must reach readers as a failed transfer, never complete. */
+static void held_tail_is_withheld_until_the_verdict_and_lost_on_a_mismatch(void **state)
+{
+    relay *r = relay_new(0);
+    relay_hold_tail(r);
+    struct up_head h = head_of(200, 10);
+    relay_set_head(r, &h, true);
+    relay_push(r, "helloworld", 10);
+    struct relay_cursor cur;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 0);
+    char buf[16];
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 9);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), RELAY_AGAIN);
+    relay_finish(r, SC_EMISMATCH);
+    assert_int_equal(c.woken, 1);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), RELAY_ERROR);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
+static void held_tail_is_released_when_the_body_is_good(void **state)
+{
+    relay *r = relay_new(0);
+    relay_hold_tail(r);
+    struct up_head h = head_of(200, 10);
+    relay_set_head(r, &h, true);
+    relay_push(r, "helloworld", 10);
+    struct relay_cursor cur;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 9);
+    char buf[16];
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), RELAY_AGAIN);
+    relay_finish(r, SC_OK);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 1);
+    assert_int_equal(buf[0], 'd');
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 0);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
+static void held_tail_without_a_length_is_the_last_byte_so_far(void **state)
+{
+    relay *r = relay_new(64); /* no length: windowed, as a fill of such a body is */
+    relay_hold_tail(r);
+    struct up_head h = head_of(200, -1);
+    relay_set_head(r, &h, false);
+    relay_push(r, "hello", 5);
+    struct relay_cursor cur;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 0);
+    char buf[16];
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 4);
+    relay_push(r, "world", 5);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 5);
+    assert_memory_equal(buf, "oworl", 5);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), RELAY_AGAIN);
+    relay_finish(r, SC_EMISMATCH);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), RELAY_ERROR);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
+/* A range that must come from a verified body waits for the verdict before its last byte. */
+static void cursor_hold_withholds_a_range_end_until_the_verdict(void **state)
+{
+    relay *r = relay_new(0);
+    struct up_head h = head_of(200, 10);
+    relay_set_head(r, &h, true);
+    relay_push(r, "helloworld", 10);
+    struct relay_cursor cur, other;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 2);
+    relay_hold_from(r, &cur, 5);
+    relay_attach(r, &other, 2);
+    char buf[16];
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 3);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), RELAY_AGAIN);
+    assert_int_equal(relay_read(r, &other, buf, sizeof(buf), &w), 8); /* no hold of its own */
+    relay_finish(r, SC_EMISMATCH);
+    assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), RELAY_ERROR);
+    relay_detach(r, &other);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(held_tail_is_withheld_until_the_verdict_and_lost_on_a_mismatch),
+        cmocka_unit_test(held_tail_is_released_when_the_body_is_good),
+        cmocka_unit_test(held_tail_without_a_length_is_the_last_byte_so_far),
+        cmocka_unit_test(cursor_hold_withholds_a_range_end_until_the_verdict),
         cmocka_unit_test(reader_parks_until_head_arrives_then_is_woken),
         cmocka_unit_test(keep_all_relay_serves_late_reader_from_offset_zero),
         cmocka_unit_test(short_body_is_an_error_not_an_end),

@@ -582,6 +582,23 @@ static void presigned_parameters_are_stripped_for_the_upstream(void **state)
     assert_false(s3_auth_is_query_param("x-id"));
 }
 
+static void sigv2_presigned_parameters_are_stripped_for_the_upstream(void **state)
+{
+    char *out = NULL;
+    assert_int_equal(s3_auth_strip_query("AWSAccessKeyId=AKID&Expires=1790000000&"
+                                         "Signature=rFFo%2FuV2Efd%2FLys%3D&versionId=2&"
+                                         "x-amz-security-token=t",
+                                         &out),
+                     SC_OK);
+    assert_string_equal(out, "versionId=2");
+    free(out);
+    assert_int_equal(s3_auth_strip_query("Signature=x&Expires=1", &out), SC_OK);
+    assert_null(out);
+    assert_true(s3_auth_is_query_param("AWSAccessKeyId"));
+    assert_true(s3_auth_is_query_param("signature"));
+    assert_false(s3_auth_is_query_param("SignatureVersion"));
+}
+
 /* ---- the key file ------------------------------------------------------------------ */
 
 static void key_file_lists_keys_and_their_buckets(void **state)
@@ -681,6 +698,7 @@ int main(void)
         cmocka_unit_test(malformed_presigned_parameters_are_refused),
         cmocka_unit_test(unsigned_request_is_anonymous),
         cmocka_unit_test(presigned_parameters_are_stripped_for_the_upstream),
+        cmocka_unit_test(sigv2_presigned_parameters_are_stripped_for_the_upstream),
         cmocka_unit_test(key_file_lists_keys_and_their_buckets),
         cmocka_unit_test(key_file_mistakes_are_refused_without_echoing_secrets),
         cmocka_unit_test(key_file_writable_by_others_is_refused),

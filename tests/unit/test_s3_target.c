@@ -490,15 +490,50 @@ static void methods_are_classified(void **state)
         const char *name;
         enum s3_method m;
     } want[] = {
-        {"GET", S3_METHOD_GET},   {"HEAD", S3_METHOD_HEAD},     {"PUT", S3_METHOD_PUT},
-        {"POST", S3_METHOD_POST}, {"DELETE", S3_METHOD_DELETE}, {"PATCH", S3_METHOD_OTHER},
-        {"Get", S3_METHOD_OTHER}, {"", S3_METHOD_OTHER},        {"GETX", S3_METHOD_OTHER},
+        {"GET", S3_METHOD_GET},         {"HEAD", S3_METHOD_HEAD},     {"PUT", S3_METHOD_PUT},
+        {"POST", S3_METHOD_POST},       {"DELETE", S3_METHOD_DELETE}, {"PATCH", S3_METHOD_OTHER},
+        {"Get", S3_METHOD_OTHER},       {"", S3_METHOD_OTHER},        {"GETX", S3_METHOD_OTHER},
+        {"OPTIONS", S3_METHOD_OPTIONS}, {"TRACE", S3_METHOD_OTHER},   {"1GET", S3_METHOD_OTHER},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         struct s3_target t;
         parse_ok(want[i].name, "/bucket/k", NULL, &t);
         assert_int_equal(t.method, want[i].m);
         s3_target_free(&t);
+    }
+}
+
+static void headers_that_change_s3s_answer_need_the_upstream(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        const char *value;
+        bool needs_upstream;
+    } cases[] = {
+        {"x-amz-server-side-encryption-customer-algorithm", "AES256", true},
+        {"X-Amz-Server-Side-Encryption-Customer-Key", "a2V5", true},
+        {"x-amz-server-side-encryption-customer-key-MD5", "bWQ1", true},
+        {"x-amz-request-payer", "requester", true},
+        {"x-amz-expected-bucket-owner", "111122223333", true},
+        {"x-amz-some-future-header", "1", true},
+        {"x-amz-checksum-mode", "enabled", true}, /* not S3's value: the upstream judges */
+        {"x-amz-checksum-mode", NULL, true},
+        {"x-amz-checksum-mode", "ENABLED", false}, /* honoured by the gateway */
+        {"X-Amz-Date", "20260101T000000Z", false},
+        {"x-amz-content-sha256", "UNSIGNED-PAYLOAD", false},
+        {"x-amz-security-token", "t", false},
+        {"x-amz-user-agent", "aws-sdk-js", false},
+        {"x-amzn-trace-id", "Root=1", false},
+        {"Range", "bytes=0-1", false},
+        {"If-None-Match", "\"e\"", false},
+        {"Authorization", "AWS4-HMAC-SHA256 ...", false},
+        {"amz-sdk-invocation-id", "x", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        if (s3_target_header_needs_upstream(cases[i].name, cases[i].value) !=
+            cases[i].needs_upstream)
+            fail_msg("%s: %s", cases[i].name, cases[i].value ? cases[i].value : "(null)");
     }
 }
 
@@ -597,6 +632,7 @@ int main(void)
         cmocka_unit_test(too_many_query_params_are_refused),
         cmocka_unit_test(many_empty_query_segments_are_cheap),
         cmocka_unit_test(methods_are_classified),
+        cmocka_unit_test(headers_that_change_s3s_answer_need_the_upstream),
         cmocka_unit_test(put_and_copy_invalidate_the_key),
         cmocka_unit_test(delete_invalidates_the_key),
         cmocka_unit_test(complete_multipart_invalidates_the_key),

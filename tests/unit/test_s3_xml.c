@@ -181,7 +181,7 @@ static void table_gives_status_and_code(void **state)
         {S3_XML_INVALID_BUCKET_NAME, 400, "InvalidBucketName"},
         {S3_XML_KEY_TOO_LONG, 400, "KeyTooLongError"},
         {S3_XML_HEADERS_TOO_LARGE, 400, "RequestHeaderSectionTooLarge"},
-        {S3_XML_BAD_GATEWAY, 502, "ServiceUnavailable"},
+        {S3_XML_BAD_GATEWAY, 502, "BadGateway"},
         {S3_XML_SERVICE_UNAVAILABLE, 503, "ServiceUnavailable"},
         {S3_XML_INTERNAL_ERROR, 500, "InternalError"},
         {S3_XML_SLOW_DOWN, 503, "SlowDown"},
@@ -193,6 +193,7 @@ static void table_gives_status_and_code(void **state)
         {S3_XML_REQUEST_TIMEOUT, 400, "RequestTimeout"},
         {S3_XML_ACCESS_DENIED, 403, "AccessDenied"},
         {S3_XML_SIGNATURE_DOES_NOT_MATCH, 403, "SignatureDoesNotMatch"},
+        {S3_XML_BAD_DIGEST, 400, "BadDigest"},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), S3_XML_ERROR_MAX);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {

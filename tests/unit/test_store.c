@@ -327,6 +327,22 @@ static void remove_makes_object_not_found(void **state)
     assert_int_equal(store_remove(f->st, "bkt", "never"), SC_OK);
 }
 
+static void queued_removals_are_done_after_flush(void **state)
+{
+    struct fixture *f = *state;
+    put_ok(f->st, "q1", 2 * CHUNK + 5, 8);
+    put_ok(f->st, "q2", 100, 9);
+    put_ok(f->st, "stays", 100, 10);
+    assert_int_equal(store_remove_queued(f->st, "bkt", "q1"), SC_OK);
+    assert_int_equal(store_remove_queued(f->st, "bkt", "q2"), SC_OK);
+    assert_int_equal(store_remove_queued(f->st, "bkt", "never"), SC_OK);
+    store_flush(f->st);
+    assert_not_cached(f->st, "bkt", "q1");
+    assert_not_cached(f->st, "bkt", "q2");
+    assert_put_cached(f->st, "stays", 100, 10);
+    assert_int_equal(stats_of(f->st).objects, 1);
+}
+
 static void remove_prefix_drops_only_that_bucket_and_prefix(void **state)
 {
     struct fixture *f = *state;
@@ -1045,6 +1061,7 @@ int main(void)
         T(same_key_in_other_bucket_is_another_object),
         T(longest_key_is_accepted_and_longer_refused),
         T(remove_makes_object_not_found),
+        T(queued_removals_are_done_after_flush),
         T(put_replaces_existing_copy),
         T(replace_within_one_batch_keeps_the_later),
         T(capacity_never_exceeded_and_evictions_counted),

@@ -3,13 +3,16 @@
 This is NOT an S3 implementation and must not stand in for one: the tests of
 normal behaviour run against s3rver and radosgw. It exists only because a real
 S3 server cannot be made to cut a body short, lie in Content-Length, stall
-mid-transfer, send an ETag that does not match the body, answer 503 SlowDown
-on demand, reset a connection before any header or mid-body, or trickle a body.
+mid-transfer, send an ETag or checksum that does not match the body, leave the
+ETag out of a 200, answer 503 SlowDown on demand, reset a connection before any
+header or mid-body, or trickle a body (s3rver and radosgw send no x-amz-checksum-*
+headers, so the checksum path is tested here too).
 
 It serves GET and HEAD on path-style "/BUCKET/KEY" for keys a test put there,
 each with one Fault, and counts the requests per (method, key) so a test can
-tell how many upstream fetches the gateway made. Unknown keys get 404
-NoSuchKey; other methods get 501. It ignores signatures (the gateway may sign
+tell how many upstream fetches the gateway made, and records every request
+with its headers (requests(), request_headers()) so a test can see what the gateway sent.
+Unknown keys get 404 NoSuchKey; other methods get 501. It ignores signatures (the gateway may sign
 with any credentials, or none) and Range (it always answers the whole
 object, which the gateway must cope with anyway).
 
@@ -50,12 +53,24 @@ class Fault:
     times: int = 0  # how many requests a 503 fault answers before the object is served
     chunk: int = 4096  # trickle: bytes per send
     interval: float = 0.0  # trickle: pause between sends
-    etag: str = None  # the ETag header verbatim; None: the quoted MD5 of the body
+    etag: str = None  # the ETag header verbatim; None: the quoted MD5 of the body; "": no ETag
+    # x-amz-checksum-* headers (name -> value) sent, as S3 does, only to a GET or HEAD that
+    # carries x-amz-checksum-mode: ENABLED
+    checksums: dict = None
+    headers: dict = None  # more response headers (name -> value), sent to every GET and HEAD
 
 
-def normal(etag=None):
-    """200 with the right Content-Length and an ETag that is the body's MD5 (or etag)."""
-    return Fault("normal", etag=etag)
+def normal(etag=None, checksums=None, headers=None):
+    """200 with the right Content-Length and an ETag that is the body's MD5 (or etag).
+
+    checksums: x-amz-checksum-* headers to send when the request asks for them;
+    headers: more headers to send with every answer."""
+    return Fault("normal", etag=etag, checksums=checksums, headers=headers)
+
+
+def no_etag():
+    """200 with the right Content-Length and body, and no ETag header at all."""
+    return Fault("normal", etag="")
 
 
 def truncated(after):
@@ -76,9 +91,20 @@ def short_length(length, etag=None):
     return Fault("short_length", after=length, etag=etag)
 
 
+def late_excess(length, seconds, etag=None, headers=None):
+    """Content-Length says `length` (less than the body); those bytes, then after `seconds`
+    the rest, then FIN: the excess arrives only after the announced end."""
+    return Fault("late_excess", after=length, seconds=seconds, etag=etag, headers=headers)
+
+
 def stall(after, seconds):
     """`after` bytes, then nothing for `seconds`, then the rest (if anyone still listens)."""
     return Fault("stall", after=after, seconds=seconds)
+
+
+def chunked(etag=None):
+    """The whole body in chunked transfer coding, without a Content-Length (etag as normal)."""
+    return Fault("chunked", etag=etag)
 
 
 def bad_md5():
@@ -108,10 +134,11 @@ def trickle(chunk, interval):
 
 
 class _Object:
-    def __init__(self, body, fault):
+    def __init__(self, body, fault, checksums):
         self.body = body
         self.fault = fault
         self.md5 = hashlib.md5(body).hexdigest()
+        self.checksums = dict(checksums or {})
 
 
 class _Closed(Exception):
@@ -127,7 +154,9 @@ class FaultyUpstream:
         self._lock = threading.Lock()
         self._objects = {}
         self._counts = {}
+        self._requests_by_key = {}
         self._body_bytes = {}
+        self._requests = []
         self._stopping = threading.Event()
         self._listener = None
         self._conns = set()
@@ -143,10 +172,11 @@ class FaultyUpstream:
         """The Upstream to hand to the gateway factory (dummy credentials)."""
         return Upstream("faulty", self.endpoint, ACCESS_KEY, SECRET_KEY, self.bucket)
 
-    def put(self, key, body, fault=None):
-        """Serves body at key with fault (default: normal)."""
+    def put(self, key, body, fault=None, checksums=None):
+        """Serves body at key with fault (default: normal). checksums ({"x-amz-checksum-crc32":
+        value, ...}) are sent, as S3 does, only to requests with x-amz-checksum-mode: ENABLED."""
         with self._lock:
-            self._objects[key] = _Object(bytes(body), fault or normal())
+            self._objects[key] = _Object(bytes(body), fault or normal(), checksums)
 
     def set_fault(self, key, fault):
         """Changes how an existing key is served from the next request on."""
@@ -159,6 +189,16 @@ class FaultyUpstream:
             if method is None:
                 return sum(n for (_, k), n in self._counts.items() if k == key)
             return self._counts.get((method, key), 0)
+
+    def requests(self):
+        """Every request received so far, in order: (method, target, lower-cased headers)."""
+        with self._lock:
+            return list(self._requests)
+
+    def request_headers(self, key, method="GET"):
+        """The headers (lower-cased names) of each request received for key with method."""
+        with self._lock:
+            return list(self._requests_by_key.get((method, key), []))
 
     def body_bytes_sent(self, key):
         """Body bytes written to sockets for key, over all requests."""
@@ -221,8 +261,10 @@ class FaultyUpstream:
             while not self._stopping.is_set():
                 head = self._read_head(conn, buf)
                 method, target, headers = self._parse_head(head)
+                with self._lock:
+                    self._requests.append((method, target, headers))
                 self._skip_body(conn, buf, headers)
-                keep = self._answer(conn, method, target)
+                keep = self._answer(conn, method, target, headers)
                 if not keep or headers.get("connection", "").lower() == "close":
                     break
         except (_Closed, OSError, ValueError):
@@ -278,11 +320,12 @@ class FaultyUpstream:
         bucket, _, key = path.lstrip("/").partition("/")
         return (key if bucket == self.bucket else None), bucket
 
-    def _answer(self, conn, method, target):
+    def _answer(self, conn, method, target, headers):
         """Answers one request; returns whether the connection may serve another."""
         key, bucket = self._key_of(target)
         with self._lock:
             self._counts[(method, key)] = self._counts.get((method, key), 0) + 1
+            self._requests_by_key.setdefault((method, key), []).append(headers)
             obj = self._objects.get(key) if key is not None else None
             fault = obj.fault if obj else None
             slowed = fault is not None and fault.kind == "slowdown" and fault.times > 0
@@ -299,7 +342,8 @@ class FaultyUpstream:
             raise _Closed()
         if slowed:
             return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
-        return self._send_object(conn, method, key, obj, fault)
+        wants_checksum = headers.get("x-amz-checksum-mode", "").upper() == "ENABLED"
+        return self._send_object(conn, method, key, obj, fault, wants_checksum)
 
     @staticmethod
     def _reset(conn):
@@ -323,21 +367,32 @@ class FaultyUpstream:
         conn.sendall(head + (body if method != "HEAD" else b""))
         return True
 
-    def _send_object(self, conn, method, key, obj, fault):
+    def _send_object(self, conn, method, key, obj, fault, wants_checksum=False):
         body = obj.body
         length = len(body)
         etag = '"%s"' % obj.md5
-        if fault.kind in ("short_length", "chunked_with_length"):
+        if fault.kind in ("short_length", "late_excess", "chunked_with_length"):
             length = fault.after
         elif fault.kind == "bad_md5":
             etag = '"%s"' % hashlib.md5(b"not the body" + body).hexdigest()
         if fault.etag is not None:
             etag = fault.etag
-        framing = [("Transfer-Encoding", "chunked")] if fault.kind == "chunked_with_length" else []
-        conn.sendall(self._head_bytes(200, "OK", framing + [
-            ("Content-Type", "application/octet-stream"), ("Content-Length", str(length)),
-            ("ETag", etag), ("Last-Modified", LAST_MODIFIED),
-            ("Accept-Ranges", "bytes"), ("x-amz-request-id", "FAKE")]))
+        headers = [("Content-Type", "application/octet-stream")]
+        if fault.kind == "chunked":
+            headers.append(("Transfer-Encoding", "chunked"))
+        else:
+            if fault.kind == "chunked_with_length":
+                headers.append(("Transfer-Encoding", "chunked"))
+            headers.append(("Content-Length", str(length)))
+        if etag != "":
+            headers.append(("ETag", etag))
+        headers += [("Last-Modified", LAST_MODIFIED), ("Accept-Ranges", "bytes"),
+                    ("x-amz-request-id", "FAKE")]
+        if wants_checksum:
+            headers += sorted({**obj.checksums, **(fault.checksums or {})}.items())
+        if fault.headers:
+            headers += sorted(fault.headers.items())
+        conn.sendall(self._head_bytes(200, "OK", headers))
         if method == "HEAD":
             return True
         kind = fault.kind
@@ -356,11 +411,23 @@ class FaultyUpstream:
             self._send_body(conn, key, body)
             conn.shutdown(socket.SHUT_WR)
             return False
+        if kind == "late_excess":
+            self._send_body(conn, key, body[:fault.after])
+            if not self._stopping.wait(fault.seconds):
+                self._send_body(conn, key, body[fault.after:])
+            conn.shutdown(socket.SHUT_WR)
+            return False
         if kind == "stall":
             self._send_body(conn, key, body[:fault.after])
             if self._stopping.wait(fault.seconds):
                 return False
             self._send_body(conn, key, body[fault.after:])
+            return True
+        if kind == "chunked":
+            for i in range(0, len(body), 64 * 1024):
+                piece = body[i:i + 64 * 1024]
+                self._send_body(conn, key, b"%x\r\n%s\r\n" % (len(piece), piece))
+            conn.sendall(b"0\r\n\r\n")
             return True
         if kind == "trickle":
             for i in range(0, len(body), fault.chunk):

@@ -53,6 +53,8 @@ osd_data = {d}/osd/$cluster-$id
 [client.rgw]
 rgw_frontends = beast endpoint=127.0.0.1:{rgw_port}
 rgw_thread_pool_size = 64
+# SSE-C over plain HTTP: the rig is loopback only (test_request_semantics.py)
+rgw_crypt_require_ssl = false
 """
 
 
