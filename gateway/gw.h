@@ -160,7 +160,8 @@ enum MHD_Result gw_status_page(struct gw_req *q, int status);
  * localhost or an IP address (DNS rebinding).
  */
 bool gw_admin_from_other_site(struct gw_req *q, bool token_checked, const char **why);
-bool gw_is_probe(const struct gw_req *q);   /* probe.c: GET /healthz, /readyz, /metrics, no query */
+/* probe.c: GET /healthz, /readyz, /metrics, no query, not addressed to a --vhost-domain bucket */
+bool gw_is_probe(const struct gw_req *q);
 enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
 
 /*

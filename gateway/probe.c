@@ -17,15 +17,34 @@ static enum MHD_Result respond_plain(struct gw_req *q, int status, const char *t
     return resp ? gw_queue(q, status, resp) : MHD_NO;
 }
 
+/*
+ * True when Host names a bucket under --vhost-domain: "/metrics" is then that bucket's
+ * object "metrics", which a probe's answer must not replace.
+ */
+static bool host_names_a_bucket(const struct gw_req *q)
+{
+    const char *domain = q->g->cfg->vhost_domain;
+    if (domain == NULL || domain[0] == '\0')
+        return false;
+    const char *host = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Host");
+    struct s3_target t;
+    if (s3_target_parse(q->method, q->target, host, domain, &t, NULL) != SC_OK)
+        return false;
+    bool vhost = t.virtual_host;
+    s3_target_free(&t);
+    return vhost;
+}
+
 bool gw_is_probe(const struct gw_req *q)
 {
     if (q->method == NULL) /* refused before the access handler ran (oversized headers) */
         return false;
     if (strcmp(q->method, "GET") != 0 && strcmp(q->method, "HEAD") != 0)
         return false;
-    return q->target != NULL &&
-           (strcmp(q->target, "/healthz") == 0 || strcmp(q->target, "/readyz") == 0 ||
-            strcmp(q->target, "/metrics") == 0);
+    bool probe_path = q->target != NULL &&
+                      (strcmp(q->target, "/healthz") == 0 || strcmp(q->target, "/readyz") == 0 ||
+                       strcmp(q->target, "/metrics") == 0);
+    return probe_path && !host_names_a_bucket(q);
 }
 
 static enum MHD_Result respond_metrics(struct gw_req *q)

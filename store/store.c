@@ -8,6 +8,12 @@
  * keep LMDB's default durability: every commit is synced, and the writer
  * commits queued jobs in batches to spread that cost.
  *
+ * One process at a time: store_open() takes an exclusive flock(2) on
+ * <dir>/s3cached.lock and holds it until store_close(). LMDB itself admits
+ * several processes, but object ids, used bytes and the policy's state are
+ * this process's writer's alone; a second gateway on the directory would
+ * hand out the same ids and overwrite another object's chunks.
+ *
  * The map is capacity + capacity/4 + 64 MiB. The slack is needed because
  * LMDB cannot reuse pages freed after the oldest open read view, and chunks
  * take whole overflow pages; the writer still handles a full map (see
@@ -18,8 +24,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -30,6 +38,7 @@
 #define DEFAULT_MAX_READERS 512u
 #define N_DBIS              4
 #define N_LOCKS             5 /* see init_locks() */
+#define LOCK_FILE           "s3cached.lock"
 
 sc_code st_lmdb_err(int mdb_rc, const char *what)
 {
@@ -118,6 +127,30 @@ static sc_code make_dirs(const char *dir)
         path[i] = saved;
     }
     return SC_OK;
+}
+
+/* Takes the directory's lock for this store; SC_EBUSY if another process holds it. The
+ * kernel drops it when the process ends, however it ends. */
+static sc_code lock_dir(store *st, const char *dir)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, LOCK_FILE) >= (int)sizeof(path))
+        return SC_EINVAL;
+    st->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (st->lock_fd < 0) {
+        sc_err("store: cannot open %s: %s", path, strerror(errno));
+        return SC_EIO;
+    }
+    if (flock(st->lock_fd, LOCK_EX | LOCK_NB) == 0)
+        return SC_OK;
+    if (errno == EWOULDBLOCK) {
+        sc_err("store: %s is in use by another s3cached process; one cache directory serves "
+               "one gateway at a time",
+               dir);
+        return SC_EBUSY;
+    }
+    sc_err("store: cannot lock %s: %s", path, strerror(errno));
+    return SC_EIO;
 }
 
 static bool policy_complete(const struct policy_ops *p)
@@ -235,6 +268,8 @@ static void release(store *st, int locks)
 {
     if (st->env != NULL)
         mdb_env_close(st->env);
+    if (st->lock_fd >= 0)
+        close(st->lock_fd); /* after the environment: nobody else writes before it is shut */
     if (st->pol_state != NULL)
         st->pol->free(st->pol_state);
     destroy_locks(st, locks);
@@ -253,6 +288,7 @@ sc_code store_open(const struct store_config *cfg, store **out)
     st = calloc(1, sizeof(*st));
     if (st == NULL)
         goto out;
+    st->lock_fd = -1;
     st->capacity = cfg->capacity_bytes;
     st->chunk_size = cfg->chunk_size != 0 ? cfg->chunk_size : STORE_DEFAULT_CHUNK_SIZE;
     st->verify = cfg->verify_checksums;
@@ -264,6 +300,8 @@ sc_code store_open(const struct store_config *cfg, store **out)
     rc = make_dirs(cfg->dir);
     if (rc == SC_OK)
         rc = check_writable(cfg->dir);
+    if (rc == SC_OK)
+        rc = lock_dir(st, cfg->dir);
     if (rc != SC_OK)
         goto out;
     rc = open_env(st, cfg);

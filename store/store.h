@@ -36,6 +36,13 @@ typedef struct store_obj store_obj;
 #define STORE_BUCKET_MAX         255u            /* bytes in a bucket name */
 #define STORE_KEY_MAX            1024u           /* bytes in an object key */
 #define STORE_HDRS_MAX           (1024u * 1024u) /* bytes in a header blob */
+/*
+ * Most chunks in one object. A hit is sent as one iovec per chunk, and one sendmsg(2)
+ * takes at most IOV_MAX (1024) of them: libmicrohttpd 0.9.75 stalls on a longer iovec
+ * response and then aborts the process. An object that would need more chunks of the
+ * configured size is stored in larger ones (doubling, up to 64 MiB).
+ */
+#define STORE_MAX_CHUNKS 1024u
 
 struct store_config {
     const char *dir;                 /* created if missing */
@@ -57,7 +64,9 @@ struct store_stats {
 /*
  * @brief Opens (or creates) the store in cfg->dir and starts its writer.
  * @param[out] out the store, owned by the caller; release with store_close().
- * @return SC_OK, SC_EINVAL (bad config), SC_EIO (cannot open LMDB), SC_ENOMEM.
+ * @return SC_OK, SC_EINVAL (bad config), SC_EBUSY (another process has the directory
+ *         open: one store per directory), SC_EIO (cannot open LMDB), SC_ENOMEM.
+ * @note The store holds an exclusive lock on cfg->dir/s3cached.lock until store_close().
  */
 sc_code store_open(const struct store_config *cfg, store **out);
 
@@ -105,7 +114,8 @@ int64_t store_obj_stored_at(const store_obj *obj);
  * @return SC_OK, SC_EINVAL (range outside the object or max_iov too small),
  *         SC_ECORRUPT (a checksum failed: the object is queued for removal),
  *         SC_EIO.
- * @note The number of entries needed is at most len / chunk_size + 2.
+ * @note The number of entries needed is at most len / chunk_size + 2 (chunk_size as
+ *       configured: an object's own is never smaller), and never over STORE_MAX_CHUNKS.
  */
 sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *iov, size_t max_iov,
                       size_t *n_iov);
@@ -125,7 +135,8 @@ typedef void (*store_done_fn)(void *arg, sc_code result);
  * body and hdrs must stay valid and unchanged until done is called; the store
  * does not copy them before its writer uses them. done may be NULL.
  * @return SC_OK (queued: done reports the outcome), SC_ETOOBIG (larger than
- *         the capacity, or hdrs_len over STORE_HDRS_MAX), SC_EINVAL (bad
+ *         the capacity or than STORE_MAX_CHUNKS chunks of 64 MiB, or hdrs_len
+ *         over STORE_HDRS_MAX), SC_EINVAL (bad
  *         names, or NULL with a non-zero length), SC_ECANCELED (the store is
  *         closing), SC_ENOMEM. On any error done is not called.
  * @note Outcomes through done: SC_OK, SC_EFULL (no room: not admitted by the

@@ -54,6 +54,7 @@ struct st_job {
 };
 
 struct store {
+    int lock_fd; /* holds the cache directory's lock (store.c); -1 before it is taken */
     MDB_env *env;
     MDB_dbi dbi_meta;
     MDB_dbi dbi_chunks;

@@ -95,6 +95,14 @@ uint64_t st_chunk_count(uint64_t size, uint32_t chunk_size)
     return size / chunk_size + (size % chunk_size != 0);
 }
 
+uint32_t st_chunk_size_for(uint64_t size, uint32_t preferred)
+{
+    uint32_t cs = preferred;
+    while (st_chunk_count(size, cs) > STORE_MAX_CHUNKS && cs < ST_CHUNK_MAX)
+        cs = cs > ST_CHUNK_MAX / 2 ? ST_CHUNK_MAX : cs * 2;
+    return cs;
+}
+
 uint32_t st_chunk_len(uint64_t size, uint32_t chunk_size, uint32_t idx)
 {
     uint64_t start = (uint64_t)idx * chunk_size;

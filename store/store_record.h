@@ -67,6 +67,14 @@ sc_code st_meta_key(const char *bucket, const char *key, unsigned char out[ST_MK
 /* @brief Number of chunks for size bytes: ceil(size / chunk_size), 0 for an empty body. */
 uint64_t st_chunk_count(uint64_t size, uint32_t chunk_size);
 
+/*
+ * @brief The chunk size an object of size bytes is stored with: preferred, doubled (up to
+ * ST_CHUNK_MAX) while the object would take more than STORE_MAX_CHUNKS chunks.
+ * @return the chunk size; the object may still need more chunks when it is over
+ *         STORE_MAX_CHUNKS * ST_CHUNK_MAX bytes (the caller refuses it).
+ */
+uint32_t st_chunk_size_for(uint64_t size, uint32_t preferred);
+
 /* @brief Length in bytes of chunk idx of an object. */
 uint32_t st_chunk_len(uint64_t size, uint32_t chunk_size, uint32_t idx);
 

@@ -413,11 +413,12 @@ sc_code st_wtxn_put(struct st_wtxn *w, struct st_job *job)
     unsigned char *encoded = NULL;
     struct policy_obj obj = {
         .id = w->next_id, .size = job->size, .bucket = job->bucket, .key = job->key};
+    uint32_t chunk_size = st_chunk_size_for(job->size, st->chunk_size);
     struct st_record r = {.id = w->next_id,
                           .size = job->size,
                           .stored_at = job->stored_at,
-                          .chunk_size = st->chunk_size,
-                          .n_chunks = (uint32_t)st_chunk_count(job->size, st->chunk_size),
+                          .chunk_size = chunk_size,
+                          .n_chunks = (uint32_t)st_chunk_count(job->size, chunk_size),
                           .bucket = job->bucket,
                           .bucket_len = strlen(job->bucket),
                           .key = job->key,

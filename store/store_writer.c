@@ -260,7 +260,7 @@ static sc_code check_put(store *st, const char *bucket, const char *key, const v
     if ((hdrs == NULL && hdrs_len > 0) || (body == NULL && size > 0))
         return SC_EINVAL;
     if (hdrs_len > ST_HDRS_MAX || size > st->capacity ||
-        st_chunk_count(size, st->chunk_size) > UINT32_MAX)
+        st_chunk_count(size, st_chunk_size_for(size, st->chunk_size)) > STORE_MAX_CHUNKS)
         return SC_ETOOBIG;
     return SC_OK;
 }

@@ -597,6 +597,22 @@ static void open_creates_missing_parent_directories(void **state)
     store_close(st);
 }
 
+/* A second store on an open directory would hand out the ids the first hands out. */
+static void second_open_of_one_directory_is_ebusy_until_closed(void **state)
+{
+    struct fixture *f = *state;
+    store *second = (store *)&second;
+    assert_int_equal(store_open(&f->cfg, &second), SC_EBUSY);
+    assert_null(second);
+    put_ok(f->st, "kept", 100, 45); /* the first store is unharmed */
+    assert_put_cached(f->st, "kept", 100, 45);
+    store_close(f->st);
+    f->st = NULL;
+    assert_int_equal(store_open(&f->cfg, &second), SC_OK);
+    assert_put_cached(second, "kept", 100, 45);
+    f->st = second;
+}
+
 static void bad_config_is_refused(void **state)
 {
     struct fixture *f = *state;
@@ -923,6 +939,33 @@ static void range_iov_crosses_chunk_boundaries(void **state)
     free(got);
 }
 
+/* A hit is one iovec per chunk, and one response takes at most STORE_MAX_CHUNKS of them. */
+static void object_of_many_chunks_is_stored_in_at_most_max_chunks(void **state)
+{
+    struct fixture *f = *state;
+    const size_t size = 1500 * (size_t)CHUNK + 7; /* 1501 chunks of the configured size */
+    unsigned char *want = make_body(size, 71);
+    assert_int_equal(put_sync(f->st, "bkt", "many", NULL, 0, want, size), SC_OK);
+    store_obj *obj = NULL;
+    assert_int_equal(store_obj_open(f->st, "bkt", "many", &obj), SC_OK);
+    struct iovec *iov = calloc(STORE_MAX_CHUNKS, sizeof(*iov));
+    assert_non_null(iov);
+    size_t n = 0;
+    assert_int_equal(store_obj_iov(obj, 0, size, iov, STORE_MAX_CHUNKS, &n), SC_OK);
+    assert_true(n > 0 && n <= STORE_MAX_CHUNKS);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(at + iov[i].iov_len <= size);
+        assert_memory_equal(iov[i].iov_base, want + at, iov[i].iov_len);
+        at += iov[i].iov_len;
+    }
+    assert_int_equal(at, size);
+    assert_int_equal(store_obj_iov(obj, 12345, size - 12345, iov, STORE_MAX_CHUNKS, &n), SC_OK);
+    store_obj_close(obj);
+    free(iov);
+    free(want);
+}
+
 /* ---- readers beside the writer -------------------------------------------- */
 
 #define CONC_KEYS 40
@@ -1028,6 +1071,7 @@ int main(void)
         T(warm_restart_keeps_objects_bytes_and_policy_order),
         T(restart_with_smaller_capacity_evicts_oldest),
         T(open_creates_missing_parent_directories),
+        T(second_open_of_one_directory_is_ebusy_until_closed),
         T(bad_config_is_refused),
         T(corrupt_chunk_is_ecorrupt_then_removed),
         T(unverified_store_serves_without_checking),
@@ -1036,6 +1080,7 @@ int main(void)
         T(readers_beyond_max_get_ebusy),
         T(full_map_fails_puts_cleanly_and_recovers),
         T(range_iov_crosses_chunk_boundaries),
+        T(object_of_many_chunks_is_stored_in_at_most_max_chunks),
         T(concurrent_readers_see_exact_bytes_while_writer_inserts),
     };
 #undef T

@@ -122,6 +122,12 @@ def reset():
     return Fault("reset")
 
 
+def chunked_with_length(length, etag=None):
+    """Transfer-Encoding: chunked (the whole body, as one chunk) and also a Content-Length
+    of `length`, which RFC 9112 says a recipient must ignore. etag as for short_length."""
+    return Fault("chunked_with_length", after=length, etag=etag)
+
+
 def trickle(chunk, interval):
     """The right headers, then the body `chunk` bytes at a time, `interval` seconds apart."""
     return Fault("trickle", chunk=chunk, interval=interval)
@@ -365,7 +371,7 @@ class FaultyUpstream:
         body = obj.body
         length = len(body)
         etag = '"%s"' % obj.md5
-        if fault.kind in ("short_length", "late_excess"):
+        if fault.kind in ("short_length", "late_excess", "chunked_with_length"):
             length = fault.after
         elif fault.kind == "bad_md5":
             etag = '"%s"' % hashlib.md5(b"not the body" + body).hexdigest()
@@ -375,6 +381,8 @@ class FaultyUpstream:
         if fault.kind == "chunked":
             headers.append(("Transfer-Encoding", "chunked"))
         else:
+            if fault.kind == "chunked_with_length":
+                headers.append(("Transfer-Encoding", "chunked"))
             headers.append(("Content-Length", str(length)))
         if etag != "":
             headers.append(("ETag", etag))
@@ -388,6 +396,9 @@ class FaultyUpstream:
         if method == "HEAD":
             return True
         kind = fault.kind
+        if kind == "chunked_with_length":
+            self._send_body(conn, key, b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
+            return True
         if kind == "truncated":
             self._send_body(conn, key, body[:fault.after])
             conn.shutdown(socket.SHUT_WR)
