@@ -243,7 +243,7 @@ static bool admin_allowed(struct gw_req *q, enum MHD_Result *ret)
 {
     const char *token = q->g->cfg->admin_token;
     const char *why = NULL;
-    if (gw_admin_from_other_site(q, token != NULL, &why)) {
+    if (gw_from_other_site(q, token == NULL, &why)) {
         *ret = respond_problem(q, API_FORBIDDEN, why);
         return false;
     }

@@ -8,7 +8,8 @@
  * from the parsed target of every request, which is parsed again without them:
  * the upstream request is signed anew, and a plain presigned GET becomes a
  * cacheable read. OPTIONS (a CORS preflight) is not verified and goes upstream
- * unsigned, as S3 answers preflights. Every refusal is one call to refuse().
+ * unsigned, as S3 answers preflights. Without client keys, browsers' requests from other
+ * sites are refused (web_origin.c). Every refusal is one call to refuse().
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,14 +180,31 @@ static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *
     return drop_client_signature(q);
 }
 
+/*
+ * Without client keys nothing is verified and every request is signed with the gateway's own
+ * credentials: only programs that reach the listener may use them, not a web page in a browser
+ * that does. A browser's request from another site (or, on a loopback listener, to a name a
+ * DNS-rebinding page can take) is refused, preflights included, as for the admin API.
+ */
+static enum MHD_Result admit_unverified(struct gw_req *q)
+{
+    const char *why = NULL;
+    if (gw_from_other_site(q, q->g->listen_loopback, &why)) {
+        const struct s3_xml_error_info *e = s3_xml_error_info(S3_XML_ACCESS_DENIED);
+        return refuse(q, e->status, e->code, why);
+    }
+    return drop_client_signature(q);
+}
+
 enum MHD_Result gw_authenticate(struct gw_req *q)
 {
     const struct gw *g = q->g;
     if (q->tgt.kind == S3_REQ_ADMIN || gw_is_probe(q))
         return MHD_YES;
-    bool preflight = g->keys != NULL && is_preflight(q);
-    if (g->keys == NULL || preflight) {
-        q->anonymous = preflight; /* nothing to verify; a preflight goes upstream unsigned */
+    if (g->keys == NULL)
+        return admit_unverified(q);
+    if (is_preflight(q)) {
+        q->anonymous = true; /* nothing to verify; a preflight goes upstream unsigned */
         return drop_client_signature(q);
     }
     struct header_list l = {.n = 0};

@@ -3,7 +3,8 @@
  * handed what the cache holds (authz.c). The rules are in docs/security.md.
  *
  * Without --client-credentials nothing is verified and every request is the
- * gateway's (as before client authentication existed). With it, each S3
+ * gateway's (as before client authentication existed), except what a browser sends
+ * from another web site (web_origin.c). With it, each S3
  * request is verified (s3_auth.h) and is either a configured key or, with
  * --allow-anonymous, anonymous. Upstream, a request is signed:
  *
@@ -46,9 +47,11 @@ sc_code gw_auth_check_listener(const struct gw *g);
  * bucket, and the bucket of x-amz-copy-source), and drops the signature parameters
  * of a presigned URL (SigV4 or SigV2, s3_auth_is_query_param) from q->tgt, so they
  * are never forwarded and a plain presigned GET is cacheable; without client keys
- * only the dropping is done. An OPTIONS (CORS preflight) is not verified: it is
- * admitted as anonymous, so it goes upstream unsigned. Refusals are answered as S3
- * XML errors.
+ * only the dropping is done, after refusing (403 AccessDenied) what a browser sends
+ * from another web site, or on a loopback listener addressed to a name other than
+ * localhost, an IP address or the --vhost-domain (gw_from_other_site). An OPTIONS (CORS preflight)
+ * is not verified: it is admitted as anonymous, so it goes upstream unsigned. Refusals are answered
+ * as S3 XML errors.
  * @return what the access handler returns; q->phase is GW_PHASE_RESPONDED when refused.
  */
 enum MHD_Result gw_authenticate(struct gw_req *q);

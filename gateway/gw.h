@@ -155,11 +155,12 @@ enum MHD_Result gw_admin(struct gw_req *q); /* admin.c: /_s3cached/... */
 /* status_page.c: the status page's HTML with status (200, or 401: the page asks for the token) */
 enum MHD_Result gw_status_page(struct gw_req *q, int status);
 /*
- * admin_origin.c: true (with the reason) if a browser sent q from another site, or, when no
- * token guards the admin API (token_checked false), addressed it to a name other than
- * localhost or an IP address (DNS rebinding).
+ * web_origin.c: true (with the reason) if a browser sent q from another site (Sec-Fetch-Site,
+ * an Origin not the gateway's own, Origin: null), or, with check_host, addressed it to a name
+ * other than localhost, an IP address or the --vhost-domain (DNS rebinding). Guards the admin
+ * API without a token, and S3 requests without --client-credentials.
  */
-bool gw_admin_from_other_site(struct gw_req *q, bool token_checked, const char **why);
+bool gw_from_other_site(struct gw_req *q, bool check_host, const char **why);
 /* probe.c: GET /healthz, /readyz, /metrics, no query, not addressed to a --vhost-domain bucket */
 bool gw_is_probe(const struct gw_req *q);
 enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */

@@ -172,7 +172,7 @@ static enum MHD_Result step_parse(struct gw_req *q)
     return MHD_YES;
 }
 
-/* Step 2: who sent it (a no-op without --client-credentials). */
+/* Step 2: who sent it (without --client-credentials, only the refusal of other web sites). */
 static enum MHD_Result step_authenticate(struct gw_req *q)
 {
     return gw_authenticate(q);

@@ -112,13 +112,6 @@ def test_ambiguous_request_framing_is_refused_not_split(s3rver, gateway, framing
 # ---- browsers reaching a loopback gateway ---------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="without --client-credentials every S3 request is served "
-                   "with the gateway's credentials whatever its Host: a web page whose domain "
-                   "re-resolves to 127.0.0.1 (DNS rebinding) reads private objects same-origin. "
-                   "The admin API refuses this (admin_origin.c, is_local_name and the "
-                   "Sec-Fetch-Site/Origin checks); auth.c's no-keys branch should apply the same "
-                   "refusal to S3 requests (Host neither localhost, an IP literal nor under "
-                   "--vhost-domain, or a cross-site browser request) with 403 AccessDenied")
 def test_s3_api_without_client_keys_refuses_a_dns_rebound_page(s3rver, gateway):
     """The default gateway: loopback listener, no --client-credentials, so "only this host
     can reach it". A browser on this host visiting a hostile page defeats that: the page's
@@ -139,12 +132,6 @@ def test_s3_api_without_client_keys_refuses_a_dns_rebound_page(s3rver, gateway):
     assert r.status == 403, r.status
 
 
-@pytest.mark.xfail(strict=True, reason="without --client-credentials a cross-site browser "
-                   "request (Origin of another site, Sec-Fetch-Site: cross-site) is forwarded "
-                   "signed with the gateway's credentials: a 'simple' text/plain POST ?delete "
-                   "from any web page deletes objects (radosgw and s3rver need no Content-MD5). "
-                   "auth.c's no-keys branch should refuse cross-site browser requests as "
-                   "admin_origin.c does for the admin API (403 AccessDenied)")
 def test_s3_api_without_client_keys_refuses_a_cross_site_delete(upstream, gateway):
     """A page on another site posts a DeleteObjects body to http://127.0.0.1:PORT/BUCKET?delete
     as text/plain: a request browsers send without a CORS preflight. The object must stay."""
@@ -159,6 +146,46 @@ def test_s3_api_without_client_keys_refuses_a_cross_site_delete(upstream, gatewa
     got = s3util.upstream_client(upstream).get_object(Bucket=upstream.bucket, Key=key)
     assert got["Body"].read() == body
     assert r.status == 403, r.status
+
+
+def test_s3_api_without_client_keys_refuses_other_sites_but_serves_its_own(s3rver, gateway):
+    """The refusal of browsers' cross-site requests must not catch the gateway's real clients:
+    SDKs and curl (no Origin, no Sec-Fetch-*), its own page (same Origin, Sec-Fetch-Site
+    same-origin or none), and names under --vhost-domain. What a page on another site sends,
+    a CORS preflight included, is refused with S3's 403 AccessDenied, before it goes upstream."""
+    gw = gateway(s3rver, extra_args=["--vhost-domain", "s3.local"])
+    key, body, _ = _seed(s3rver, prefix="websites")
+    path = "/%s/%s" % (gw.bucket, key)
+    own = "127.0.0.1:%d" % gw.port
+    served = [
+        {"Host": own},
+        {"Host": "[::1]:%d" % gw.port},
+        {"Host": "LocalHost:%d" % gw.port, "User-Agent": "Boto3/1.34 md/Botocore"},
+        {"Host": own, "Origin": "http://" + own, "Sec-Fetch-Site": "same-origin"},
+        {"Host": own, "Sec-Fetch-Site": "none"},
+        {"Host": "s3.local:%d" % gw.port},
+    ]
+    for headers in served:
+        r = _raw_get(gw.endpoint, path, headers)
+        assert r.status == 200 and r.body == body, (headers, r.status)
+    r = _raw_get(gw.endpoint, "/" + key, {"Host": "%s.s3.local:%d" % (gw.bucket, gw.port)})
+    assert r.status == 200 and r.body == body, r.status
+    refused = [
+        ({"Host": own, "Origin": "null"}, "GET"),
+        ({"Host": own, "Origin": "http://127.0.0.1:%d" % (gw.port + 1)}, "GET"),
+        ({"Host": own, "Sec-Fetch-Site": "same-site"}, "GET"),
+        ({"Host": own, "Origin": "https://evil.example",
+          "Access-Control-Request-Method": "DELETE"}, "OPTIONS"),
+        ({"Host": "s3.local.evil.example:%d" % gw.port}, "GET"),
+        ({"Host": "evil.example"}, "HEAD"),
+    ]
+    for headers, method in refused:
+        r = rawhttp.get(gw.endpoint, path, headers=headers, method=method)
+        assert r.error is None and r.status == 403, (headers, method, r.status, r.error)
+        assert body not in r.body
+        if method != "HEAD":
+            assert b"<Code>AccessDenied</Code>" in r.body, (headers, r.body[:300])
+    assert s3util.raw(gw, "GET", path).body == body  # the SDK-style path still reads
 
 
 # ---- query semantics ---------------------------------------------------------------------
