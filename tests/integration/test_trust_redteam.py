@@ -215,11 +215,6 @@ def test_upstream_chunked_body_with_shorter_content_length_is_not_cut_and_stored
 # ---- writes the gateway does not see as writes -------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="s3_target.c key_invalidation() takes any uploadId "
-                   "parameter for a multipart step (UploadPart, AbortMultipartUpload: no "
-                   "invalidation), but radosgw runs PUT/DELETE with an empty or bare uploadId "
-                   "as PutObject/DeleteObject; an uploadId without a value must count as none "
-                   "(or PUT/DELETE on a key always invalidate it, which costs one refetch)")
 @pytest.mark.parametrize("method,query", [("PUT", "uploadId="), ("PUT", "uploadId"),
                                           ("DELETE", "uploadId=")],
                          ids=["put-empty", "put-bare", "delete-empty"])
