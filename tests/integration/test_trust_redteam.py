@@ -240,11 +240,6 @@ def test_write_with_empty_upload_id_drops_the_cached_copy(radosgw, gateway, meth
 # ---- headers forwarded on writes ---------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="proxy.c collect_header() points every Content-Encoding "
-                   "header at one shared buffer (fwd_headers.content_encoding), which the next "
-                   "Content-Encoding header overwrites: 'gzip' then 'br' is stored as 'br, br', "
-                   "'gzip' then 'aws-chunked' loses gzip; each header needs its own copy (or "
-                   "join them into one)")
 @pytest.mark.parametrize("second", [b"br", b"aws-chunked"])
 def test_content_encoding_in_two_header_lines_reaches_the_bucket_whole(s3rver, gateway, second):
     """RFC 9110 lets a list header come as several lines: "Content-Encoding: gzip" then
