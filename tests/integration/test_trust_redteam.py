@@ -164,10 +164,6 @@ def test_s3_api_without_client_keys_refuses_a_cross_site_delete(upstream, gatewa
 # ---- query semantics ---------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="a '+' in a forwarded query is re-encoded as %2B (a "
-                   "literal plus) while S3, s3rver and radosgw read it as a space (form "
-                   "encoding): upstream.c builds the sent query with sigv4_canonical_query(), "
-                   "whose decode keeps '+'; the forwarded query should decode '+' as a space")
 def test_plus_in_list_prefix_means_space_as_upstream_reads_it(s3rver, gateway):
     """ListObjectsV2 with "prefix=<p>sp+ace" sent on the wire: s3rver (like S3) lists the
     key "<p>sp ace". Through the gateway, the same request must list the same key, not
