@@ -4,8 +4,13 @@ right answer is the upstream's own, the test asks the upstream directly and comp
 """
 import shutil
 import time
+import uuid
 
+import botocore.exceptions
 import pytest
+from botocore.auth import S3SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 from harness import faulty_upstream as faults
 from harness import gateway as gwmod
@@ -318,3 +323,74 @@ def test_hit_of_an_object_of_more_than_1024_chunks_is_served_whole(s3rver, gatew
         assert r.complete, "the hit ended with %s after %d bytes" % (r.error, len(r.body))
         assert r.body == want
     assert gw.proc.alive()
+
+
+# ---- one header, two lines ----------------------------------------------------------------
+
+
+def _signed_raw(gw, ak, sk, method, path, headers):
+    """A raw request signed with ak/sk, each (name, value) of headers on its own line.
+    SigV4 signs a repeated header as its values joined by ',', so the signature is computed
+    over that join: the gateway's verification accepts it, as S3 would."""
+    joined = {}
+    for name, value in headers:
+        joined[name] = joined[name] + "," + value if name in joined else value
+    url = "http://127.0.0.1:%d%s" % (gw.port, path)
+    req = AWSRequest(method=method, url=url, data=b"", headers=joined)
+    S3SigV4Auth(Credentials(ak, sk), "s3", s3util.REGION).add_auth(req)
+    lines = ["%s %s HTTP/1.1" % (method, path), "Host: 127.0.0.1:%d" % gw.port]
+    for name, value in req.headers.items():
+        if name.lower() in (n.lower() for n, _ in headers) or name.lower() == "host":
+            continue
+        lines.append("%s: %s" % (name, value))
+    lines += ["%s: %s" % (n, v) for n, v in headers]
+    lines += ["Content-Length: 0", "Connection: close", "", ""]
+    return rawhttp.exchange(gw.port, "\r\n".join(lines).encode())
+
+
+def test_second_copy_source_header_is_refused_not_copied_from_a_forbidden_bucket(
+        upstream, gateway):
+    """A client key limited to the test bucket sends a CopyObject with two x-amz-copy-source
+    lines: the first in its bucket (the one the authorization looked at), the second in a
+    bucket it may not read. The request must be refused (400 InvalidRequest) before anything
+    reaches the upstream: no copy of the forbidden object may appear."""
+    other = "dup-other-" + uuid.uuid4().hex[:8]
+    up = s3util.upstream_client(upstream)
+    up.create_bucket(Bucket=other)
+    key = s3util.unique_key("dupsrc")
+    up.put_object(Bucket=upstream.bucket, Key=key, Body=b"allowed")
+    up.put_object(Bucket=other, Key=key, Body=b"secret")
+    ak, sk = "dup-client", "dup-client-secret"
+    gw = gateway(upstream, client_keys=[{"access_key": ak, "secret_key": sk,
+                                         "buckets": [upstream.bucket]}])
+    gw.require_real()
+    dest = key + "-copy"
+    r = _signed_raw(gw, ak, sk, "PUT", "/%s/%s" % (upstream.bucket, dest),
+                    [("x-amz-copy-source", "/%s/%s" % (upstream.bucket, key)),
+                     ("x-amz-copy-source", "/%s/%s" % (other, key))])
+    assert r.status == 400 and rawhttp.s3_error_code(r.body) == "InvalidRequest", (
+        r.status, r.body[:300])
+    with pytest.raises(botocore.exceptions.ClientError):
+        up.head_object(Bucket=upstream.bucket, Key=dest)
+
+
+@pytest.mark.parametrize("name,values", [
+    ("Range", ("bytes=0-9", "bytes=10-19")),
+    ("If-Match", ('"abc"', '"def"')),
+    ("Host", ("127.0.0.1", "example.com")),
+    ("x-amz-copy-source-range", ("bytes=0-1", "bytes=2-3")),
+    ("x-amz-content-sha256", ("UNSIGNED-PAYLOAD", "UNSIGNED-PAYLOAD")),
+], ids=["range", "if-match", "host", "copy-source-range", "content-sha256"])
+def test_header_the_gateway_decides_on_in_two_lines_is_refused(s3rver, gateway, name, values):
+    """The gateway decides on the first line of a header (libmicrohttpd's lookup) but would
+    forward every line: two lines of one it decides on are refused with 400 InvalidRequest."""
+    gw = gateway(s3rver)
+    key, _, _ = _seed(s3rver, size=100, prefix="duphdr")
+    lines = [b"GET /%s/%s HTTP/1.1" % (s3rver.bucket.encode(), key.encode())]
+    if name != "Host":
+        lines.append(b"Host: 127.0.0.1")
+    lines += [b"%s: %s" % (name.encode(), v.encode()) for v in values]
+    lines += [b"Connection: close", b"", b""]
+    r = rawhttp.exchange(gw.port, b"\r\n".join(lines))
+    assert r.status == 400 and rawhttp.s3_error_code(r.body) == "InvalidRequest", (
+        r.status, r.body[:300])
