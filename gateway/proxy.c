@@ -384,6 +384,25 @@ static const char *req_header(struct gw_req *q, const char *name)
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
 }
 
+static enum MHD_Result note_aws_chunked(void *cls, enum MHD_ValueKind kind, const char *name,
+                                        const char *value)
+{
+    bool *found = cls;
+    if (strcasecmp(name, "Content-Encoding") == 0 && value != NULL &&
+        strcasestr(value, "aws-chunked") != NULL)
+        *found = true;
+    return MHD_YES;
+}
+
+/* Whether any Content-Encoding line names aws-chunked: collect_header() removes it from
+ * every line, so the body is decoded whichever line it came in. */
+static bool content_encoding_aws_chunked(struct gw_req *q)
+{
+    bool found = false;
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, note_aws_chunked, &found);
+    return found;
+}
+
 /*
  * The length of the body as sent upstream into *len (-1: no body), and whether it arrives
  * aws-chunked (then *len is x-amz-decoded-content-length). False if the request does not
@@ -396,9 +415,7 @@ static bool upstream_length(struct gw_req *q, bool *aws_chunked, int64_t *len)
     if (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0)
         return true; /* a read never carries a body upstream (server.c drained it) */
     const char *sha = req_header(q, "x-amz-content-sha256");
-    const char *enc = req_header(q, "Content-Encoding");
-    *aws_chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) ||
-                   (enc && strcasestr(enc, "aws-chunked") != NULL);
+    *aws_chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) || content_encoding_aws_chunked(q);
     const char *cl =
         req_header(q, *aws_chunked ? "x-amz-decoded-content-length" : "Content-Length");
     if (parse_length(cl, len))
