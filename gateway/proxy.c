@@ -293,9 +293,48 @@ static const struct up_handler proxy_handler = {on_head, on_body, read_body, on_
 struct fwd_headers {
     struct up_header h[MAX_FWD];
     size_t n;
-    char content_encoding[256]; /* with aws-chunked removed */
+    char content_encoding[256];  /* every Content-Encoding line's codings but aws-chunked */
+    bool content_encoding_empty; /* a Content-Encoding line with an empty value came */
     bool too_many;
 };
+
+static bool add_forwarded(struct fwd_headers *f, const char *name, const char *value)
+{
+    if (f->n == MAX_FWD) {
+        f->too_many = true;
+        return false;
+    }
+    f->h[f->n++] = (struct up_header){name, value};
+    return true;
+}
+
+/*
+ * Adds one Content-Encoding line's codings, but aws-chunked (ours to remove), to the one
+ * joined value: several lines mean one list (RFC 9110), and each needs its own bytes.
+ * Codings that do not fit count as too many headers rather than being cut.
+ */
+static void join_content_encoding(struct fwd_headers *f, const char *value)
+{
+    if (*value == '\0') {
+        f->content_encoding_empty = true;
+        return;
+    }
+    char copy[sizeof(f->content_encoding)];
+    if ((size_t)snprintf(copy, sizeof(copy), "%s", value) >= sizeof(copy)) {
+        f->too_many = true;
+        return;
+    }
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, ", \t", &save); tok; tok = strtok_r(NULL, ", \t", &save)) {
+        if (strcasecmp(tok, "aws-chunked") == 0)
+            continue;
+        size_t used = strlen(f->content_encoding);
+        size_t room = sizeof(f->content_encoding) - used;
+        if ((size_t)snprintf(f->content_encoding + used, room, "%s%s", used ? "," : "", tok) >=
+            room)
+            f->too_many = true;
+    }
+}
 
 static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const char *name,
                                       const char *value)
@@ -306,30 +345,26 @@ static enum MHD_Result collect_header(void *cls, enum MHD_ValueKind kind, const 
     if (in_list(name, dropped_request_headers,
                 sizeof(dropped_request_headers) / sizeof(dropped_request_headers[0])))
         return MHD_YES;
-    if (strcasecmp(name, "content-encoding") == 0 && *value != '\0') {
-        /* Keep every coding but aws-chunked, which is ours to remove (an empty value is
-         * forwarded as sent; it is dropped only when aws-chunked was its one coding). */
-        char copy[256];
-        snprintf(copy, sizeof(copy), "%s", value);
-        f->content_encoding[0] = '\0';
-        char *save = NULL;
-        for (char *tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
-            if (strcasecmp(tok, "aws-chunked") == 0)
-                continue;
-            size_t used = strlen(f->content_encoding);
-            snprintf(f->content_encoding + used, sizeof(f->content_encoding) - used, "%s%s",
-                     used ? "," : "", tok);
-        }
-        if (f->content_encoding[0] == '\0')
-            return MHD_YES;
-        value = f->content_encoding;
+    if (strcasecmp(name, "content-encoding") == 0) {
+        join_content_encoding(f, value);
+        return f->too_many ? MHD_NO : MHD_YES;
     }
-    if (f->n == MAX_FWD) {
-        f->too_many = true;
-        return MHD_NO;
-    }
-    f->h[f->n++] = (struct up_header){name, value};
-    return MHD_YES;
+    return add_forwarded(f, name, value) ? MHD_YES : MHD_NO;
+}
+
+/*
+ * The request's headers to forward into *f: one Content-Encoding with every line's codings
+ * (an empty one is forwarded as sent; none when aws-chunked was the one coding).
+ */
+static void collect_forwarded(struct gw_req *q, struct fwd_headers *f)
+{
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect_header, f);
+    if (f->too_many)
+        return;
+    if (f->content_encoding[0] != '\0')
+        add_forwarded(f, "Content-Encoding", f->content_encoding);
+    else if (f->content_encoding_empty)
+        add_forwarded(f, "Content-Encoding", "");
 }
 
 static bool parse_length(const char *s, int64_t *out)
@@ -349,6 +384,25 @@ static const char *req_header(struct gw_req *q, const char *name)
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
 }
 
+static enum MHD_Result note_aws_chunked(void *cls, enum MHD_ValueKind kind, const char *name,
+                                        const char *value)
+{
+    bool *found = cls;
+    if (strcasecmp(name, "Content-Encoding") == 0 && value != NULL &&
+        strcasestr(value, "aws-chunked") != NULL)
+        *found = true;
+    return MHD_YES;
+}
+
+/* Whether any Content-Encoding line names aws-chunked: collect_header() removes it from
+ * every line, so the body is decoded whichever line it came in. */
+static bool content_encoding_aws_chunked(struct gw_req *q)
+{
+    bool found = false;
+    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, note_aws_chunked, &found);
+    return found;
+}
+
 /*
  * The length of the body as sent upstream into *len (-1: no body), and whether it arrives
  * aws-chunked (then *len is x-amz-decoded-content-length). False if the request does not
@@ -361,9 +415,7 @@ static bool upstream_length(struct gw_req *q, bool *aws_chunked, int64_t *len)
     if (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0)
         return true; /* a read never carries a body upstream (server.c drained it) */
     const char *sha = req_header(q, "x-amz-content-sha256");
-    const char *enc = req_header(q, "Content-Encoding");
-    *aws_chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) ||
-                   (enc && strcasestr(enc, "aws-chunked") != NULL);
+    *aws_chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) || content_encoding_aws_chunked(q);
     const char *cl =
         req_header(q, *aws_chunked ? "x-amz-decoded-content-length" : "Content-Length");
     if (parse_length(cl, len))
@@ -639,7 +691,7 @@ static sc_code submit(struct gw_req *q, struct upload *u, const struct up_reques
 static sc_code forward(struct gw_req *q)
 {
     struct fwd_headers fwd = {.n = 0};
-    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect_header, &fwd);
+    collect_forwarded(q, &fwd);
     if (fwd.too_many)
         return SC_EINVAL; /* start() refused these headers already */
     bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
@@ -666,7 +718,7 @@ static enum MHD_Result start(struct gw_req *q)
     struct gw *g = q->g;
     enum MHD_Result ret = MHD_NO;
     struct fwd_headers fwd = {.n = 0};
-    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, collect_header, &fwd);
+    collect_forwarded(q, &fwd);
     if (fwd.too_many)
         return gw_respond_known_error(q, S3_XML_HEADERS_TOO_LARGE, NULL);
     struct upload *u = upload_new(q);

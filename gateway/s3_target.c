@@ -319,9 +319,25 @@ const struct s3_param *s3_target_param(const struct s3_target *t, const char *na
     return NULL;
 }
 
+/* A multipart step names its upload: radosgw runs a PUT or DELETE whose uploadId has no
+ * value ("?uploadId=", "?uploadId") as PutObject or DeleteObject, so such an uploadId, or
+ * one of several that has none, makes the request no multipart step. */
+static bool names_an_upload(const struct s3_target *t)
+{
+    bool named = false;
+    for (size_t i = 0; i < t->nparams; i++) {
+        if (strcmp(t->params[i].name, "uploadId") != 0)
+            continue;
+        if (t->params[i].value == NULL || t->params[i].value[0] == '\0')
+            return false;
+        named = true;
+    }
+    return named;
+}
+
 static enum s3_invalidate key_invalidation(const struct s3_target *t)
 {
-    bool upload = s3_target_param(t, "uploadId") != NULL;
+    bool upload = names_an_upload(t);
     switch (t->method) {
     case S3_METHOD_PUT:
     case S3_METHOD_DELETE:

@@ -215,10 +215,51 @@ struct framing {
     const char *content_length; /* the first Content-Length */
     bool lengths_differ;        /* another Content-Length with a different value */
     unsigned transfer_encodings;
-    bool chunked;  /* the (last) Transfer-Encoding is exactly "chunked" */
-    bool folded;   /* a header line was continued on the next one (obs-fold) */
-    bool bad_name; /* a header name that is not a token ("Content-Length : 4") */
+    bool chunked;          /* the (last) Transfer-Encoding is exactly "chunked" */
+    bool folded;           /* a header line was continued on the next one (obs-fold) */
+    bool bad_name;         /* a header name that is not a token ("Content-Length : 4") */
+    unsigned decided_seen; /* bit i: decided_headers[i] came once */
+    const char *duplicate; /* a decided-on header that came twice, or NULL */
 };
+
+/*
+ * Headers the gateway reads (with libmicrohttpd's lookup, which gives the first line) to
+ * decide something: who may do what, which bytes, which bucket, how the body ends. Every
+ * line is forwarded, so a second line would reach the upstream undecided (a copy source
+ * in a bucket the client key may not read, another range): two lines of one are refused.
+ */
+static const char *const decided_headers[] = {
+    "Host",
+    "Authorization",
+    "x-amz-date",
+    "x-amz-content-sha256",
+    "x-amz-decoded-content-length",
+    "x-amz-trailer",
+    "x-amz-copy-source",
+    "x-amz-copy-source-range",
+    "Range",
+    "If-Match",
+    "If-None-Match",
+    "If-Modified-Since",
+    "If-Unmodified-Since",
+    "x-amz-checksum-mode",
+    "Content-Type",
+    "Origin",
+    "Sec-Fetch-Site",
+};
+
+/* Notes name if it is a decided-on header, and whether it came before. */
+static void note_decided(struct framing *f, const char *name)
+{
+    for (size_t i = 0; i < sizeof(decided_headers) / sizeof(decided_headers[0]); i++) {
+        if (strcasecmp(name, decided_headers[i]) != 0)
+            continue;
+        if (f->decided_seen & (1u << i))
+            f->duplicate = decided_headers[i];
+        f->decided_seen |= 1u << i;
+        return;
+    }
+}
 
 /* True if name is an RFC 9110 token: no blank, control character or separator. */
 static bool is_token(const char *name)
@@ -255,6 +296,7 @@ static enum MHD_Result note_framing(void *cls, enum MHD_ValueKind kind, const ch
     struct framing *f = cls;
     if (!is_token(name))
         f->bad_name = true;
+    note_decided(f, name);
     if (value == NULL)
         return MHD_YES;
     if (header_was_folded(name, value))
@@ -275,12 +317,17 @@ static enum MHD_Result note_framing(void *cls, enum MHD_ValueKind kind, const ch
  * Why the end of the request's body is ambiguous, or NULL if it is not. libmicrohttpd
  * frames a body by Transfer-Encoding while the upstream would be told the Content-Length:
  * any difference between the two would let body bytes become a request of their own on
- * a reused upstream connection (smuggling). RFC 9112 6.1 and 6.3.
+ * a reused upstream connection (smuggling). RFC 9112 6.1 and 6.3. A header the gateway
+ * decides on in two lines is refused too (decided_headers); the reason may be put in msg.
  */
-static const char *framing_fault(struct gw_req *q)
+static const char *framing_fault(struct gw_req *q, char *msg, size_t cap)
 {
     struct framing f = {.content_length = NULL};
     MHD_get_connection_values(q->conn, MHD_HEADER_KIND, note_framing, &f);
+    if (f.duplicate != NULL) {
+        snprintf(msg, cap, "The request has more than one %s header.", f.duplicate);
+        return msg;
+    }
     if (f.folded)
         return "A header line continued on the next line (obs-fold) is not accepted.";
     if (f.bad_name) /* a blank before the colon: some servers would still read the header */
@@ -366,7 +413,8 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         q->method = method;
         q->phase = GW_PHASE_ROUTE;
         gw_stat_add(q->g->stats.requests, 1);
-        const char *fault = framing_fault(q);
+        char why[96];
+        const char *fault = framing_fault(q, why, sizeof(why));
         if (fault != NULL) /* refused before any body byte is read, and the connection closed */
             return gw_respond_known_error(q, S3_XML_INVALID_REQUEST, fault);
         if (!has_body(q))

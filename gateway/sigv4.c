@@ -280,29 +280,37 @@ static int qparam_cmp(const void *a, const void *b)
     return c ? c : strcmp(x->value, y->value);
 }
 
-/* Decodes then re-encodes len bytes of s with S3 rules ('/' encoded). */
-static sc_code recode(const char *s, size_t len, char **out)
+/* Decodes then re-encodes len bytes of s with S3 rules ('/' encoded); a '+' decodes to a
+ * space if plus_is_space, else to itself. */
+static sc_code recode(const char *s, size_t len, bool plus_is_space, char **out)
 {
     char *plain = NULL;
     sc_code rc = uri_decode(s, len, &plain);
     if (rc != SC_OK)
         return rc;
+    /* a '+' decoded from "%2B" is no space: only the raw bytes' '+' become spaces */
+    for (size_t i = 0, j = 0; plus_is_space && i < len; i++, j++) {
+        if (s[i] == '%')
+            i += 2;
+        else if (s[i] == '+')
+            plain[j] = ' ';
+    }
     rc = uri_encode(plain, strlen(plain), false, out);
     free(plain);
     return rc;
 }
 
 /* Fills p from one "name[=value]" piece of len bytes. */
-static sc_code parse_param(const char *s, size_t len, struct qparam *p)
+static sc_code parse_param(const char *s, size_t len, bool plus_is_space, struct qparam *p)
 {
     const char *eq = memchr(s, '=', len);
     size_t name_len = eq ? (size_t)(eq - s) : len;
-    sc_code rc = recode(s, name_len, &p->name);
+    sc_code rc = recode(s, name_len, plus_is_space, &p->name);
     if (rc != SC_OK)
         return rc;
     if (eq)
-        return recode(eq + 1, len - name_len - 1, &p->value);
-    return recode("", 0, &p->value);
+        return recode(eq + 1, len - name_len - 1, plus_is_space, &p->value);
+    return recode("", 0, false, &p->value);
 }
 
 static void free_params(struct qparam *params, size_t n)
@@ -315,7 +323,8 @@ static void free_params(struct qparam *params, size_t n)
 }
 
 /* Splits query on '&' (empty pieces skipped) into recoded parameters. */
-static sc_code parse_query(const char *query, struct qparam **out, size_t *n_out)
+static sc_code parse_query(const char *query, bool plus_is_space, struct qparam **out,
+                           size_t *n_out)
 {
     size_t max = 1, n = 0;
     sc_code rc = SC_OK;
@@ -328,7 +337,7 @@ static sc_code parse_query(const char *query, struct qparam **out, size_t *n_out
         const char *amp = strchr(p, '&');
         size_t len = amp ? (size_t)(amp - p) : strlen(p);
         if (len > 0)
-            rc = parse_param(p, len, &params[n++]);
+            rc = parse_param(p, len, plus_is_space, &params[n++]);
         p += len + (amp != NULL);
     }
     if (rc != SC_OK) {
@@ -340,7 +349,7 @@ static sc_code parse_query(const char *query, struct qparam **out, size_t *n_out
     return SC_OK;
 }
 
-sc_code sigv4_canonical_query(const char *query, char **out)
+static sc_code canonical_query(const char *query, bool plus_is_space, char **out)
 {
     struct qparam *params = NULL;
     size_t n = 0;
@@ -352,7 +361,7 @@ sc_code sigv4_canonical_query(const char *query, char **out)
         query = "";
     sc_code rc = check_field(query);
     if (rc == SC_OK)
-        rc = parse_query(query, &params, &n);
+        rc = parse_query(query, plus_is_space, &params, &n);
     if (rc != SC_OK)
         return rc;
     qsort(params, n, sizeof(*params), qparam_cmp);
@@ -365,6 +374,16 @@ sc_code sigv4_canonical_query(const char *query, char **out)
     }
     free_params(params, n);
     return sb_finish(&sb, out);
+}
+
+sc_code sigv4_canonical_query(const char *query, char **out)
+{
+    return canonical_query(query, false, out);
+}
+
+sc_code sigv4_forwarded_query(const char *query, char **out)
+{
+    return canonical_query(query, true, out);
 }
 
 /* ---- canonical headers -------------------------------------------------- */

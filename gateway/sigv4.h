@@ -167,6 +167,15 @@ sc_code sigv4_string_to_sign(const char *canonical_request, const struct sigv4_k
 sc_code sigv4_canonical_query(const char *query, char **out);
 
 /*
+ * @brief Like sigv4_canonical_query(), for the query the gateway sends upstream: a raw '+'
+ * means a space there (S3, s3rver and radosgw read the query form-encoded), so it becomes
+ * %20, while "%2B" stays a plus. The result is canonical: signing it changes nothing.
+ *
+ * @return as sigv4_canonical_query().
+ */
+sc_code sigv4_forwarded_query(const char *query, char **out);
+
+/*
  * @brief Formats t (seconds since the epoch) as "YYYYMMDDTHHMMSSZ" in UTC.
  * @param[out] out 17 bytes; "" if t cannot be represented.
  */

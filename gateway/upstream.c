@@ -897,7 +897,7 @@ static sc_code copy_request(up_req *r, const struct up_request *q)
     sc_code rc = build_path(r->up, q, &r->path);
     if (rc != SC_OK)
         return rc;
-    rc = sigv4_canonical_query(q->query ? q->query : "", &r->query);
+    rc = sigv4_forwarded_query(q->query ? q->query : "", &r->query);
     if (rc != SC_OK)
         return rc;
     r->method = strdup(q->method);

@@ -551,3 +551,18 @@ def test_client_identity_does_not_share_a_fill_in_flight_with_a_refused_user(rad
     t.join(60)
     assert result.get("a") == body
     assert refused_after < 3, "B waited for A's fill (%.1f s)" % refused_after
+
+
+def test_space_and_plus_in_a_list_prefix_verify_and_list_what_they_mean(upstream, gateway):
+    """Under --client-credentials a client's signature is checked on its query as it signed
+    it (boto3: a space as %20, a plus as %2B), while the query sent upstream reads a raw '+'
+    as a space (as S3 does): each prefix lists its own key, not the other."""
+    gw = start(gateway, upstream)
+    pre = s3util.unique_key("auth-plusq")
+    put_upstream(upstream, pre + "sp ace", b"space")
+    put_upstream(upstream, pre + "sp+ace", b"plus")
+    c = client(gw)
+    for want in ("sp ace", "sp+ace", "sp"):
+        got = c.list_objects_v2(Bucket=gw.bucket, Prefix=pre + want)
+        keys = sorted(o["Key"] for o in got.get("Contents", []))
+        assert keys == ([pre + "sp ace", pre + "sp+ace"] if want == "sp" else [pre + want])

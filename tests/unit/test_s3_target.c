@@ -574,6 +574,20 @@ static void multipart_steps_before_complete_invalidate_nothing(void **state)
     assert_int_equal(invalidation_of("POST", "/bucket/k?select&select-type=2"), S3_INVALIDATE_NONE);
 }
 
+/* radosgw runs a PUT or DELETE whose uploadId has no value as PutObject or DeleteObject,
+ * so such an uploadId is no multipart step: the key's cached copy must go. */
+static void write_with_empty_upload_id_invalidates_the_key(void **state)
+{
+    (void)state;
+    assert_int_equal(invalidation_of("PUT", "/bucket/k?uploadId="), S3_INVALIDATE_KEY);
+    assert_int_equal(invalidation_of("PUT", "/bucket/k?uploadId"), S3_INVALIDATE_KEY);
+    assert_int_equal(invalidation_of("DELETE", "/bucket/k?uploadId="), S3_INVALIDATE_KEY);
+    assert_int_equal(invalidation_of("PUT", "/bucket/k?partNumber=1&uploadId="), S3_INVALIDATE_KEY);
+    assert_int_equal(invalidation_of("PUT", "/bucket/k?uploadId=x&uploadId="), S3_INVALIDATE_KEY);
+    assert_int_equal(invalidation_of("DELETE", "/bucket/k?uploadId=&uploadId=x"),
+                     S3_INVALIDATE_KEY);
+}
+
 static void delete_objects_invalidates_the_bucket(void **state)
 {
     (void)state;
@@ -637,6 +651,7 @@ int main(void)
         cmocka_unit_test(delete_invalidates_the_key),
         cmocka_unit_test(complete_multipart_invalidates_the_key),
         cmocka_unit_test(multipart_steps_before_complete_invalidate_nothing),
+        cmocka_unit_test(write_with_empty_upload_id_invalidates_the_key),
         cmocka_unit_test(delete_objects_invalidates_the_bucket),
         cmocka_unit_test(reads_and_bucket_setup_invalidate_nothing),
     };
