@@ -386,9 +386,24 @@ static bool same_identity(struct gw_req *q, fill *f)
     return up_identity_same(&as, fill_identity(f));
 }
 
+/*
+ * A fill is an unconditional whole-object GET: only a 200 is the object, and a 4xx or 5xx an
+ * error to relay. Anything else (a 206 of some part, a 304, a 204) is an upstream that lies:
+ * never stored (fill.c caches only a 200), and never relayed as if it answered the client.
+ */
+static bool fill_status_is_a_lie(long status)
+{
+    return status != 200 && status < 400;
+}
+
 /* A fill's head is in: answer the client's GET from it. */
 static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_head *h)
 {
+    if (fill_status_is_a_lie(h->status)) {
+        sc_warn("upstream answered a fill of %s/%s with status %ld: refused as a bad gateway",
+                q->tgt.bucket, q->tgt.key, h->status);
+        return gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL);
+    }
     bool ours = same_identity(q, q->fill);
     if (ours && (h->status == 200 || h->status == 403))
         gw_authz_record(q, h->status == 200);

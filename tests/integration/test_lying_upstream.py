@@ -1,0 +1,66 @@
+"""Upstreams that lie about what they answer: the fault-injecting FAKE upstream only
+(harness/faulty_upstream.py), since no real S3 server answers an unconditional GET with a
+206 or a 304; every test name says "fake".
+
+A cache fill is an unconditional whole-object GET: only a 200 is the object. Any other
+non-error status is an upstream error: never stored, and the client gets 502 BadGateway.
+"""
+import os
+
+import pytest
+
+from harness import faulty_upstream as faults
+from harness import rawhttp, s3util
+
+faulty_upstream = faults.faulty_upstream  # the fixture, visible to this module's tests
+
+KiB = 1024
+MULTIPART_ETAG = '"0123456789abcdef0123456789abcdef-2"'  # no digest of the body to check
+
+
+def _start(gateway, fake, *args):
+    gw = gateway(fake.upstream(), extra_args=list(args))
+    gw.require_real()
+    return gw
+
+
+def _path(gw, key):
+    return "/%s/%s" % (gw.bucket, s3util.quote_key(key))
+
+
+def _log(gw):
+    with open(os.path.join(gw.workdir, "stderr.%d.log" % gw.runs), errors="replace") as f:
+        return f.read()
+
+
+LIES = {
+    "206-partial": lambda size: faults.lying_status(
+        206, part=(0, 99), content_range="bytes 0-99/%d" % size, etag=MULTIPART_ETAG),
+    "304": lambda size: faults.lying_status(304, etag=MULTIPART_ETAG),
+    "204": lambda size: faults.lying_status(204, etag=MULTIPART_ETAG),
+    "203-whole": lambda size: faults.lying_status(203, etag=MULTIPART_ETAG),
+}
+
+
+@pytest.mark.parametrize("lie", sorted(LIES))
+@pytest.mark.parametrize("method", ["GET"])
+def test_fake_fill_answered_with_another_status_than_200_is_a_502_never_stored(
+        faulty_upstream, gateway, lie, method):
+    fake = faulty_upstream
+    key = "lie/" + lie
+    body = s3util.data(64 * KiB + 5, seed=key)
+    fake.put(key, body, LIES[lie](len(body)))
+    gw = _start(gateway, fake)
+    r = rawhttp.get(gw.endpoint, _path(gw, key), method=method)
+    assert r.status == 502, (r.status, r.headers, r.body[:300])
+    if method == "GET":
+        assert b"<Code>BadGateway</Code>" in r.body, r.body[:300]
+    assert "answered a fill of test/%s with status" % key in _log(gw)
+    st = gw.stats()
+    assert st["fills_stored"] == 0 and st["objects"] == 0, st
+    # The upstream tells the truth again: the whole object, fetched afresh (nothing was kept).
+    fake.set_fault(key, faults.normal(etag=MULTIPART_ETAG))
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    assert r.status == 200 and r.complete and r.body == body, (r.status, len(r.body))
+    assert r.headers.get("x-cache") == "MISS", r.headers
+    assert fake.count(key, method=None) == 2
