@@ -259,9 +259,34 @@ static void add_object_headers(struct gw_req *q, struct MHD_Response *resp,
     }
 }
 
+/*
+ * True when the upstream's answer to a plain GET or HEAD Object forwarded for the client
+ * cannot be one to what was asked: a 206 without a Range, a 304 without a condition that
+ * allows it, any other 1xx or 2xx than 200.
+ */
+static bool read_status_is_a_lie(struct gw_req *q, long status)
+{
+    if (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT)
+        return false;
+    if (status == 206)
+        return header(q, "Range") == NULL;
+    if (status == 304)
+        return header(q, "If-None-Match") == NULL && header(q, "If-Modified-Since") == NULL;
+    return status != 200 && status < 300;
+}
+
+static enum MHD_Result refuse_lie(struct gw_req *q, const char *what, long status)
+{
+    sc_warn("upstream answered %s of %s/%s with status %ld: refused as a bad gateway", what,
+            q->tgt.bucket, q->tgt.key, status);
+    return gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL);
+}
+
 /* Relays the upstream's answer as it is: pass-through requests and upstream errors. */
 static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_head *h)
 {
+    if (q->fill == NULL && read_status_is_a_lie(q, h->status))
+        return refuse_lie(q, "a forwarded read", h->status);
     bool bodiless = h->status == 204 || h->status == 304 || h->status < 200;
     bool head = strcmp(q->method, "HEAD") == 0;
     uint64_t len = h->content_length >= 0 ? (uint64_t)h->content_length : UNBOUNDED;
@@ -399,11 +424,8 @@ static bool fill_status_is_a_lie(long status)
 /* A fill's head is in: answer the client's GET from it. */
 static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_head *h)
 {
-    if (fill_status_is_a_lie(h->status)) {
-        sc_warn("upstream answered a fill of %s/%s with status %ld: refused as a bad gateway",
-                q->tgt.bucket, q->tgt.key, h->status);
-        return gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL);
-    }
+    if (fill_status_is_a_lie(h->status))
+        return refuse_lie(q, "a fill", h->status);
     bool ours = same_identity(q, q->fill);
     if (ours && (h->status == 200 || h->status == 403))
         gw_authz_record(q, h->status == 200);

@@ -43,7 +43,7 @@ LIES = {
 
 
 @pytest.mark.parametrize("lie", sorted(LIES))
-@pytest.mark.parametrize("method", ["GET"])
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
 def test_fake_fill_answered_with_another_status_than_200_is_a_502_never_stored(
         faulty_upstream, gateway, lie, method):
     fake = faulty_upstream
@@ -55,7 +55,9 @@ def test_fake_fill_answered_with_another_status_than_200_is_a_502_never_stored(
     assert r.status == 502, (r.status, r.headers, r.body[:300])
     if method == "GET":
         assert b"<Code>BadGateway</Code>" in r.body, r.body[:300]
-    assert "answered a fill of test/%s with status" % key in _log(gw)
+    # A GET is a fill; a HEAD on a miss is forwarded as the client's HEAD.
+    what = "a fill" if method == "GET" else "a forwarded read"
+    assert "answered %s of test/%s with status" % (what, key) in _log(gw)
     st = gw.stats()
     assert st["fills_stored"] == 0 and st["objects"] == 0, st
     # The upstream tells the truth again: the whole object, fetched afresh (nothing was kept).
@@ -64,3 +66,4 @@ def test_fake_fill_answered_with_another_status_than_200_is_a_502_never_stored(
     assert r.status == 200 and r.complete and r.body == body, (r.status, len(r.body))
     assert r.headers.get("x-cache") == "MISS", r.headers
     assert fake.count(key, method=None) == 2
+
