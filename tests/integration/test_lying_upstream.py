@@ -6,6 +6,7 @@ A cache fill is an unconditional whole-object GET: only a 200 is the object. Any
 non-error status is an upstream error: never stored, and the client gets 502 BadGateway.
 """
 import os
+import time
 
 import pytest
 
@@ -67,3 +68,31 @@ def test_fake_fill_answered_with_another_status_than_200_is_a_502_never_stored(
     assert r.headers.get("x-cache") == "MISS", r.headers
     assert fake.count(key, method=None) == 2
 
+
+def _warm(gw, fake, key, body):
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    assert r.status == 200 and r.body == body, (r.status, len(r.body))
+    gw.stats_when(lambda s: s["fills_stored"] == 1)
+
+
+@pytest.mark.parametrize("etag", ["other", "none"])
+def test_fake_revalidation_answered_304_with_another_or_no_etag_is_not_unchanged(
+        faulty_upstream, gateway, etag):
+    # The object was overwritten; the fake answers the revalidation's If-None-Match with a
+    # 304 whose ETag is not the cached copy's (or that has none): no real server does.
+    fake = faulty_upstream
+    key = "lie/reval-" + etag
+    old, new = b"old bytes " * 1000, b"new bytes, longer " * 1000
+    fake.put(key, old)
+    gw = _start(gateway, fake, "--revalidate-after", "1")
+    _warm(gw, fake, key, old)
+    fake.put(key, new, faults.lying_status(
+        304, etag=None if etag == "other" else ""))
+    time.sleep(2.2)
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    assert not (r.status == 200 and r.body == old), "a 304 with another ETag kept the old copy"
+    heads = fake.request_headers(key, method="HEAD")
+    assert heads and heads[-1].get("if-none-match"), heads
+    # The copy is dropped; the refill got a 304 to a plain GET too: a lie, 502.
+    assert r.status == 502, (r.status, r.body[:200])
+    assert gw.stats()["objects"] == 0
