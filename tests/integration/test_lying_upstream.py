@@ -94,3 +94,26 @@ def test_fake_revalidation_answered_304_with_another_etag_is_not_unchanged(
     # The copy is dropped; the refill got a 304 to a plain GET too: a lie, 502.
     assert r.status == 502, (r.status, r.body[:200])
     assert gw.stats()["objects"] == 0
+
+
+@pytest.mark.parametrize("part", ["before", "short"])
+def test_fake_range_fetched_beside_a_fill_answered_with_another_range_is_not_served_as_it(
+        faulty_upstream, gateway, part):
+    # A range far into an object still arriving is fetched on its own (If-Match, explicit
+    # Range). The fake answers it with a 206 of other bytes, with their true Content-Range:
+    # starting before the range and ending inside it, or the range's start but shorter.
+    fake = faulty_upstream
+    key = "lie/range-" + part
+    body = s3util.data(2 * 1024 * KiB, seed=key)
+    first, last = 1024 * KiB, 1024 * KiB + 99
+    lie = (first - 50, first + 49) if part == "before" else (first, first + 49)
+    fake.put(key, body, faults.range_lie(lie))
+    gw = _start(gateway, fake)
+    r = rawhttp.get(gw.endpoint, _path(gw, key), headers={"Range": "bytes=%d-%d" % (first, last)},
+                    timeout=60)
+    ranged = [h for h in fake.request_headers(key) if "range" in h]
+    assert ranged, "the range was not fetched on its own: the test proves nothing"
+    assert r.status == 206 and r.complete, (r.status, r.error, len(r.body))
+    assert r.headers["content-range"] == "bytes %d-%d/%d" % (first, last, len(body)), r.headers
+    assert r.body == body[first:last + 1], "wrong or short bytes for the range asked"
+    assert "read from the fill instead" in _log(gw)

@@ -144,6 +144,13 @@ def lying_status(status, part=None, content_range=None, etag=None):
     return Fault("lying_status", status=status, part=part, etag=etag, headers=headers)
 
 
+def range_lie(part, chunk=64 * 1024, interval=0.05):
+    """A GET with a Range header gets a 206 of body bytes part=(first, last) inclusive, with
+    their Content-Range, whatever range was asked; a GET without trickles the whole body
+    (as trickle) so that a range far in is fetched on its own beside the fill."""
+    return Fault("range_lie", part=part, chunk=chunk, interval=interval)
+
+
 class _Object:
     def __init__(self, body, fault, checksums):
         self.body = body
@@ -354,7 +361,17 @@ class FaultyUpstream:
         if slowed:
             return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
         wants_checksum = headers.get("x-amz-checksum-mode", "").upper() == "ENABLED"
+        if fault.kind == "range_lie":
+            fault = self._range_lie_answer(fault, obj, "range" in headers)
         return self._send_object(conn, method, key, obj, fault, wants_checksum)
+
+    @staticmethod
+    def _range_lie_answer(fault, obj, ranged):
+        if not ranged:
+            return dataclasses.replace(fault, kind="trickle")
+        first, last = fault.part
+        return lying_status(206, part=fault.part,
+                            content_range="bytes %d-%d/%d" % (first, last, len(obj.body)))
 
     @staticmethod
     def _reset(conn):
