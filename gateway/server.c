@@ -215,9 +215,10 @@ struct framing {
     const char *content_length; /* the first Content-Length */
     bool lengths_differ;        /* another Content-Length with a different value */
     unsigned transfer_encodings;
-    bool chunked;  /* the (last) Transfer-Encoding is exactly "chunked" */
-    bool folded;   /* a header line was continued on the next one (obs-fold) */
-    bool bad_name; /* a header name that is not a token ("Content-Length : 4") */
+    bool chunked;   /* the (last) Transfer-Encoding is exactly "chunked" */
+    bool folded;    /* a header line was continued on the next one (obs-fold) */
+    bool bad_name;  /* a header name that is not a token ("Content-Length : 4") */
+    bool bad_value; /* a control character (CR, NUL...) but HTAB in a header value */
 };
 
 /* True if name is an RFC 9110 token: no blank, control character or separator. */
@@ -247,6 +248,30 @@ static bool header_was_folded(const char *name, const char *value)
         if (*p != ' ' && *p != '\t')
             return true;
     return false;
+}
+
+/*
+ * True if a header value holds a control character other than HTAB (RFC 9110 5.5): a bare CR
+ * or an LF some servers end a line at, a DEL. Forwarded, the upstream could read it otherwise
+ * than it was signed. (A NUL is not seen: libmicrohttpd 0.9.75 ends the value there.)
+ */
+static bool value_has_control(const char *value, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return true;
+    }
+    return false;
+}
+
+static enum MHD_Result note_value(void *cls, enum MHD_ValueKind kind, const char *name,
+                                  size_t name_size, const char *value, size_t value_size)
+{
+    struct framing *f = cls;
+    if (value != NULL && value_has_control(value, value_size))
+        f->bad_value = true;
+    return MHD_YES;
 }
 
 static enum MHD_Result note_framing(void *cls, enum MHD_ValueKind kind, const char *name,
@@ -281,6 +306,9 @@ static const char *framing_fault(struct gw_req *q)
 {
     struct framing f = {.content_length = NULL};
     MHD_get_connection_values(q->conn, MHD_HEADER_KIND, note_framing, &f);
+    MHD_get_connection_values_n(q->conn, MHD_HEADER_KIND, note_value, &f);
+    if (f.bad_value)
+        return "A header value holds a control character.";
     if (f.folded)
         return "A header line continued on the next line (obs-fold) is not accepted.";
     if (f.bad_name) /* a blank before the colon: some servers would still read the header */
