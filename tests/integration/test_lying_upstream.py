@@ -154,3 +154,27 @@ def test_fake_header_value_with_a_tab_or_obs_text_is_forwarded_as_sent(faulty_up
                          b"X-Amz-Meta-Foo: a\tb\xff\r\nConnection: close\r\n\r\n")
     assert r.status == 200 and r.body == b"hello", (r.status, r.body[:300])
     assert [h.get("x-amz-meta-foo") for _, _, h in fake.requests()] == ["a\tb\xff"]
+
+
+# ---- an authorization HEAD answered with something unexpected ---------------------------
+
+
+def test_fake_authorization_head_answered_204_does_not_admit_to_the_cached_copy(
+        faulty_upstream, gateway):
+    # An anonymous read of a cached copy asks the upstream first (a HEAD as anonymous). The fake
+    # answers it with a 204, which no S3 server sends to a HEAD Object: not a permission.
+    fake = faulty_upstream
+    key = "lie/authz"
+    body = b"cached for a signed client " * 100
+    fake.put(key, body)
+    gw = gateway(fake.upstream(), client_keys=[{"access_key": "it-lie-1", "secret_key": "s-1"}],
+                 extra_args=["--allow-anonymous"])
+    gw.require_real()
+    got = s3util.client(gw.endpoint, "it-lie-1", "s-1").get_object(Bucket="test", Key=key)
+    assert got["Body"].read() == body
+    gw.stats_when(lambda s: s["fills_stored"] == 1)
+    fake.set_fault(key, faults.lying_status(204))
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    assert fake.count(key, method="HEAD") == 1, "no authorization HEAD: the test proves nothing"
+    assert not (r.status == 200 and r.body == body), "a 204 to the HEAD admitted anonymous"
+    assert r.status == 502, (r.status, r.body[:200])  # forwarded; the GET's 204 is a lie too
