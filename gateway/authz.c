@@ -82,7 +82,8 @@ enum MHD_Result gw_authz_resume(struct gw_req *q)
     sc_code rc = q->ask.result;
     gw_ask_release(&q->ask);
     q->phase = GW_PHASE_ROUTE;
-    if (rc == SC_OK && status >= 200 && status < 300) {
+    /* Only a 200 admits: a 204 or 206 to a HEAD Object is an upstream that lies. */
+    if (rc == SC_OK && status == 200) {
         gw_authz_record(q, true);
         return gw_serve_object(q);
     }
@@ -90,8 +91,8 @@ enum MHD_Result gw_authz_resume(struct gw_req *q)
         gw_authz_record(q, false);
         return deny(q);
     }
-    /* No clear answer (404, a redirect, 5xx, unreachable): the request itself goes upstream,
-     * as this identity, and bypasses the cache; the upstream's answer is the client's. */
+    /* No clear answer (404, a redirect, another 2xx, 5xx, unreachable): the request itself goes
+     * upstream, as this identity, and bypasses the cache; the upstream's answer is the client's. */
     sc_debug("%s %s/%s: authorization check answered %ld (%s): forwarding the request", q->method,
              q->tgt.bucket, q->tgt.key, status, sc_strerror(rc));
     q->x_cache = NULL;

@@ -28,8 +28,13 @@ enum reval_outcome gw_reval_outcome(const char *cached_etag, const struct gw_ask
 {
     if (answer->result != SC_OK || answer->status == 0 || answer->status >= 500)
         return REVAL_UNREACHABLE;
+    /* A 304 says the cached ETag matched (RFC 9110 13.1.2): one to a HEAD without a
+     * condition, or carrying another ETag, is an upstream that lies. Not every upstream
+     * repeats the ETag in a 304 (s3rver does not): one without is taken as it says. */
     if (answer->status == 304)
-        return REVAL_FRESH;
+        return cached_etag[0] && (answer->etag[0] == '\0' || strcmp(cached_etag, answer->etag) == 0)
+                   ? REVAL_FRESH
+                   : REVAL_CHANGED;
     if (answer->status == 200 && cached_etag[0] && strcmp(cached_etag, answer->etag) == 0)
         return REVAL_FRESH;
     return REVAL_CHANGED;

@@ -12,6 +12,7 @@
  * (auth.h) is authorized before it gets a cached copy or another identity's
  * fill, and never gets another identity's upstream error.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,9 +260,34 @@ static void add_object_headers(struct gw_req *q, struct MHD_Response *resp,
     }
 }
 
+/*
+ * True when the upstream's answer to a plain GET or HEAD Object forwarded for the client
+ * cannot be one to what was asked: a 206 without a Range, a 304 without a condition that
+ * allows it, any other 1xx or 2xx than 200.
+ */
+static bool read_status_is_a_lie(struct gw_req *q, long status)
+{
+    if (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT)
+        return false;
+    if (status == 206)
+        return header(q, "Range") == NULL;
+    if (status == 304)
+        return header(q, "If-None-Match") == NULL && header(q, "If-Modified-Since") == NULL;
+    return status != 200 && status < 300;
+}
+
+static enum MHD_Result refuse_lie(struct gw_req *q, const char *what, long status)
+{
+    sc_warn("upstream answered %s of %s/%s with status %ld: refused as a bad gateway", what,
+            q->tgt.bucket, q->tgt.key, status);
+    return gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL);
+}
+
 /* Relays the upstream's answer as it is: pass-through requests and upstream errors. */
 static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_head *h)
 {
+    if (q->fill == NULL && read_status_is_a_lie(q, h->status))
+        return refuse_lie(q, "a forwarded read", h->status);
     bool bodiless = h->status == 204 || h->status == 304 || h->status < 200;
     bool head = strcmp(q->method, "HEAD") == 0;
     uint64_t len = h->content_length >= 0 ? (uint64_t)h->content_length : UNBOUNDED;
@@ -296,19 +322,26 @@ static sc_code fetch_range(struct gw_req *q, const struct answer *a, const char 
     return rc;
 }
 
-/* The offset of the first body byte of a ranged answer, from its Content-Range. */
-static bool range_offset(const struct relay_head *h, uint64_t *offset)
+/*
+ * The offset of the first body byte of a ranged answer, from its Content-Range, when its body
+ * holds all of the range asked (q->want_start, q->want_len) of an object of size bytes: a 200
+ * of the whole object, or a 206 whose Content-Range covers the range and whose length matches.
+ */
+static bool range_offset(struct gw_req *q, const struct relay_head *h, uint64_t size,
+                         uint64_t *offset)
 {
     if (h->status == 200) {
         *offset = 0;
-        return true;
+        return h->content_length >= 0 && (uint64_t)h->content_length == size;
     }
     const char *cr = up_header_get(h->headers, h->n_headers, "Content-Range");
-    unsigned long long first;
-    if (h->status != 206 || cr == NULL || sscanf(cr, "bytes %llu-", &first) != 1)
+    unsigned long long first, last, total;
+    if (h->status != 206 || cr == NULL ||
+        sscanf(cr, "bytes %llu-%llu/%llu", &first, &last, &total) != 3 || first > last ||
+        total != size || h->content_length < 0 || (uint64_t)h->content_length != last - first + 1)
         return false;
     *offset = first;
-    return true;
+    return first <= q->want_start && last >= q->want_start + q->want_len - 1;
 }
 
 /* True when a ranged answer is of the version the fill serves: the same ETag. If-Match asked
@@ -352,9 +385,18 @@ static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_h
     bool answered = h->status == 200 || h->status == 206;
     if (fh != NULL && (h->status == 412 || (answered && !same_version(fh, h))))
         return range_from_fill(q, fh);
-    if (fh == NULL || !range_offset(h, &offset) || offset > q->want_start)
-        return respond_as_upstream(q, h); /* vanished, refused, or answered some other range */
+    if (fh == NULL || h->status >= 400)
+        return respond_as_upstream(q, h); /* vanished, or refused */
     uint64_t size = (uint64_t)fh->content_length;
+    if (!range_offset(q, h, size, &offset)) {
+        /* Another range, a short body, a 304 or 204: an upstream that lies. */
+        const char *cr = up_header_get(h->headers, h->n_headers, "Content-Range");
+        sc_warn("upstream answered range %" PRIu64 "+%" PRIu64 " of %s/%s with status %ld and "
+                "Content-Range %s: read from the fill instead",
+                q->want_start, q->want_len, q->tgt.bucket, q->tgt.key, h->status,
+                cr ? cr : "(none)");
+        return range_from_fill(q, fh);
+    }
     struct answer a = {206, q->want_start, q->want_len};
     struct MHD_Response *resp = relay_response(q, q->want_start - offset, q->want_len);
     if (resp == NULL)
@@ -386,9 +428,21 @@ static bool same_identity(struct gw_req *q, fill *f)
     return up_identity_same(&as, fill_identity(f));
 }
 
+/*
+ * A fill is an unconditional whole-object GET: only a 200 is the object, and a 4xx or 5xx an
+ * error to relay. Anything else (a 206 of some part, a 304, a 204) is an upstream that lies:
+ * never stored (fill.c caches only a 200), and never relayed as if it answered the client.
+ */
+static bool fill_status_is_a_lie(long status)
+{
+    return status != 200 && status < 400;
+}
+
 /* A fill's head is in: answer the client's GET from it. */
 static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_head *h)
 {
+    if (fill_status_is_a_lie(h->status))
+        return refuse_lie(q, "a fill", h->status);
     bool ours = same_identity(q, q->fill);
     if (ours && (h->status == 200 || h->status == 403))
         gw_authz_record(q, h->status == 200);

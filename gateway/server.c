@@ -220,6 +220,7 @@ struct framing {
     bool bad_name;         /* a header name that is not a token ("Content-Length : 4") */
     unsigned decided_seen; /* bit i: decided_headers[i] came once */
     const char *duplicate; /* a decided-on header that came twice, or NULL */
+    bool bad_value;        /* a control character (CR, NUL...) but HTAB in a header value */
 };
 
 /*
@@ -290,6 +291,30 @@ static bool header_was_folded(const char *name, const char *value)
     return false;
 }
 
+/*
+ * True if a header value holds a control character other than HTAB (RFC 9110 5.5): a bare CR
+ * or an LF some servers end a line at, a DEL. Forwarded, the upstream could read it otherwise
+ * than it was signed. (A NUL is not seen: libmicrohttpd 0.9.75 ends the value there.)
+ */
+static bool value_has_control(const char *value, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return true;
+    }
+    return false;
+}
+
+static enum MHD_Result note_value(void *cls, enum MHD_ValueKind kind, const char *name,
+                                  size_t name_size, const char *value, size_t value_size)
+{
+    struct framing *f = cls;
+    if (value != NULL && value_has_control(value, value_size))
+        f->bad_value = true;
+    return MHD_YES;
+}
+
 static enum MHD_Result note_framing(void *cls, enum MHD_ValueKind kind, const char *name,
                                     const char *value)
 {
@@ -328,6 +353,9 @@ static const char *framing_fault(struct gw_req *q, char *msg, size_t cap)
         snprintf(msg, cap, "The request has more than one %s header.", f.duplicate);
         return msg;
     }
+    MHD_get_connection_values_n(q->conn, MHD_HEADER_KIND, note_value, &f);
+    if (f.bad_value)
+        return "A header value holds a control character.";
     if (f.folded)
         return "A header line continued on the next line (obs-fold) is not accepted.";
     if (f.bad_name) /* a blank before the colon: some servers would still read the header */

@@ -58,6 +58,8 @@ class Fault:
     # carries x-amz-checksum-mode: ENABLED
     checksums: dict = None
     headers: dict = None  # more response headers (name -> value), sent to every GET and HEAD
+    status: int = 200  # lying_status: the status line's code
+    part: tuple = None  # lying_status: (first, last) body bytes sent, or None: the whole body
 
 
 def normal(etag=None, checksums=None, headers=None):
@@ -131,6 +133,22 @@ def chunked_with_length(length, etag=None):
 def trickle(chunk, interval):
     """The right headers, then the body `chunk` bytes at a time, `interval` seconds apart."""
     return Fault("trickle", chunk=chunk, interval=interval)
+
+
+def lying_status(status, part=None, content_range=None, etag=None):
+    """Answers every GET and HEAD with `status` (a 206, 304, 204...) whatever was asked: the
+    body bytes part=(first, last) inclusive (None: the whole body; none for 204 and 304) with
+    their Content-Length, and Content-Range: content_range when given. No real server answers
+    an unconditional GET with these."""
+    headers = {"Content-Range": content_range} if content_range else None
+    return Fault("lying_status", status=status, part=part, etag=etag, headers=headers)
+
+
+def range_lie(part, chunk=64 * 1024, interval=0.05):
+    """A GET with a Range header gets a 206 of body bytes part=(first, last) inclusive, with
+    their Content-Range, whatever range was asked; a GET without trickles the whole body
+    (as trickle) so that a range far in is fetched on its own beside the fill."""
+    return Fault("range_lie", part=part, chunk=chunk, interval=interval)
 
 
 class _Object:
@@ -343,7 +361,17 @@ class FaultyUpstream:
         if slowed:
             return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
         wants_checksum = headers.get("x-amz-checksum-mode", "").upper() == "ENABLED"
+        if fault.kind == "range_lie":
+            fault = self._range_lie_answer(fault, obj, "range" in headers)
         return self._send_object(conn, method, key, obj, fault, wants_checksum)
+
+    @staticmethod
+    def _range_lie_answer(fault, obj, ranged):
+        if not ranged:
+            return dataclasses.replace(fault, kind="trickle")
+        first, last = fault.part
+        return lying_status(206, part=fault.part,
+                            content_range="bytes %d-%d/%d" % (first, last, len(obj.body)))
 
     @staticmethod
     def _reset(conn):
@@ -369,8 +397,11 @@ class FaultyUpstream:
 
     def _send_object(self, conn, method, key, obj, fault, wants_checksum=False):
         body = obj.body
-        length = len(body)
         etag = '"%s"' % obj.md5
+        if fault.kind == "lying_status":
+            body = b"" if fault.status in (204, 304) else (
+                body[fault.part[0]:fault.part[1] + 1] if fault.part else body)
+        length = len(body)
         if fault.kind in ("short_length", "late_excess", "chunked_with_length"):
             length = fault.after
         elif fault.kind == "bad_md5":
@@ -392,7 +423,7 @@ class FaultyUpstream:
             headers += sorted({**obj.checksums, **(fault.checksums or {})}.items())
         if fault.headers:
             headers += sorted(fault.headers.items())
-        conn.sendall(self._head_bytes(200, "OK", headers))
+        conn.sendall(self._head_bytes(fault.status, "Lie", headers))
         if method == "HEAD":
             return True
         kind = fault.kind
