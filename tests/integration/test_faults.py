@@ -22,14 +22,8 @@ KiB = 1024
 MiB = 1024 * KiB
 
 
-def _start(gateway, fake, *args):
-    gw = gateway(fake.upstream(), extra_args=list(args))
-    gw.require_real()
-    return gw
-
-
-def _path(gw, key):
-    return "/%s/%s" % (gw.bucket, s3util.quote_key(key))
+_start = faults.start_gateway
+_path = s3util.object_path
 
 
 def _assert_clean_get(gw, key, body, x_cache):

@@ -9,14 +9,7 @@ from harness import s3util
 MiB = 1024 * 1024
 
 
-def _cache(gw, key, body):
-    """Reads key twice through gw so it is cached; checks the second read is a HIT."""
-    c = gw.client()
-    assert c.get_object(Bucket=gw.bucket, Key=key)["Body"].read() == body
-    resp = c.get_object(Bucket=gw.bucket, Key=key)
-    assert resp["Body"].read() == body
-    gw.assert_cache(s3util.headers_of(resp), "HIT")
-    return c
+_cache = s3util.cache_via
 
 
 def test_overwrite_through_gateway_invalidates_cached_copy(upstream, gw):

@@ -19,14 +19,8 @@ KiB = 1024
 MULTIPART_ETAG = '"0123456789abcdef0123456789abcdef-2"'  # no digest of the body to check
 
 
-def _start(gateway, fake, *args):
-    gw = gateway(fake.upstream(), extra_args=list(args))
-    gw.require_real()
-    return gw
-
-
-def _path(gw, key):
-    return "/%s/%s" % (gw.bucket, s3util.quote_key(key))
+_start = faults.start_gateway
+_path = s3util.object_path
 
 
 def _log(gw):

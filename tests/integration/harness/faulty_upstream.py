@@ -483,3 +483,11 @@ def faulty_upstream():
         yield fake
     finally:
         fake.stop()
+
+
+def start_gateway(gateway, fake, *args):
+    """A gateway (from the conftest's gateway factory) in front of fake, with extra
+    command-line args; never direct mode, since the fake is the point of the test."""
+    gw = gateway(fake.upstream(), extra_args=list(args))
+    gw.require_real()
+    return gw

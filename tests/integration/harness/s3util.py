@@ -109,3 +109,19 @@ def raw(gw_or_up, method, path, **kw):
 def quote_key(key):
     """Percent-encodes a key for a request path as S3 clients do (keeping '/')."""
     return urllib.parse.quote(key, safe="/~")
+
+
+def object_path(gw, key):
+    """The path-style target of key in gw's bucket, percent-encoded as S3 clients send it."""
+    return "/%s/%s" % (gw.bucket, quote_key(key))
+
+
+def cache_via(gw, key, body):
+    """Reads key twice through gw so it is cached; checks the second read is a HIT. Returns
+    the client it read with."""
+    c = gw.client()
+    assert c.get_object(Bucket=gw.bucket, Key=key)["Body"].read() == body
+    resp = c.get_object(Bucket=gw.bucket, Key=key)
+    assert resp["Body"].read() == body
+    gw.assert_cache(headers_of(resp), "HIT")
+    return c
