@@ -408,11 +408,16 @@ static bool content_encoding_aws_chunked(struct gw_req *q)
  * aws-chunked (then *len is x-amz-decoded-content-length). False if the request does not
  * tell the length (S3 requires one).
  */
+static bool is_read(const struct gw_req *q)
+{
+    return strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
+}
+
 static bool upstream_length(struct gw_req *q, bool *aws_chunked, int64_t *len)
 {
     *aws_chunked = false;
     *len = -1;
-    if (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0)
+    if (is_read(q))
         return true; /* a read never carries a body upstream (server.c drained it) */
     const char *sha = req_header(q, "x-amz-content-sha256");
     *aws_chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) || content_encoding_aws_chunked(q);
@@ -694,7 +699,7 @@ static sc_code forward(struct gw_req *q)
     collect_forwarded(q, &fwd);
     if (fwd.too_many)
         return SC_EINVAL; /* start() refused these headers already */
-    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
+    bool read = is_read(q);
     struct up_request req = {.method = q->method,
                              .bucket = q->tgt.bucket,
                              .key = q->tgt.key,
@@ -749,7 +754,7 @@ static enum MHD_Result start(struct gw_req *q)
     if (len < 0 && forward(q) != SC_OK)  /* a body, even an empty one, waits to be checked */
         return respond_shutting_down(q); /* the write ends with u */
     gw_stat_add(g->stats.passthrough, 1);
-    bool read = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
+    bool read = is_read(q);
     if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
         q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */
         gw_stat_add(g->stats.bypasses, 1);
