@@ -21,13 +21,39 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -llmdb -lpthread -lm
+comma := ,
+empty :=
+space := $(empty) $(empty)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-COMMON_SRC  := $(wildcard common/*.c)
-POLICY_SRC  := $(wildcard policy/*.c)
-STORE_SRC   := $(wildcard store/*.c)
-GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
-LIB_SRC     := $(COMMON_SRC) $(POLICY_SRC) $(STORE_SRC) $(GATEWAY_SRC)
+# ---- layers -------------------------------------------------------------------------------
+# Each folder is a layer and a static library; it may use only the layers named in its USES_
+# (docs/architecture.md). A unit test links its layer and those below, so a file that reaches up
+# fails to link; `make layers` (part of lint) links every library alone and checks every include.
+LAYERS        := common policy store proto sigv4 upstream manifest gateway
+USES_common   :=
+USES_policy   := common
+USES_store    := policy common
+USES_proto    := common
+USES_sigv4    := proto common
+USES_upstream := sigv4 proto store policy common
+USES_manifest := upstream sigv4 proto store policy common
+USES_gateway  := manifest upstream sigv4 proto store policy common
+
+SRC_common   := $(wildcard common/*.c)
+SRC_policy   := $(wildcard policy/*.c)
+SRC_store    := $(wildcard store/*.c)
+SRC_proto    := $(wildcard proto/*.c)
+SRC_sigv4    := $(wildcard sigv4/*.c)
+SRC_upstream := $(wildcard upstream/*.c)
+SRC_manifest := $(wildcard manifest/*.c)
+SRC_gateway  := $(filter-out gateway/main.c,$(wildcard gateway/*.c gateway/admin/*.c))
+LIB_SRC      := $(foreach l,$(LAYERS),$(SRC_$(l)))
+HEADERS      := $(wildcard */*.h */*/*.h)
+
+# The libraries a program or test of layer $(1) links, top first: $(2) is the build root.
+layer_libs = $(2)/lib/lib$(1).a $(foreach u,$(USES_$(1)),$(2)/lib/lib$(u).a)
+
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 SIM_SRC     := $(wildcard tools/sim/*.c)
 CTL_SRC     := $(wildcard tools/ctl/*.c)
@@ -37,35 +63,43 @@ RELAY_SRC   := $(wildcard tools/latency-relay/*.c)
 
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 
-FORMAT_SRC := $(wildcard */*.c */*.h tests/unit/*.c tests/fuzz/*.c tests/fuzz/*.h \
-                tools/*/*.c tools/*/*.h)
+FORMAT_SRC := $(wildcard */*.c */*.h gateway/admin/*.c gateway/admin/*.h tests/unit/*.c \
+                tests/fuzz/*.c tests/fuzz/*.h tools/*/*.c tools/*/*.h)
 
-# The status page: gateway/status_page.html compiled in as build/gen/status_page.c.
+# The status page: gateway/admin/status_page.html compiled in as build/gen/status_page.c.
 PAGE_OBJ      := build/obj/gen/status_page.o
 ASAN_PAGE_OBJ := build/asan/obj/gen/status_page.o
 
-OBJ      := $(LIB_SRC:%.c=build/obj/%.o) $(PAGE_OBJ)
-ASAN_OBJ := $(LIB_SRC:%.c=build/asan/obj/%.o) $(ASAN_PAGE_OBJ)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
 .PHONY: all asan unit pyunit test integration run format lint clean deps valgrind bench \
-        fuzz fuzz-build fuzz-smoke docker-test
+        fuzz fuzz-build fuzz-smoke docker-test layers
 all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim
 
-build/s3cached: build/obj/gateway/main.o $(OBJ)
+# One archive per layer, optimized (build/lib) and sanitized (build/asan/lib).
+define layer_lib
+build/lib/lib$(1).a: $$(SRC_$(1):%.c=build/obj/%.o) $$(if $$(filter gateway,$(1)),$$(PAGE_OBJ))
+	@mkdir -p $$(dir $$@); rm -f $$@
+	ar rcs $$@ $$^
+build/asan/lib/lib$(1).a: $$(SRC_$(1):%.c=build/asan/obj/%.o) \
+                          $$(if $$(filter gateway,$(1)),$$(ASAN_PAGE_OBJ))
+	@mkdir -p $$(dir $$@); rm -f $$@
+	ar rcs $$@ $$^
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_lib,$(l))))
+
+build/s3cached: build/obj/gateway/main.o $(call layer_libs,gateway,build)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The trace simulator runs the real policy code, nothing of the gateway.
-build/s3cached-sim: $(SIM_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o) \
-                    $(POLICY_SRC:%.c=build/obj/%.o)
+build/s3cached-sim: $(SIM_SRC:%.c=build/obj/%.o) $(call layer_libs,policy,build)
 	$(CC) $(CFLAGS) -o $@ $^ -lm -lpthread
 
 # The DataLoader emulator signs with the gateway's SigV4 code, nothing else of it.
-build/s3cached-trainsim: $(TRAINSIM_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o) \
-                         build/obj/gateway/sigv4.o
+build/s3cached-trainsim: $(TRAINSIM_SRC:%.c=build/obj/%.o) $(call layer_libs,sigv4,build)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-build/s3cachectl: $(CTL_SRC:%.c=build/obj/%.o) $(COMMON_SRC:%.c=build/obj/%.o)
+build/s3cachectl: $(CTL_SRC:%.c=build/obj/%.o) $(call layer_libs,common,build)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # A small C program, not xxd (often missing): it also checks the page loads nothing
@@ -74,78 +108,85 @@ build/tools/embed: $(EMBED_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(shell pkg-config --libs libcrypto 2>/dev/null || echo -lcrypto)
 
-build/gen/status_page.c: gateway/status_page.html build/tools/embed
+build/gen/status_page.c: gateway/admin/status_page.html build/tools/embed
 	@mkdir -p $(dir $@)
-	build/tools/embed $< gw_status_page ../../gateway/status_page.h > $@.tmp && mv $@.tmp $@
+	build/tools/embed $< gw_status_page ../../gateway/admin/status_page.h > $@.tmp && mv $@.tmp $@
 
-$(PAGE_OBJ): build/gen/status_page.c gateway/status_page.h
+$(PAGE_OBJ): build/gen/status_page.c gateway/admin/status_page.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(ASAN_PAGE_OBJ): build/gen/status_page.c gateway/status_page.h
+$(ASAN_PAGE_OBJ): build/gen/status_page.c gateway/admin/status_page.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
 
-build/obj/%.o: %.c $(wildcard */*.h tools/*/*.h)
+build/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 asan: build/asan/s3cached build/asan/s3cachectl
 
-build/asan/s3cached: build/asan/obj/gateway/main.o $(ASAN_OBJ)
+build/asan/s3cached: build/asan/obj/gateway/main.o $(call layer_libs,gateway,build/asan)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
-build/asan/s3cachectl: $(CTL_SRC:%.c=build/asan/obj/%.o) $(COMMON_SRC:%.c=build/asan/obj/%.o)
+build/asan/s3cachectl: $(CTL_SRC:%.c=build/asan/obj/%.o) $(call layer_libs,common,build/asan)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
-build/asan/obj/%.o: %.c $(wildcard */*.h tools/*/*.h)
+# The sanitizer build also checks the invariants written as assert() (the optimized one
+# defines NDEBUG only if the caller asks).
+build/asan/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
-
-build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
 
 # The benchmark's latency relay: epoll, no library but libc.
 build/latency-relay: $(RELAY_SRC:%.c=build/obj/%.o) build/obj/common/sc_err.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
-# test_latency_relay links the relay's pure pieces: everything in it but its main.
-RELAY_LIB_SRC := $(filter-out tools/latency-relay/main.c,$(RELAY_SRC))
-build/asan/tests/test_latency_relay: tests/unit/test_latency_relay.c $(ASAN_OBJ) \
-                                     $(RELAY_LIB_SRC:%.c=build/asan/obj/%.o)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
+# ---- unit tests -----------------------------------------------------------------------------
+# A test's layer is the highest layer it includes (from itself or a header beside it); it
+# links that layer's library and the ones below, nothing above. Tools' tests also link the
+# tool's pieces (everything in the tool but its main).
+test_includes = $(shell cd tests/unit && sed -n 's|^\#include "\.\./\.\./\([a-z0-9_]*\)/.*|\1|p' \
+                  $(notdir $(1)) $$(sed -n 's|^\#include "\([a-z0-9_]*\.h\)"|\1|p' $(notdir $(1))))
+test_layer = $(lastword $(filter $(call test_includes,$(1)),$(LAYERS)))
 
-# test_sim also links the simulator's pieces: everything in tools/sim but its main.
-SIM_LIB_SRC := $(filter-out tools/sim/main.c,$(SIM_SRC))
-build/asan/tests/test_sim: tests/unit/test_sim.c $(ASAN_OBJ) $(SIM_LIB_SRC:%.c=build/asan/obj/%.o)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
-
-# test_ctl_* link s3cachectl's pieces (everything in tools/ctl but its main) and common/.
-CTL_LIB_SRC  := $(filter-out tools/ctl/main.c,$(CTL_SRC))
-CTL_UNIT_BIN := $(filter build/asan/tests/test_ctl_%,$(UNIT_BIN))
-$(CTL_UNIT_BIN): build/asan/tests/%: tests/unit/%.c $(CTL_LIB_SRC:%.c=build/asan/obj/%.o) \
-                 $(COMMON_SRC:%.c=build/asan/obj/%.o)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
-
-# test_trainsim_* also link the emulator's pieces: everything in tools/trainsim but its main.
+RELAY_LIB_SRC    := $(filter-out tools/latency-relay/main.c,$(RELAY_SRC))
+SIM_LIB_SRC      := $(filter-out tools/sim/main.c,$(SIM_SRC))
+CTL_LIB_SRC      := $(filter-out tools/ctl/main.c,$(CTL_SRC))
 TRAINSIM_LIB_SRC := $(filter-out tools/trainsim/main.c,$(TRAINSIM_SRC))
-TRAINSIM_TESTS   := $(filter build/asan/tests/test_trainsim_%,$(UNIT_BIN))
-$(TRAINSIM_TESTS): build/asan/tests/%: tests/unit/%.c $(ASAN_OBJ) \
-                   $(TRAINSIM_LIB_SRC:%.c=build/asan/obj/%.o)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka
-
+tool_objs = $(patsubst %.c,build/asan/obj/%.o,$(if $(filter test_latency_relay,$(1)),\
+              $(RELAY_LIB_SRC)) $(if $(filter test_sim,$(1)),$(SIM_LIB_SRC)) \
+              $(if $(filter test_ctl_%,$(1)),$(CTL_LIB_SRC)) \
+              $(if $(filter test_trainsim_%,$(1)),$(TRAINSIM_LIB_SRC)))
+# The layer a tool's pieces stand on (see the programs above).
+tool_layer = $(if $(filter test_sim,$(1)),policy,$(if $(filter test_trainsim_%,$(1)),sigv4))
 # test_s3_auth wraps CRYPTO_memcmp, to see that signatures are compared in constant time.
-build/asan/tests/test_s3_auth: tests/unit/test_s3_auth.c $(ASAN_OBJ)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -o $@ $^ $(LDLIBS) -lcmocka -Wl,--wrap=CRYPTO_memcmp
+LDEXTRA_test_s3_auth := -Wl,--wrap=CRYPTO_memcmp
+
+define unit_test
+build/asan/tests/$(1): tests/unit/$(1).c $$(call tool_objs,$(1)) \
+                       $$(call layer_libs,$$(or $$(call test_layer,tests/unit/$(1).c),$$(call tool_layer,$(1)),common),build/asan)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $$(SANFLAGS) -O1 -o $$@ $$^ $$(LDLIBS) -lcmocka $$(LDEXTRA_$(1))
+endef
+$(foreach t,$(UNIT_SRC:tests/unit/%.c=%),$(eval $(call unit_test,$(t))))
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+# Each library linked alone with the ones below it: a symbol it takes from a layer above (or a
+# sibling it may not use) is an undefined reference here. Then tools/check-layers.py: includes.
+define layer_check
+build/layers/$(1): $$(call layer_libs,$(1),build)
+	@mkdir -p $$(dir $$@)
+	@printf 'int main(void) { return 0; }\n' > $$@.c
+	$$(CC) $$(CFLAGS) -o $$@ $$@.c -Wl,--whole-archive build/lib/lib$(1).a -Wl,--no-whole-archive \
+	    $$(foreach u,$$(USES_$(1)),build/lib/lib$$(u).a) $$(LDLIBS)
+endef
+$(foreach l,$(LAYERS),$(eval $(call layer_check,$(l))))
+
+layers: $(LAYERS:%=build/layers/%)
+	@python3 tools/check-layers.py $(foreach l,$(LAYERS),$(l)=$(subst $(space),$(comma),$(strip $(USES_$(l)))))
 
 pyunit:
 	PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m unittest discover -s clients/python/tests
@@ -164,7 +205,7 @@ FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror -Wshadow \
                 -fno-omit-frame-pointer
 FUZZ_RUN     := -rss_limit_mb=2048 -timeout=10 -max_len=20000 -print_final_stats=1
 
-build/fuzz/obj/%.o: %.c $(wildcard */*.h)
+build/fuzz/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 

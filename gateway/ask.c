@@ -7,10 +7,10 @@
 
 /* ---- the upstream side (upstream thread) ---------------------------------- */
 
-static void on_head(void *arg, const struct up_head *head)
+static void on_head(void *arg, const struct http_head *head)
 {
     struct gw_ask *a = arg;
-    const char *etag = up_header_get(head->headers, head->n_headers, "ETag");
+    const char *etag = http_header_get(head->headers, head->n_headers, "ETag");
     a->status = head->status;
     snprintf(a->etag, sizeof(a->etag), "%s", etag ? etag : "");
 }
@@ -36,7 +36,7 @@ static const struct up_handler ask_handler = {
 
 /* ---- the request side ------------------------------------------------------- */
 
-enum MHD_Result gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct up_header *header)
+enum MHD_Result gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct http_header *header)
 {
     struct up_request req = {
         .method = "HEAD",

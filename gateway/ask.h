@@ -13,7 +13,7 @@
 
 #include <microhttpd.h>
 
-#include "upstream.h"
+#include "../upstream/upstream.h"
 
 #define GW_ASK_ETAG_MAX 80
 
@@ -33,7 +33,7 @@ struct gw_req;
  * send is an answer too (result set, connection resumed at once).
  * @return what the access handler returns.
  */
-enum MHD_Result gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct up_header *header);
+enum MHD_Result gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct http_header *header);
 
 /* @brief Releases the upstream request, cancelling it if it still runs. Safe when idle. */
 void gw_ask_release(struct gw_ask *a);

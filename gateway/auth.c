@@ -19,8 +19,8 @@
 #include "../common/log.h"
 #include "../common/uri.h"
 #include "gw.h"
-#include "s3_auth.h"
-#include "s3_xml.h"
+#include "../sigv4/s3_auth.h"
+#include "../proto/s3_xml.h"
 
 #define MAX_HEADERS 128
 
@@ -72,7 +72,7 @@ static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *n
 
 static enum MHD_Result refuse(struct gw_req *q, int status, const char *code, const char *message)
 {
-    gw_stat_add(q->g->stats.auth_refused, 1);
+    sc_stat_add(q->g->stats.auth_refused, 1);
     sc_debug("%s %s refused by client authentication: %s (%s)", q->method, q->tgt.raw_path, code,
              message);
     return gw_respond_error(q, status, code, message);

@@ -27,7 +27,7 @@
 #include <stdbool.h>
 
 #include "../common/sc_err.h"
-#include "upstream.h"
+#include "../upstream/upstream.h"
 
 struct gw;
 struct gw_req;

@@ -43,7 +43,7 @@ void gw_authz_record(struct gw_req *q, bool allowed)
 
 static enum MHD_Result deny(struct gw_req *q)
 {
-    gw_stat_add(q->g->stats.authz_denied, 1);
+    sc_stat_add(q->g->stats.authz_denied, 1);
     sc_debug("%s %s/%s: the upstream refuses %s, so the cached copy is not served", q->method,
              q->tgt.bucket, q->tgt.key, q->anonymous ? "anonymous" : q->client->creds.access_key);
     return gw_respond_known_error(q, S3_XML_ACCESS_DENIED, NULL);
@@ -54,7 +54,7 @@ static enum MHD_Result deny(struct gw_req *q)
 static enum MHD_Result ask(struct gw_req *q)
 {
     q->phase = GW_PHASE_AUTHZ;
-    gw_stat_add(q->g->stats.authz_checks, 1);
+    sc_stat_add(q->g->stats.authz_checks, 1);
     return gw_ask_head(q, &q->ask, NULL);
 }
 

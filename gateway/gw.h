@@ -18,19 +18,19 @@
 #include "auth.h"
 #include "authz_cache.h"
 #include "bucket_stats.h"
-#include "client_keys.h"
+#include "../sigv4/client_keys.h"
 #include "config.h"
 #include "conn_guard.h"
-#include "fill.h"
-#include "manifest.h"
+#include "../upstream/fill.h"
+#include "../manifest/manifest.h"
 #include "metrics.h"
-#include "origin.h"
-#include "relay.h"
+#include "../upstream/origin.h"
+#include "../upstream/relay.h"
 #include "revalidate.h"
-#include "s3_target.h"
-#include "s3_xml.h"
-#include "stats.h"
-#include "upstream.h"
+#include "../proto/s3_target.h"
+#include "../proto/s3_xml.h"
+#include "../common/stats.h"
+#include "../upstream/upstream.h"
 
 struct gw {
     const struct gw_config *cfg;
@@ -39,7 +39,7 @@ struct gw {
     struct origin origin;
     fill_table *fills;
     mf_registry *manifests;
-    struct gw_stats stats;
+    struct sc_stats stats;
     struct gw_buckets buckets; /* object reads per bucket, for the status page */
     struct gw_metrics metrics;
     struct MHD_Daemon *daemon;

@@ -14,12 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "../common/log.h"
 #include "../policy/policy.h"
 #include "config.h"
-#include "creds.h"
+#include "../sigv4/creds.h"
 #include "gw.h"
 #include "server.h"
 
@@ -252,7 +250,7 @@ int main(int argc, char **argv)
         return 1;
     }
     block_signals();
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+    if (up_global_init() != SC_OK) {
         fprintf(stderr, "s3cached: cannot initialize libcurl\n");
         return 1;
     }
@@ -260,7 +258,7 @@ int main(int argc, char **argv)
     gw_buckets_init(&g.buckets);
     int status = run(&g);
     gw_buckets_destroy(&g.buckets);
-    curl_global_cleanup();
+    up_global_cleanup();
     gw_config_free(&cfg);
     return status;
 }

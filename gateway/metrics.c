@@ -54,7 +54,7 @@ void gw_metrics_request(struct gw_metrics *m, enum gw_op op, unsigned status, do
         op = GW_OP_OTHER;
     atomic_fetch_add_explicit(&m->requests[op][status < GW_STATUS_MAX ? status : 0], 1,
                               memory_order_relaxed);
-    gw_hist_observe(&m->duration[op], seconds);
+    sc_hist_observe(&m->duration[op], seconds);
 }
 
 #define LOAD(field) ((unsigned long long)atomic_load_explicit(&(field), memory_order_relaxed))
@@ -87,13 +87,13 @@ static void write_requests(FILE *out, struct gw_metrics *m)
     for (int op = 0; op < GW_OP_N; op++) {
         char labels[64];
         snprintf(labels, sizeof(labels), "operation=\"%s\"", op_names[op]);
-        gw_hist_write(out, "s3cached_request_duration_seconds", labels, &m->duration[op]);
+        sc_hist_write(out, "s3cached_request_duration_seconds", labels, &m->duration[op]);
     }
 }
 
 static void write_cache(FILE *out, struct gw *g)
 {
-    struct gw_stats *s = &g->stats;
+    struct sc_stats *s = &g->stats;
     struct store_stats ss;
     store_get_stats(g->st, &ss);
     header(
@@ -181,7 +181,7 @@ static void write_upstream(FILE *out, struct gw *g)
         up_reachable(g->up) ? 1ull : 0ull);
     header(out, "s3cached_upstream_response_seconds", "histogram",
            "Time from sending an upstream request to its response head.");
-    gw_hist_write(out, "s3cached_upstream_response_seconds", "", um.head_latency);
+    sc_hist_write(out, "s3cached_upstream_response_seconds", "", um.head_latency);
 }
 
 char *gw_metrics_text(struct gw *g, size_t *len)

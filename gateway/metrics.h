@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "histogram.h"
-#include "s3_target.h"
+#include "../common/histogram.h"
+#include "../proto/s3_target.h"
 
 /* What a request was, as the metrics label it. */
 enum gw_op {
@@ -30,7 +30,7 @@ enum gw_op {
 
 struct gw_metrics {
     atomic_uint_fast64_t requests[GW_OP_N][GW_STATUS_MAX]; /* by operation and status */
-    struct gw_hist duration[GW_OP_N];                      /* first byte in to last byte out */
+    struct sc_hist duration[GW_OP_N];                      /* first byte in to last byte out */
 };
 
 /* @brief The operation label of a request; target may be NULL (not parsed). */

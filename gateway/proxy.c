@@ -36,12 +36,12 @@
 #include <strings.h>
 
 #include "../common/log.h"
-#include "awschunked.h"
-#include "digest.h"
-#include "s3_delete.h"
-#include "s3_post.h"
+#include "../proto/awschunked.h"
+#include "../proto/digest.h"
+#include "../proto/s3_delete.h"
+#include "../proto/s3_post.h"
 #include "gw.h"
-#include "s3_xml.h"
+#include "../proto/s3_xml.h"
 
 #define PIPE_SIZE    (256 * 1024)
 #define RELAY_WINDOW (1024 * 1024)
@@ -167,7 +167,7 @@ static void resume_conn(struct gw_req *q)
 
 /* ---- upstream side (upstream thread) ----------------------------------------------- */
 
-static void on_head(void *arg, const struct up_head *head)
+static void on_head(void *arg, const struct http_head *head)
 {
     struct upload *u = arg;
     pthread_mutex_lock(&u->mu);
@@ -291,7 +291,7 @@ static const struct up_handler proxy_handler = {on_head, on_body, read_body, on_
 /* ---- request side (HTTP workers) ----------------------------------------------------- */
 
 struct fwd_headers {
-    struct up_header h[MAX_FWD];
+    struct http_header h[MAX_FWD];
     size_t n;
     char content_encoding[256];  /* every Content-Encoding line's codings but aws-chunked */
     bool content_encoding_empty; /* a Content-Encoding line with an empty value came */
@@ -304,7 +304,7 @@ static bool add_forwarded(struct fwd_headers *f, const char *name, const char *v
         f->too_many = true;
         return false;
     }
-    f->h[f->n++] = (struct up_header){name, value};
+    f->h[f->n++] = (struct http_header){name, value};
     return true;
 }
 
@@ -753,11 +753,11 @@ static enum MHD_Result start(struct gw_req *q)
     q->upload = u;
     if (len < 0 && forward(q) != SC_OK)  /* a body, even an empty one, waits to be checked */
         return respond_shutting_down(q); /* the write ends with u */
-    gw_stat_add(g->stats.passthrough, 1);
+    sc_stat_add(g->stats.passthrough, 1);
     bool read = is_read(q);
     if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
         q->x_cache = "BYPASS"; /* versionId, partNumber, response-*: never from the cache */
-        gw_stat_add(g->stats.bypasses, 1);
+        sc_stat_add(g->stats.bypasses, 1);
     }
     /* A body is forwarded once the pipe fills, or once it is all in and well-formed. */
     q->phase = len >= 0 ? GW_PHASE_UPLOAD : GW_PHASE_WAIT_HEAD;
@@ -769,7 +769,7 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, con
     char range[64];
     snprintf(range, sizeof(range), "bytes=%llu-%llu", (unsigned long long)start,
              (unsigned long long)(start + len - 1));
-    struct up_header h[] = {{"Range", range}, {"If-Match", etag}};
+    struct http_header h[] = {{"Range", range}, {"If-Match", etag}};
     struct up_request req = {.method = "GET",
                              .bucket = q->tgt.bucket,
                              .key = q->tgt.key,
@@ -971,7 +971,7 @@ void gw_proxy_after_head(struct gw_req *q, long status)
         return;
     write_end(q->upload); /* answered: before the client can see it */
     if (q->upload->writes != S3_INVALIDATE_NONE && status >= 200 && status < 300)
-        gw_stat_add(q->g->stats.invalidations, 1);
+        sc_stat_add(q->g->stats.invalidations, 1);
 }
 
 void gw_proxy_cleanup(struct gw_req *q)

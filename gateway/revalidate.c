@@ -19,7 +19,7 @@ bool gw_reval_due(const struct gw_req *q, int64_t stored_at)
 enum MHD_Result gw_reval_start(struct gw_req *q, const char *etag)
 {
     snprintf(q->cached_etag, sizeof(q->cached_etag), "%s", etag ? etag : "");
-    struct up_header cond = {"If-None-Match", q->cached_etag};
+    struct http_header cond = {"If-None-Match", q->cached_etag};
     q->phase = GW_PHASE_REVALIDATE;
     return gw_ask_head(q, &q->ask, q->cached_etag[0] ? &cond : NULL);
 }

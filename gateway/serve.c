@@ -19,12 +19,12 @@
 #include <strings.h>
 
 #include "../common/log.h"
-#include "cond.h"
+#include "../proto/cond.h"
 #include "gw.h"
-#include "hdrblob.h"
-#include "httpdate.h"
-#include "range.h"
-#include "s3_xml.h"
+#include "../proto/hdrblob.h"
+#include "../proto/httpdate.h"
+#include "../proto/range.h"
+#include "../proto/s3_xml.h"
 
 #define UNBOUNDED UINT64_MAX
 /* A range of a miss starting within this many bytes is read from the fill as it arrives. */
@@ -169,7 +169,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     struct answer a = decide(q, etag, lm, size);
     q->x_cache = "HIT";
     if (a.status != 200 && a.status != 206) {
-        gw_stat_add(q->g->stats.hits, 1);
+        sc_stat_add(q->g->stats.hits, 1);
         count_read(q, GW_READ_HIT, 0);
         *ret = respond_bodiless(q, &a, size, etag, lm);
         store_obj_close(obj);
@@ -199,10 +199,10 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     if (head) {
         store_obj_close(obj); /* nothing to send from the map */
     } else {
-        gw_stat_add(q->g->stats.bytes_from_cache, a.len);
+        sc_stat_add(q->g->stats.bytes_from_cache, a.len);
         q->bytes_out = a.len;
     }
-    gw_stat_add(q->g->stats.hits, 1);
+    sc_stat_add(q->g->stats.hits, 1);
     count_read(q, GW_READ_HIT, head ? 0 : a.len);
     *ret = gw_queue(q, a.status, resp);
     return SC_OK;
@@ -334,7 +334,7 @@ static bool range_offset(struct gw_req *q, const struct relay_head *h, uint64_t 
         *offset = 0;
         return h->content_length >= 0 && (uint64_t)h->content_length == size;
     }
-    const char *cr = up_header_get(h->headers, h->n_headers, "Content-Range");
+    const char *cr = http_header_get(h->headers, h->n_headers, "Content-Range");
     unsigned long long first, last, total;
     if (h->status != 206 || cr == NULL ||
         sscanf(cr, "bytes %llu-%llu/%llu", &first, &last, &total) != 3 || first > last ||
@@ -348,8 +348,8 @@ static bool range_offset(struct gw_req *q, const struct relay_head *h, uint64_t 
  * the upstream to make sure; not every upstream does (s3rver ignores it). */
 static bool same_version(const struct relay_head *fill_head, const struct relay_head *h)
 {
-    const char *want = up_header_get(fill_head->headers, fill_head->n_headers, "ETag");
-    const char *got = up_header_get(h->headers, h->n_headers, "ETag");
+    const char *want = http_header_get(fill_head->headers, fill_head->n_headers, "ETag");
+    const char *got = http_header_get(h->headers, h->n_headers, "ETag");
     return want != NULL && got != NULL && strcmp(want, got) == 0;
 }
 
@@ -390,7 +390,7 @@ static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_h
     uint64_t size = (uint64_t)fh->content_length;
     if (!range_offset(q, h, size, &offset)) {
         /* Another range, a short body, a 304 or 204: an upstream that lies. */
-        const char *cr = up_header_get(h->headers, h->n_headers, "Content-Range");
+        const char *cr = http_header_get(h->headers, h->n_headers, "Content-Range");
         sc_warn("upstream answered range %" PRIu64 "+%" PRIu64 " of %s/%s with status %ld and "
                 "Content-Range %s: read from the fill instead",
                 q->want_start, q->want_len, q->tgt.bucket, q->tgt.key, h->status,
@@ -454,16 +454,16 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     enum gw_read_result result = GW_READ_MISS;
     if (size > q->g->cfg->max_object_size) {
         q->x_cache = "BYPASS";
-        gw_stat_add(q->g->stats.bypasses, 1);
+        sc_stat_add(q->g->stats.bypasses, 1);
         result = GW_READ_BYPASS;
     } else if (strcmp(q->x_cache, "HIT") == 0) {
-        gw_stat_add(q->g->stats.hits, 1);
+        sc_stat_add(q->g->stats.hits, 1);
         result = GW_READ_HIT;
     } else {
-        gw_stat_add(q->g->stats.misses, 1);
+        sc_stat_add(q->g->stats.misses, 1);
     }
-    const char *etag = up_header_get(h->headers, h->n_headers, "ETag");
-    const char *lm = up_header_get(h->headers, h->n_headers, "Last-Modified");
+    const char *etag = http_header_get(h->headers, h->n_headers, "ETag");
+    const char *lm = http_header_get(h->headers, h->n_headers, "Last-Modified");
     struct answer a = decide(q, etag, lm, size);
     bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
     bool sends = a.status == 200 || a.status == 206;
@@ -471,7 +471,7 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     if (!sends)
         return respond_bodiless(q, &a, size, etag, lm);
     if (result == GW_READ_HIT)
-        gw_stat_add(q->g->stats.bytes_from_cache, a.len);
+        sc_stat_add(q->g->stats.bytes_from_cache, a.len);
     /* Without an ETag a range fetched on its own could not be pinned to the fill's version:
      * it waits for the fill. */
     if (a.status == 206 && a.start > FILL_RANGE_SLACK && etag != NULL &&
@@ -499,7 +499,7 @@ enum MHD_Result gw_serve_relay(struct gw_req *q)
     if (h == NULL && !failed)
         return MHD_YES; /* suspended: resumed when the head arrives */
     if (h == NULL && q->fill) {
-        gw_stat_add(q->g->stats.misses, 1); /* a fill's reader is counted once its fate is known */
+        sc_stat_add(q->g->stats.misses, 1); /* a fill's reader is counted once its fate is known */
         count_read(q, GW_READ_MISS, 0);
     }
     if (h == NULL)
@@ -526,7 +526,7 @@ static enum MHD_Result serve_miss(struct gw_req *q)
             f = NULL;
         }
         if (f == NULL) {
-            gw_stat_add(g->stats.misses, 1);
+            sc_stat_add(g->stats.misses, 1);
             count_read(q, GW_READ_MISS, 0);
             size_t zero = 0;
             return gw_proxy(q, NULL, &zero);
@@ -632,7 +632,7 @@ enum MHD_Result gw_serve_revalidated(struct gw_req *q)
         if (status == 403 && gw_authz_needed(q)) {
             /* This identity may no longer read it; the copy stays for the others. */
             gw_authz_record(q, false);
-            gw_stat_add(q->g->stats.authz_denied, 1);
+            sc_stat_add(q->g->stats.authz_denied, 1);
             return gw_respond_known_error(q, S3_XML_ACCESS_DENIED, NULL);
         }
         fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);

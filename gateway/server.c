@@ -28,7 +28,7 @@
 
 #include "../common/clock.h"
 #include "../common/log.h"
-#include "s3_xml.h"
+#include "../proto/s3_xml.h"
 
 #define MAX_TARGET_LEN (8 * 1024)
 /* Bounds the request line and headers; libmicrohttpd zeroes it for every request. */
@@ -440,7 +440,7 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         q->conn = conn;
         q->method = method;
         q->phase = GW_PHASE_ROUTE;
-        gw_stat_add(q->g->stats.requests, 1);
+        sc_stat_add(q->g->stats.requests, 1);
         char why[96];
         const char *fault = framing_fault(q, why, sizeof(why));
         if (fault != NULL) /* refused before any body byte is read, and the connection closed */

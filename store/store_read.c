@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "crc32c.h"
+#include "../common/crc32c.h"
 
 struct store_obj {
     store *st;

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "crc32c.h"
+#include "../common/crc32c.h"
 
 #define UNDO_MIN 16u
 

@@ -14,7 +14,7 @@
  */
 #include <stdbool.h>
 
-#include "../../gateway/awschunked.h"
+#include "../../proto/awschunked.h"
 #include "fuzz.h"
 
 struct pass {

@@ -14,8 +14,8 @@
  */
 #include <stdbool.h>
 
-#include "../../gateway/cond.h"
-#include "../../gateway/httpdate.h"
+#include "../../proto/cond.h"
+#include "../../proto/httpdate.h"
 #include "fuzz.h"
 
 static bool blank(const char *s)

@@ -14,7 +14,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../gateway/creds.h"
+#include "../../sigv4/creds.h"
 #include "fuzz.h"
 
 struct env {

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <strings.h>
 
-#include "../../gateway/hdrblob.h"
+#include "../../proto/hdrblob.h"
 #include "fuzz.h"
 
 #define MAX_PAIRS 512
@@ -20,14 +20,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *blob = fz_dup((const char *)data, size);
-    struct up_header h[MAX_PAIRS];
+    struct http_header h[MAX_PAIRS];
     size_t n = 0, pos = 0, prev = 0;
     const char *name, *value;
     while (n < MAX_PAIRS && hdrblob_next(blob, size, &pos, &name, &value)) {
         FZ_CHECK(pos > prev && pos <= size);
         FZ_CHECK(name >= blob && value > name && value < blob + size);
         FZ_CHECK(name + strlen(name) + 1 == value && value + strlen(value) + 1 == blob + pos);
-        h[n++] = (struct up_header){name, value};
+        h[n++] = (struct http_header){name, value};
         prev = pos;
     }
     for (size_t i = 0; i < n; i++) {

@@ -10,7 +10,7 @@
  */
 #include <time.h>
 
-#include "../../gateway/httpdate.h"
+#include "../../proto/httpdate.h"
 #include "fuzz.h"
 
 #define YEAR_10000 253402300800LL /* 10000-01-01T00:00:00Z */

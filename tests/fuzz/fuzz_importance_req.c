@@ -14,8 +14,8 @@
 #include <math.h>
 #include <stdbool.h>
 
-#include "../../gateway/importance_req.h"
-#include "../../gateway/plan.h"
+#include "../../manifest/importance_req.h"
+#include "../../manifest/plan.h"
 #include "../../policy/policy.h"
 #include "fuzz.h"
 

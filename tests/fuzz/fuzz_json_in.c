@@ -16,7 +16,7 @@
 
 #include <jansson.h>
 
-#include "../../gateway/json_in.h"
+#include "../../proto/json_in.h"
 #include "fuzz.h"
 
 static unsigned depth(json_t *v)

@@ -20,7 +20,7 @@
 
 #include <jansson.h>
 
-#include "../../gateway/plan.h"
+#include "../../manifest/plan.h"
 #include "../../policy/policy.h"
 #include "fuzz.h"
 

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <strings.h>
 
-#include "../../gateway/range.h"
+#include "../../proto/range.h"
 #include "fuzz.h"
 
 static bool has_bytes_unit(const char *h)

@@ -9,7 +9,7 @@
  * (every ASCII byte as a numeric character reference, the others as they are)
  * parse to the same keys.
  */
-#include "../../gateway/s3_delete.h"
+#include "../../proto/s3_delete.h"
 #include "fuzz.h"
 
 static size_t count(const char *s, size_t len, const char *needle)

@@ -12,8 +12,8 @@
 #include <inttypes.h>
 #include <stdbool.h>
 
-#include "../../gateway/s3_list.h"
-#include "../../gateway/s3_xml.h"
+#include "../../proto/s3_list.h"
+#include "../../proto/s3_xml.h"
 #include "fuzz.h"
 
 static size_t count(const char *s, size_t len, const char *needle)

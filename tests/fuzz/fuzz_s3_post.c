@@ -8,7 +8,7 @@
  */
 #include <stdbool.h>
 
-#include "../../gateway/s3_post.h"
+#include "../../proto/s3_post.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

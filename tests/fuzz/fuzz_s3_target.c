@@ -17,8 +17,8 @@
 #include <stdbool.h>
 
 #include "../../common/uri.h"
-#include "../../gateway/s3_target.h"
-#include "../../gateway/sigv4.h"
+#include "../../proto/s3_target.h"
+#include "../../sigv4/sigv4.h"
 #include "fuzz.h"
 
 static bool all_zero(const struct s3_target *t)

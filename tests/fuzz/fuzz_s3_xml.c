@@ -17,7 +17,7 @@
  */
 #include <stdbool.h>
 
-#include "../../gateway/s3_xml.h"
+#include "../../proto/s3_xml.h"
 #include "fuzz.h"
 
 /* Clean: survives escaping unchanged (valid UTF-8, no control but tab/LF/CR, no U+FFFE/F). */

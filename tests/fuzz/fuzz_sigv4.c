@@ -27,7 +27,7 @@
 #include <stdbool.h>
 
 #include "../../common/uri.h"
-#include "../../gateway/sigv4.h"
+#include "../../sigv4/sigv4.h"
 #include "fuzz.h"
 
 #define DATE             "20130524T000000Z"

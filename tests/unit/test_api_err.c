@@ -10,8 +10,8 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/api_err.h"
-#include "../../gateway/json_in.h"
+#include "../../proto/api_err.h"
+#include "../../proto/json_in.h"
 
 static void codes_have_contract_names_and_statuses(void **state)
 {

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/awschunked.h"
+#include "../../proto/awschunked.h"
 
 #define SIG     ";chunk-signature=ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648"
 #define SIG_END ";chunk-signature=b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9"

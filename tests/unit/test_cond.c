@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/cond.h"
+#include "../../proto/cond.h"
 
 #define ETAG "\"abc123\""
 /* Last-Modified of the test object: Sun, 06 Nov 1994 08:49:37 GMT. */

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "../../store/crc32c.h"
+#include "../../common/crc32c.h"
 
 /* The definition, one bit at a time: the reference both implementations must match. */
 static uint32_t crc32c_bitwise(const unsigned char *p, size_t len)

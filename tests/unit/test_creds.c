@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../gateway/creds.h"
+#include "../../sigv4/creds.h"
 
 /* A fake environment: up to 8 NAME=value pairs. */
 struct env {

@@ -10,12 +10,12 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/digest.h"
+#include "../../proto/digest.h"
 
 #define CHECK "123456789"
 
 /* The verdict over CHECK, fed in two pieces, for a head of n headers. */
-static bool verdict(const struct up_header *h, size_t n, const char **name)
+static bool verdict(const struct http_header *h, size_t n, const char **name)
 {
     digest *d = NULL;
     assert_int_equal(digest_for(h, n, &d), SC_OK);
@@ -31,7 +31,7 @@ static bool verdict(const struct up_header *h, size_t n, const char **name)
 
 static void each_checksum_matches_its_check_value(void **state)
 {
-    static const struct up_header good[] = {
+    static const struct http_header good[] = {
         {"x-amz-checksum-crc32", "y/Q5Jg=="},
         {"x-amz-checksum-crc32c", "4waSgw=="},
         {"x-amz-checksum-crc64nvme", "rosUhgp5mIg="},
@@ -48,7 +48,7 @@ static void each_checksum_matches_its_check_value(void **state)
 
 static void a_wrong_or_malformed_value_never_matches(void **state)
 {
-    static const struct up_header bad[] = {
+    static const struct http_header bad[] = {
         {"x-amz-checksum-crc32", "y/Q5Jw=="},
         {"x-amz-checksum-crc32c", "4waSgw"},
         {"x-amz-checksum-crc64nvme", ""},
@@ -65,20 +65,20 @@ static void a_wrong_or_malformed_value_never_matches(void **state)
 static void the_md5_etag_is_preferred_then_the_first_checksum(void **state)
 {
     const char *name = NULL;
-    struct up_header both[] = {{"x-amz-checksum-crc32", "y/Q5Jw=="}, /* wrong, not used */
-                               {"ETag", "\"25f9e794323b453885f5181f1b624d0b\""}};
+    struct http_header both[] = {{"x-amz-checksum-crc32", "y/Q5Jw=="}, /* wrong, not used */
+                                 {"ETag", "\"25f9e794323b453885f5181f1b624d0b\""}};
     assert_true(verdict(both, 2, &name));
     assert_string_equal(name, "ETag");
-    struct up_header two[] = {{"ETag", "\"abc-2\""},
-                              {"x-amz-checksum-sha1", "98O8HYCOBHMq32eZZczDTKeuNEE="},
-                              {"x-amz-checksum-crc64nvme", "rosUhgp5mIg="}};
+    struct http_header two[] = {{"ETag", "\"abc-2\""},
+                                {"x-amz-checksum-sha1", "98O8HYCOBHMq32eZZczDTKeuNEE="},
+                                {"x-amz-checksum-crc64nvme", "rosUhgp5mIg="}};
     assert_true(verdict(two, 3, &name));
     assert_string_equal(name, "x-amz-checksum-crc64nvme");
 }
 
 static void multipart_etags_and_composite_checksums_give_nothing_to_check(void **state)
 {
-    static const struct up_header none[][2] = {
+    static const struct http_header none[][2] = {
         {{"ETag", "\"25f9e794323b453885f5181f1b624d0b-2\""}, {"Content-Type", "x"}},
         {{"x-amz-checksum-crc32c", "4waSgw==-3"}, {"Content-Type", "x"}},
         {{"x-amz-checksum-crc32c", "4waSgw=="}, {"x-amz-checksum-type", "COMPOSITE"}},
@@ -97,7 +97,7 @@ static void multipart_etags_and_composite_checksums_give_nothing_to_check(void *
 /* Their ETags look like an MD5 but are not the body's: only a checksum counts. */
 static void sse_kms_and_sse_c_etags_are_not_taken_for_an_md5(void **state)
 {
-    static const struct up_header kms[][2] = {
+    static const struct http_header kms[][2] = {
         {{"ETag", "\"0123456789abcdef0123456789abcdef\""},
          {"x-amz-server-side-encryption", "aws:kms"}},
         {{"ETag", "\"0123456789abcdef0123456789abcdef\""},
@@ -111,12 +111,12 @@ static void sse_kms_and_sse_c_etags_are_not_taken_for_an_md5(void **state)
         assert_null(d);
     }
     const char *name = NULL;
-    struct up_header sse_s3[] = {{"ETag", "\"25f9e794323b453885f5181f1b624d0b\""},
-                                 {"x-amz-server-side-encryption", "AES256"}};
+    struct http_header sse_s3[] = {{"ETag", "\"25f9e794323b453885f5181f1b624d0b\""},
+                                   {"x-amz-server-side-encryption", "AES256"}};
     assert_true(verdict(sse_s3, 2, &name));
-    struct up_header kms_sum[] = {{"ETag", "\"0123456789abcdef0123456789abcdef\""},
-                                  {"x-amz-server-side-encryption", "aws:kms"},
-                                  {"x-amz-checksum-crc32", "y/Q5Jg=="}};
+    struct http_header kms_sum[] = {{"ETag", "\"0123456789abcdef0123456789abcdef\""},
+                                    {"x-amz-server-side-encryption", "aws:kms"},
+                                    {"x-amz-checksum-crc32", "y/Q5Jg=="}};
     assert_true(verdict(kms_sum, 3, &name));
     assert_string_equal(name, "x-amz-checksum-crc32");
 }
@@ -124,8 +124,8 @@ static void sse_kms_and_sse_c_etags_are_not_taken_for_an_md5(void **state)
 static void a_full_object_type_is_checked(void **state)
 {
     const char *name = NULL;
-    struct up_header full[] = {{"x-amz-checksum-crc32c", "4waSgw=="},
-                               {"x-amz-checksum-type", "FULL_OBJECT"}};
+    struct http_header full[] = {{"x-amz-checksum-crc32c", "4waSgw=="},
+                                 {"x-amz-checksum-type", "FULL_OBJECT"}};
     assert_true(verdict(full, 2, &name));
 }
 

@@ -8,11 +8,11 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/hdrblob.h"
+#include "../../proto/hdrblob.h"
 
 static void object_headers_round_trip_and_per_response_ones_are_dropped(void **state)
 {
-    struct up_header h[] = {
+    struct http_header h[] = {
         {"ETag", "\"d41d8cd98f00b204e9800998ecf8427e\""},
         {"Date", "Sun, 22 Nov 2026 09:00:00 GMT"},
         {"Content-Type", "image/jpeg"},

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/httpdate.h"
+#include "../../proto/httpdate.h"
 
 /* Sun, 06 Nov 1994 08:49:37 GMT, the RFC 9110 example. */
 #define RFC_EXAMPLE ((time_t)784111777)

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/importance_req.h"
+#include "../../manifest/importance_req.h"
 #include "../../policy/policy.h"
 
 /* Doubles equal to within rounding (this cmocka has no assert_double_equal). */

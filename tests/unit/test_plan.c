@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/plan.h"
+#include "../../manifest/plan.h"
 #include "../../policy/policy.h"
 
 static struct plan *parse_ok(const char *body)

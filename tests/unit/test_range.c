@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/range.h"
+#include "../../proto/range.h"
 
 static void assert_partial(const char *h, uint64_t size, uint64_t start, uint64_t len)
 {

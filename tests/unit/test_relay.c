@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/relay.h"
+#include "../../upstream/relay.h"
 
 struct fake_conn {
     int parked;
@@ -24,10 +24,10 @@ static void wake(void *arg)
     ((struct fake_conn *)arg)->woken++;
 }
 
-static struct up_head head_of(long status, int64_t length)
+static struct http_head head_of(long status, int64_t length)
 {
-    static struct up_header h[] = {{"ETag", "\"abc\""}, {"Content-Type", "text/plain"}};
-    return (struct up_head){status, h, 2, length};
+    static struct http_header h[] = {{"ETag", "\"abc\""}, {"Content-Type", "text/plain"}};
+    return (struct http_head){status, h, 2, length};
 }
 
 static void reader_parks_until_head_arrives_then_is_woken(void **state)
@@ -39,7 +39,7 @@ static void reader_parks_until_head_arrives_then_is_woken(void **state)
     assert_null(relay_head(r, &w, &failed));
     assert_false(failed);
     assert_int_equal(c.parked, 1);
-    struct up_head h = head_of(200, 5);
+    struct http_head h = head_of(200, 5);
     assert_int_equal(relay_set_head(r, &h, true), SC_OK);
     assert_int_equal(c.woken, 1);
     const struct relay_head *got = relay_head(r, &w, &failed);
@@ -52,7 +52,7 @@ static void reader_parks_until_head_arrives_then_is_woken(void **state)
 static void keep_all_relay_serves_late_reader_from_offset_zero(void **state)
 {
     relay *r = relay_new(0);
-    struct up_head h = head_of(200, 10);
+    struct http_head h = head_of(200, 10);
     relay_set_head(r, &h, true);
     assert_true(relay_push(r, "hello", 5));
     assert_true(relay_push(r, "world", 5));
@@ -76,7 +76,7 @@ static void keep_all_relay_serves_late_reader_from_offset_zero(void **state)
 static void short_body_is_an_error_not_an_end(void **state)
 {
     relay *r = relay_new(0);
-    struct up_head h = head_of(200, 10);
+    struct http_head h = head_of(200, 10);
     relay_set_head(r, &h, true);
     relay_push(r, "hello", 5);
     relay_finish(r, SC_OK); /* the transfer claims success with 5 of 10 bytes */
@@ -97,7 +97,7 @@ static void short_body_is_an_error_not_an_end(void **state)
 static void more_bytes_than_announced_fail_the_relay(void **state)
 {
     relay *r = relay_new(0);
-    struct up_head h = head_of(200, 4);
+    struct http_head h = head_of(200, 4);
     relay_set_head(r, &h, true);
     relay_push(r, "hello", 5);
     relay_finish(r, SC_OK);
@@ -110,7 +110,7 @@ static void more_bytes_than_announced_fail_the_relay(void **state)
 static void reader_at_the_end_parks_and_push_wakes_it(void **state)
 {
     relay *r = relay_new(0);
-    struct up_head h = head_of(200, 6);
+    struct http_head h = head_of(200, 6);
     relay_set_head(r, &h, true);
     struct relay_cursor cur;
     struct fake_conn c = {0};
@@ -129,7 +129,7 @@ static void reader_at_the_end_parks_and_push_wakes_it(void **state)
 static void windowed_relay_refuses_data_until_the_reader_makes_room(void **state)
 {
     relay *r = relay_new(8);
-    struct up_head h = head_of(200, -1);
+    struct http_head h = head_of(200, -1);
     relay_set_head(r, &h, false);
     struct relay_cursor cur;
     struct fake_conn c = {0};
@@ -151,7 +151,7 @@ static void windowed_relay_refuses_data_until_the_reader_makes_room(void **state
 static void windowed_relay_keeps_bytes_until_the_first_reader_attaches(void **state)
 {
     relay *r = relay_new(8);
-    struct up_head h = head_of(200, 12);
+    struct http_head h = head_of(200, 12);
     relay_set_head(r, &h, false);
     assert_true(relay_push(r, "abcd", 4)); /* nobody reads yet: kept, not dropped */
     assert_true(relay_push(r, "efgh", 4));
@@ -199,7 +199,7 @@ static void held_tail_is_withheld_until_the_verdict_and_lost_on_a_mismatch(void 
 {
     relay *r = relay_new(0);
     relay_hold_tail(r);
-    struct up_head h = head_of(200, 10);
+    struct http_head h = head_of(200, 10);
     relay_set_head(r, &h, true);
     relay_push(r, "helloworld", 10);
     struct relay_cursor cur;
@@ -220,7 +220,7 @@ static void held_tail_is_released_when_the_body_is_good(void **state)
 {
     relay *r = relay_new(0);
     relay_hold_tail(r);
-    struct up_head h = head_of(200, 10);
+    struct http_head h = head_of(200, 10);
     relay_set_head(r, &h, true);
     relay_push(r, "helloworld", 10);
     struct relay_cursor cur;
@@ -241,7 +241,7 @@ static void held_tail_without_a_length_is_the_last_byte_so_far(void **state)
 {
     relay *r = relay_new(64); /* no length: windowed, as a fill of such a body is */
     relay_hold_tail(r);
-    struct up_head h = head_of(200, -1);
+    struct http_head h = head_of(200, -1);
     relay_set_head(r, &h, false);
     relay_push(r, "hello", 5);
     struct relay_cursor cur;
@@ -264,7 +264,7 @@ static void held_tail_without_a_length_is_the_last_byte_so_far(void **state)
 static void cursor_hold_withholds_a_range_end_until_the_verdict(void **state)
 {
     relay *r = relay_new(0);
-    struct up_head h = head_of(200, 10);
+    struct http_head h = head_of(200, 10);
     relay_set_head(r, &h, true);
     relay_push(r, "helloworld", 10);
     struct relay_cursor cur, other;

@@ -27,8 +27,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../gateway/client_keys.h"
-#include "../../gateway/s3_auth.h"
+#include "../../sigv4/client_keys.h"
+#include "../../sigv4/s3_auth.h"
 
 /* ---- CRYPTO_memcmp, wrapped --------------------------------------------------- */
 

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/s3_delete.h"
+#include "../../proto/s3_delete.h"
 
 static sc_code parse(const char *xml, struct s3_delete_keys *k)
 {

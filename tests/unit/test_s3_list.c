@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/s3_list.h"
+#include "../../proto/s3_list.h"
 
 static sc_code parse(const char *body, struct s3_list_page *p)
 {

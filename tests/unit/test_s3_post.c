@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/s3_post.h"
+#include "../../proto/s3_post.h"
 
 #define CT "multipart/form-data; boundary=XyZ"
 

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/s3_target.h"
+#include "../../proto/s3_target.h"
 
 #define VHOST "s3.local"
 

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/s3_xml.h"
+#include "../../proto/s3_xml.h"
 
 #define DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 

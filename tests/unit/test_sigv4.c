@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../gateway/sigv4.h"
+#include "../../sigv4/sigv4.h"
 
 /* ---- the AWS SigV4 test suite ------------------------------------------- */
 

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "../../gateway/sigv4.h"
+#include "../../sigv4/sigv4.h"
 #include "../../tools/trainsim/trainsim.h"
 
 static struct ts_dataset dataset(uint32_t objects)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../../common/uri.h"
-#include "../../gateway/sigv4.h"
+#include "../../sigv4/sigv4.h"
 #include "trainsim.h"
 
 /* getenv, but "" counts as unset. */

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gateway/plan.h"
-#include "gateway/api_err.h"
+#include "manifest/plan.h"
+#include "proto/api_err.h"
 
 static int first = 1;
 static void one(uint32_t n, int shuffle, uint64_t seed, uint32_t ws, uint32_t rank, int drop, uint32_t epochs)

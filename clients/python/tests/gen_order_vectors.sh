@@ -6,14 +6,11 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-objs=()
-for d in common policy store gateway; do
-    for o in "$repo/build/obj/$d"/*.o; do
-        [ "$(basename "$o")" = main.o ] || objs+=("$o")
-    done
-done
-cc -std=c11 -D_GNU_SOURCE -O1 -I"$repo" -o "$tmp/gen" "$here/gen_order_vectors.c" "${objs[@]}" \
-    $(pkg-config --libs libmicrohttpd libcurl jansson openssl) -llmdb -lpthread -lm
+make -C "$repo" -s build/lib/libmanifest.a
+libs=()
+for d in manifest upstream sigv4 proto store policy common; do libs+=("$repo/build/lib/lib$d.a"); done
+cc -std=c11 -D_GNU_SOURCE -O1 -I"$repo" -o "$tmp/gen" "$here/gen_order_vectors.c" "${libs[@]}" \
+    $(pkg-config --libs libmicrohttpd libcurl jansson openssl zlib) -llmdb -lpthread -lm
 "$tmp/gen" | /usr/bin/python3 -c '
 import json, sys
 v = json.load(sys.stdin)

@@ -1,0 +1,306 @@
+/*
+ * admin.c - the gateway's own API under /_s3cached/ (bucket names cannot
+ * start with '_', so it never shadows a bucket). JSON in and out; errors
+ * are {"error": "<Code>", "message": "..."} with a 4xx status.
+ *
+ *   GET    /_s3cached/                              the status page for people (HTML)
+ *   GET    /_s3cached/stats                         counters
+ *   GET    /_s3cached/buckets                       object reads per bucket
+ *   POST   /_s3cached/manifests                     register a manifest (201)
+ *   GET    /_s3cached/manifests                     list them
+ *   GET    /_s3cached/manifests/{id}                progress
+ *   GET    /_s3cached/manifests/{id}/order?epoch=E  the keys in the gateway's order
+ *   DELETE /_s3cached/manifests/{id}                cancel
+ *   POST   /_s3cached/importance                    a trainer's per-sample losses
+ *   POST   /_s3cached/invalidate                    drop cached keys, or a prefix
+ *
+ * Who may call it: with an admin token configured, whoever sends it as
+ * "Authorization: Bearer <token>"; without one, anyone when the listener is
+ * loopback, else loopback clients only. The status page obeys the same rule; when
+ * the token is missing it is still sent, with 401, since it holds no data and is what
+ * asks a person for the token (kept in the tab, sent as that header by its fetches).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+
+#include "../gw.h"
+#include "stats_json.h"
+#include "../../manifest/importance_req.h"
+#include "../../proto/invalidate_req.h"
+
+#define PREFIX "/_s3cached/"
+#define ID_MAX 23
+
+/* Queues a JSON reply, taking ownership of text; location, if any, becomes the Location header. */
+static enum MHD_Result respond_json_text(struct gw_req *q, int status, char *text,
+                                         const char *location)
+{
+    struct MHD_Response *resp =
+        gw_buffer_response("application/json", text, strlen(text), MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL)
+        return MHD_NO;
+    if (status == 401)
+        MHD_add_response_header(resp, "WWW-Authenticate", GW_ADMIN_CHALLENGE);
+    if (location != NULL)
+        MHD_add_response_header(resp, "Location", location);
+    return gw_queue(q, status, resp);
+}
+
+/* Sends o (taking it) with status; NULL means out of memory. */
+static enum MHD_Result respond_json(struct gw_req *q, int status, json_t *o)
+{
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (text == NULL)
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+    return respond_json_text(q, status, text, NULL);
+}
+
+static enum MHD_Result respond_api_err(struct gw_req *q, const struct api_err *e)
+{
+    char *text = api_err_json(e);
+    if (text == NULL)
+        return MHD_NO;
+    return respond_json_text(q, (int)api_err_status(e->code), text, NULL);
+}
+
+static enum MHD_Result respond_problem(struct gw_req *q, enum api_err_code code, const char *msg)
+{
+    struct api_err e;
+    api_err_set(&e, code, "%s", msg);
+    return respond_api_err(q, &e);
+}
+
+static bool is(const struct gw_req *q, const char *method)
+{
+    return strcmp(q->method, method) == 0;
+}
+
+static enum MHD_Result not_allowed(struct gw_req *q)
+{
+    return respond_problem(q, API_METHOD_NOT_ALLOWED, "method not allowed on this endpoint");
+}
+
+/* A body over the bound was read and dropped: say so, whatever the endpoint. */
+static bool body_refused(struct gw_req *q, enum MHD_Result *ret)
+{
+    if (!q->body_too_big)
+        return false;
+    *ret = respond_problem(q, API_TOO_LARGE, "the request body is larger than 64 MiB");
+    return true;
+}
+
+/* ---- endpoints --------------------------------------------------------------- */
+
+static enum MHD_Result create_manifest(struct gw_req *q)
+{
+    struct api_err err = {0};
+    json_t *reply = NULL;
+    sc_code rc = mf_create(q->g->manifests, q->body ? q->body : "", q->body_len, &reply, &err);
+    if (rc == SC_ENOMEM && reply == NULL && err.code == API_OK)
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+    if (rc != SC_OK)
+        return respond_api_err(q, &err);
+    char *text = json_dumps(reply, JSON_COMPACT);
+    const char *id = json_string_value(json_object_get(reply, "id"));
+    char location[64];
+    snprintf(location, sizeof(location), PREFIX "manifests/%s", id ? id : "");
+    json_decref(reply);
+    if (text == NULL)
+        return MHD_NO;
+    return respond_json_text(q, 201, text, location);
+}
+
+static enum MHD_Result post_importance(struct gw_req *q)
+{
+    struct importance_req ir;
+    struct api_err err = {0};
+    sc_code rc = importance_req_parse(q->body ? q->body : "", q->body_len, NULL, &ir, &err);
+    if (rc == SC_ENOMEM)
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+    if (rc != SC_OK)
+        return respond_api_err(q, &err);
+    size_t scored = 0;
+    for (size_t i = 0; i < ir.nsamples; i++) {
+        struct policy_hint h = {
+            .kind = POLICY_HINT_SCORE, .khash = ir.samples[i].khash, .score = ir.samples[i].score};
+        if (store_hint(q->g->st, &h) == SC_OK)
+            scored++;
+    }
+    importance_req_free(&ir);
+    return respond_json(q, 200, json_pack("{s:I}", "scored", (json_int_t)scored));
+}
+
+/* The epoch asked for in ?epoch=E (default 0); false if it is not a number. */
+static bool epoch_param(struct gw_req *q, uint32_t *e)
+{
+    const char *v = MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, "epoch");
+    *e = 0;
+    if (v == NULL)
+        return true;
+    char *end = NULL;
+    unsigned long n = strtoul(v, &end, 10);
+    if (*v < '0' || *v > '9' || *end != '\0' || n > UINT32_MAX)
+        return false;
+    *e = (uint32_t)n;
+    return true;
+}
+
+static enum MHD_Result order(struct gw_req *q, const char *id)
+{
+    uint32_t e;
+    if (!epoch_param(q, &e))
+        return respond_problem(q, API_INVALID_FIELD, "epoch must be a non-negative integer");
+    struct api_err err = {0};
+    json_t *o = mf_order(q->g->manifests, id, e, &err);
+    if (o == NULL && err.code != API_OK)
+        return respond_api_err(q, &err);
+    return respond_json(q, 200, o);
+}
+
+/* /_s3cached/manifests/{id}[/order] */
+static enum MHD_Result one_manifest(struct gw_req *q, const char *rest)
+{
+    char id[ID_MAX + 1];
+    size_t n = strcspn(rest, "/");
+    if (n == 0 || n > ID_MAX)
+        return respond_problem(q, API_NOT_FOUND, "no such manifest");
+    memcpy(id, rest, n);
+    id[n] = '\0';
+    const char *sub = rest + n;
+    if (strcmp(sub, "/order") == 0)
+        return is(q, "GET") ? order(q, id) : not_allowed(q);
+    if (*sub != '\0')
+        return respond_problem(q, API_NOT_FOUND, "no such admin endpoint");
+    json_t *o = NULL;
+    if (is(q, "GET"))
+        o = mf_progress(q->g->manifests, id);
+    else if (is(q, "DELETE"))
+        o = mf_cancel(q->g->manifests, id);
+    else
+        return not_allowed(q);
+    if (o == NULL) /* out of memory looks the same; rare enough to call it unknown */
+        return respond_problem(q, API_NOT_FOUND, "no such manifest");
+    return respond_json(q, 200, o);
+}
+
+/* Drops what the body names from in-flight fills and from the store; replies {"removed": n}. */
+static enum MHD_Result post_invalidate(struct gw_req *q)
+{
+    struct invalidate_req r;
+    struct api_err err = {0};
+    sc_code rc = invalidate_parse(q->body ? q->body : "", q->body_len, &r, &err);
+    if (rc == SC_ENOMEM && err.code == API_OK)
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+    if (rc != SC_OK)
+        return respond_api_err(q, &err);
+    uint64_t removed = 0;
+    if (r.prefix != NULL) {
+        fill_invalidate_bucket(q->g->fills, r.bucket);
+        rc = store_remove_prefix(q->g->st, r.bucket, r.prefix, &removed);
+    } else {
+        for (size_t i = 0; i < r.n_keys && rc == SC_OK; i++) {
+            fill_invalidate(q->g->fills, r.bucket, r.keys[i]);
+            rc = store_remove(q->g->st, r.bucket, r.keys[i]);
+            removed++;
+        }
+    }
+    invalidate_req_free(&r);
+    if (rc != SC_OK)
+        return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
+                                      "The cache could not drop the keys");
+    sc_stat_add(q->g->stats.invalidations, removed);
+    return respond_json(q, 200, json_pack("{s:I}", "removed", (json_int_t)removed));
+}
+
+/* True if the request carries the admin token; compared in constant time. */
+static bool has_token(struct gw_req *q, const char *token)
+{
+    const char *auth = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Authorization");
+    if (auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0)
+        return false;
+    const char *given = auth + 7;
+    size_t n = strlen(token);
+    return strlen(given) == n && CRYPTO_memcmp(given, token, n) == 0;
+}
+
+static bool client_is_loopback(struct gw_req *q)
+{
+    return gw_addr_is_loopback(gw_client_addr(q));
+}
+
+/* The status page's paths: /_s3cached, /_s3cached/ and /_s3cached/index.html. */
+static bool is_page(const char *path)
+{
+    return strcmp(path, "/_s3cached") == 0 || strcmp(path, PREFIX) == 0 ||
+           strcmp(path, PREFIX "index.html") == 0;
+}
+
+/* Answers 401 or 403 and returns false when this client may not use the admin API. */
+static bool admin_allowed(struct gw_req *q, enum MHD_Result *ret)
+{
+    const char *token = q->g->cfg->admin_token;
+    const char *why = NULL;
+    if (gw_from_other_site(q, token == NULL, &why)) {
+        *ret = respond_problem(q, API_FORBIDDEN, why);
+        return false;
+    }
+    if (token != NULL) {
+        if (has_token(q, token))
+            return true;
+        if (is_page(q->tgt.raw_path) && (is(q, "GET") || is(q, "HEAD")))
+            *ret = gw_status_page(q, 401); /* a browser cannot send the token: the page asks */
+        else
+            *ret = respond_problem(q, API_UNAUTHORIZED,
+                                   "the admin API needs \"Authorization: Bearer <admin token>\"");
+        return false;
+    }
+    if (q->g->listen_loopback || client_is_loopback(q))
+        return true;
+    *ret = respond_problem(q, API_FORBIDDEN,
+                           "the admin API answers loopback clients only; start the gateway "
+                           "with --admin-token to open it to others");
+    return false;
+}
+
+enum MHD_Result gw_admin(struct gw_req *q)
+{
+    const char *path = q->tgt.raw_path;
+    enum MHD_Result ret;
+    if (!admin_allowed(q, &ret))
+        return ret;
+    if (body_refused(q, &ret))
+        return ret;
+    if (is_page(path))
+        return is(q, "GET") || is(q, "HEAD") ? gw_status_page(q, 200) : not_allowed(q);
+    if (strncmp(path, PREFIX, strlen(PREFIX)) != 0)
+        return respond_problem(q, API_NOT_FOUND, "no such admin endpoint");
+    const char *what = path + strlen(PREFIX);
+    if (strcmp(what, "stats") == 0) {
+        if (!is(q, "GET"))
+            return not_allowed(q);
+        char *text = gw_stats_json(&q->g->stats, q->g->st, q->g->cfg->policy);
+        return text ? respond_json_text(q, 200, text, NULL) : MHD_NO;
+    }
+    if (strcmp(what, "buckets") == 0) {
+        if (!is(q, "GET"))
+            return not_allowed(q);
+        char *text = gw_buckets_json(&q->g->buckets);
+        return text ? respond_json_text(q, 200, text, NULL) : MHD_NO;
+    }
+    if (strcmp(what, "manifests") == 0) {
+        if (is(q, "POST"))
+            return create_manifest(q);
+        return is(q, "GET") ? respond_json(q, 200, mf_list(q->g->manifests)) : not_allowed(q);
+    }
+    if (strncmp(what, "manifests/", 10) == 0)
+        return one_manifest(q, what + 10);
+    if (strcmp(what, "importance") == 0)
+        return is(q, "POST") ? post_importance(q) : not_allowed(q);
+    if (strcmp(what, "invalidate") == 0)
+        return is(q, "POST") ? post_invalidate(q) : not_allowed(q);
+    return respond_problem(q, API_NOT_FOUND, "no such admin endpoint");
+}

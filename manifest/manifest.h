@@ -1,0 +1,102 @@
+/*
+ * manifest.h - manifests: warm the cache and tell the policy the future.
+ *
+ * A manifest (POST /_s3cached/manifests, parsed by plan.c) names the objects
+ * a trainer will read, in order. The registry keeps every manifest of this
+ * gateway, lists prefix manifests through the upstream, hands the newest
+ * active plan's future to the policy (POLICY_HINT_FUTURE), follows the
+ * trainer's position from the reads it serves (mf_observe), and runs the
+ * prefetcher: one thread that walks each plan ahead of the trainer and starts
+ * cache fills with bounded concurrency, never further ahead than the cache
+ * holds and never for an object the policy would not admit (an object needed
+ * later than everything cached). Progress is JSON for the admin API.
+ *
+ * All functions are thread-safe. Created manifests are written to the
+ * cache directory and registered again at start-up (their trainer position
+ * starts over).
+ */
+#ifndef GW_MANIFEST_H
+#define GW_MANIFEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../store/store.h"
+#include "../proto/api_err.h"
+#include "../upstream/fill.h"
+#include "../common/stats.h"
+#include "../upstream/upstream.h"
+
+typedef struct mf_registry mf_registry;
+
+struct mf_config {
+    store *st;
+    upstream *up;           /* for listing prefixes */
+    fill_table *fills;      /* prefetches are fills nobody reads yet */
+    uint64_t capacity;      /* the cache's capacity in bytes */
+    unsigned concurrency;   /* prefetches in flight at once, over all manifests */
+    const char *dir;        /* where manifests are kept across restarts; NULL: not kept */
+    struct sc_stats *stats; /* counts prefetched objects */
+};
+
+/*
+ * @brief Creates the registry, registers the manifests kept in cfg->dir and
+ * starts the prefetcher.
+ * @param[out] out owned by the caller: mf_registry_stop() then mf_registry_free().
+ * @return SC_OK, SC_ENOMEM, SC_EIO (cannot create cfg->dir or start the thread).
+ */
+sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out);
+
+/* @brief Stops the prefetcher (no new fetches). Fetches in flight end on their own. */
+void mf_registry_stop(mf_registry *r);
+
+/*
+ * @brief Frees the registry. Call after every fill has ended (upstream stopped
+ * and store closed), since their completions refer to it. NULL is a no-op.
+ */
+void mf_registry_free(mf_registry *r);
+
+/*
+ * @brief Registers a manifest from a request body.
+ * @param[out] reply the 201 body ({"id", "state", ...}), owned by the caller.
+ * @param[out] err the API error when the result is not SC_OK.
+ * @return SC_OK, SC_EINVAL or SC_ETOOBIG (err says why), SC_ENOMEM.
+ */
+sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply,
+                  struct api_err *err);
+
+/* @brief One manifest's progress (with failures), or NULL if unknown / out of memory. */
+json_t *mf_progress(mf_registry *r, const char *id);
+
+/* @brief {"manifests": [progress without failures, ...]}, or NULL when out of memory. */
+json_t *mf_list(mf_registry *r);
+
+/*
+ * @brief The keys of epoch e in the gateway's order.
+ * @return the reply, or NULL with err set (NotFound, InvalidField) or, when
+ *         err->code is API_OK, out of memory.
+ */
+json_t *mf_order(mf_registry *r, const char *id, uint32_t e, struct api_err *err);
+
+/*
+ * @brief Cancels a manifest: no new fetches; it leaves the listing and the policy's plan.
+ * @return its final progress, or NULL if unknown / out of memory.
+ */
+json_t *mf_cancel(mf_registry *r, const char *id);
+
+/* Sums over the manifests still at work (listing, warming, warm, planned), for metrics. */
+struct mf_totals {
+    uint32_t active;
+    uint64_t objects, cached, inflight, failed; /* distinct objects of this rank */
+    uint64_t prefetch_inflight; /* fills the prefetcher has running, all manifests */
+};
+
+/* @brief Fills t. Any thread. */
+void mf_get_totals(mf_registry *r, struct mf_totals *t);
+
+/* @brief The trainer read (bucket, key): moves the plans that name it forward. */
+void mf_observe(mf_registry *r, const char *bucket, const char *key);
+
+#endif

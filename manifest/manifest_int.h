@@ -1,0 +1,110 @@
+/*
+ * manifest_int.h - what manifest.c (the registry and the API) and
+ * prefetch.c (the walk ahead of the trainer) share. Not for other files.
+ *
+ * Locks: the registry's list_lock (a rwlock) guards the list and each
+ * manifest's fut pointer; a manifest's mu guards everything else in it. Order:
+ * list_lock before mu; wake_mu is taken alone.
+ */
+#ifndef GW_MANIFEST_INT_H
+#define GW_MANIFEST_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "../policy/future.h"
+#include "manifest.h"
+#include "plan.h"
+#include "../common/stats.h"
+
+#define MF_ID_MAX       24
+#define MF_MAX_FAILURES 100 /* failures listed in progress; all are counted */
+
+enum mf_state {
+    /* The active states come first: mf_get_totals() counts those up to MF_PLANNED. */
+    MF_LISTING, /* a prefix manifest waiting for its keys */
+    MF_WARMING, /* fetching ahead of the trainer */
+    MF_WARM,    /* everything that fits before its next use is cached */
+    MF_PLANNED, /* "prefetch": false: only the policy uses the plan */
+    MF_DONE,    /* the trainer passed the end of the plan */
+    MF_CANCELED,
+    MF_FAILED, /* the listing failed; see error */
+};
+
+/* One object's state in a manifest. */
+enum mf_obj {
+    MF_OBJ_PENDING = 0,
+    MF_OBJ_INFLIGHT,
+    MF_OBJ_CACHED,
+    MF_OBJ_FAILED,
+};
+
+struct mf_failure {
+    char *key;
+    char *reason;
+};
+
+struct mf {
+    atomic_int refs;
+    char id[MF_ID_MAX];
+    struct mf_registry *reg;
+    struct plan *plan;
+    future *fut;       /* NULL until the dataset is known (list_lock) */
+    uint32_t n;        /* dataset objects */
+    uint32_t used;     /* distinct objects this rank reads */
+    uint64_t accesses; /* this rank's positions */
+    uint32_t *order;   /* position -> dataset index */
+    uint8_t *obj;      /* enum mf_obj per dataset index */
+    uint64_t *size;    /* per dataset index; 0 while unknown */
+    uint32_t *stamp;   /* per dataset index: the walk that last counted it */
+    uint32_t walk;     /* the current walk's stamp */
+    pthread_mutex_t mu;
+    enum mf_state state;
+    char *error;          /* why the manifest failed */
+    char *list_token;     /* the listing's next continuation token */
+    uint64_t *list_sizes; /* sizes in listing order, until the dataset is known */
+    size_t n_listed;
+    uint32_t cached, inflight, failed, fits, fetched;
+    uint64_t bytes_cached, bytes_known, bytes_fetched, known_count;
+    struct mf_failure failures[MF_MAX_FAILURES];
+    size_t n_failures;
+    time_t created;
+    struct timespec first_fetch; /* when the first prefetch started; tv_sec 0 before */
+    atomic_bool blocked;         /* the last walk waits for the trainer to move */
+    struct mf *next;             /* the registry's list, newest first */
+};
+
+struct mf_registry {
+    struct mf_config cfg; /* cfg.dir points to dir */
+    char *dir;
+    pthread_rwlock_t list_lock;
+    struct mf *list;
+    uint64_t next_id;
+    future *hinted; /* the plan the policy has, with a reference */
+    pthread_mutex_t wake_mu;
+    pthread_cond_t wake;
+    bool stopping, kicked, running;
+    pthread_t thread;
+    atomic_uint inflight; /* prefetches in flight, all manifests */
+};
+
+void mf_ref(struct mf *m);
+void mf_unref(struct mf *m);
+
+/* @brief Wakes the prefetcher for another walk. */
+void mf_kick(struct mf_registry *r);
+
+/* @brief Gives the policy the newest active plan, if it changed (list_lock held for writing). */
+void mf_refresh_hint(struct mf_registry *r);
+
+/* @brief Makes the dataset known: future, order, state arrays (m->mu held). */
+sc_code mf_activate(struct mf *m);
+
+/* @brief Marks dataset index idx cached with its size (m->mu held). */
+void mf_mark_cached(struct mf *m, uint32_t idx, uint64_t size);
+
+/* prefetch.c: the prefetcher thread's body. */
+void *mf_prefetch_main(void *arg);
+
+#endif

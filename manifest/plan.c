@@ -1,0 +1,614 @@
+/*
+ * plan.c - parsing and validating a manifest body into a struct plan, and
+ * filling a PREFIX plan's dataset from the listing (plan.h). Orders are
+ * derived in plan_order.c, replies rendered in plan_json.c.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../proto/json_in.h"
+#include "plan_int.h"
+
+#define BUCKET_MIN     3
+#define BUCKET_MAX     63  /* current S3 rules */
+#define BUCKET_LEGACY  255 /* legacy and path-style names */
+#define PLAN_MAX_WORLD 1000000u
+#define LABEL_MAX      64 /* "epochs[<20 digits>][<20 digits>]" */
+#define ARENA_MIN      4096
+#define KEYSET_EMPTY   0 /* slot value; a slot holds index + 1 */
+
+static const char *const fields[] = {"bucket",     "keys",      "epochs",   "prefix",
+                                     "num_epochs", "shuffle",   "seed",     "world_size",
+                                     "rank",       "drop_last", "prefetch", "name"};
+static const char *const sampling[] = {"num_epochs", "shuffle", "seed",
+                                       "world_size", "rank",    "drop_last"};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+void plan_limits_default(struct plan_limits *l)
+{
+    l->max_body = PLAN_MAX_BODY;
+    l->max_keys = PLAN_MAX_KEYS;
+    l->max_key_len = PLAN_MAX_KEY_LEN;
+    l->max_epochs = PLAN_MAX_EPOCHS;
+    l->max_accesses = PLAN_MAX_ACCESSES;
+    l->max_name = PLAN_MAX_NAME;
+    l->max_depth = PLAN_MAX_DEPTH;
+}
+
+static bool is_bucket_alnum(char c, bool legacy)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (legacy && c >= 'A' && c <= 'Z');
+}
+
+bool plan_bucket_valid(const char *name, size_t len)
+{
+    bool legacy = len > BUCKET_MAX;
+    if (len < BUCKET_MIN || len > BUCKET_LEGACY)
+        return false;
+    for (size_t i = 0; i < len && !legacy; i++)
+        legacy = (name[i] >= 'A' && name[i] <= 'Z') || name[i] == '_';
+    if (!is_bucket_alnum(name[0], true) || !is_bucket_alnum(name[len - 1], true))
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!is_bucket_alnum(c, legacy) && c != '-' && c != '.' && !(legacy && c == '_'))
+            return false;
+        if (c == '.' && i + 1 < len && name[i + 1] == '.')
+            return false;
+    }
+    return true;
+}
+
+/* ---- the key arena and a transient hash set over it ---- */
+
+sc_code plan_arena_push(struct plan *p, const char *key, size_t len)
+{
+    if (p->n >= PLAN_KEYS_CAP)
+        return SC_ETOOBIG; /* callers check their smaller limit first */
+    if (p->n == p->off_cap) {
+        uint32_t cap = p->off_cap < 1024 ? 1024 : p->off_cap + p->off_cap / 2;
+        if (cap < p->off_cap || cap > PLAN_KEYS_CAP)
+            cap = PLAN_KEYS_CAP;
+        uint64_t *off = realloc(p->off, (size_t)cap * sizeof(*off));
+        if (off == NULL)
+            return SC_ENOMEM;
+        p->off = off;
+        p->off_cap = cap;
+    }
+    if (p->arena_cap - p->arena_len < len + 1) {
+        size_t cap = p->arena_cap < ARENA_MIN ? ARENA_MIN : p->arena_cap * 2;
+        while (cap - p->arena_len < len + 1)
+            cap *= 2;
+        char *a = realloc(p->arena, cap);
+        if (a == NULL)
+            return SC_ENOMEM;
+        p->arena = a;
+        p->arena_cap = cap;
+    }
+    memcpy(p->arena + p->arena_len, key, len);
+    p->arena[p->arena_len + len] = '\0';
+    p->off[p->n++] = p->arena_len;
+    p->arena_len += len + 1;
+    return SC_OK;
+}
+
+struct keyset {
+    uint32_t *slot; /* index + 1, or KEYSET_EMPTY */
+    uint64_t mask;
+};
+
+static sc_code keyset_init(struct keyset *ks, uint64_t expected)
+{
+    uint64_t cap = 16;
+    while (cap < expected + expected / 3 + 1)
+        cap *= 2;
+    ks->slot = calloc(cap, sizeof(*ks->slot));
+    ks->mask = cap - 1;
+    return ks->slot ? SC_OK : SC_ENOMEM;
+}
+
+static uint64_t key_hash(const char *key, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, then a final mix */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 0x100000001b3ull;
+    return (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
+}
+
+/* Length of dataset key idx while the arena is only appended to (parsing, listing). */
+static size_t arena_key_len(const struct plan *p, uint32_t idx)
+{
+    uint64_t end = idx + 1 < p->n ? p->off[idx + 1] : p->arena_len;
+    return (size_t)(end - p->off[idx] - 1);
+}
+
+/*
+ * Finds key in p's dataset or adds it (the set must have room: at most
+ * `expected` keys). @param[out] idx its index. @param[out] added whether it was new.
+ */
+static sc_code keyset_add(struct keyset *ks, struct plan *p, const char *key, size_t len,
+                          uint32_t *idx, bool *added)
+{
+    uint64_t i = key_hash(key, len) & ks->mask;
+    for (; ks->slot[i] != KEYSET_EMPTY; i = (i + 1) & ks->mask) {
+        /* lengths first: a shorter key may end near the arena's end, memcmp reads len bytes */
+        const char *k = p->arena + p->off[ks->slot[i] - 1];
+        if (arena_key_len(p, ks->slot[i] - 1) == len && memcmp(k, key, len) == 0) {
+            *idx = ks->slot[i] - 1;
+            *added = false;
+            return SC_OK;
+        }
+    }
+    sc_code rc = plan_arena_push(p, key, len);
+    if (rc != SC_OK)
+        return rc;
+    *idx = p->n - 1;
+    ks->slot[i] = p->n;
+    *added = true;
+    return SC_OK;
+}
+
+/* ---- scalar fields ---- */
+
+static sc_code fail(struct api_err *err, enum api_err_code code, sc_code rc, const char *fmt,
+                    const char *arg)
+{
+    api_err_set(err, code, fmt, arg);
+    return rc;
+}
+
+static sc_code check_fields(json_t *root, struct api_err *err)
+{
+    const char *name;
+    json_t *v;
+    json_object_foreach(root, name, v)
+    {
+        size_t i = 0;
+        while (i < COUNT(fields) && strcmp(name, fields[i]) != 0)
+            i++;
+        if (i == COUNT(fields)) {
+            char q[JSON_IN_EXCERPT_CAP];
+            return fail(err, API_UNKNOWN_FIELD, SC_EINVAL, "unknown field \"%s\"",
+                        json_in_excerpt(q, sizeof(q), name, strlen(name)));
+        }
+    }
+    return SC_OK;
+}
+
+/* An integer field in min..max, or def when absent. */
+static sc_code get_int(json_t *root, const char *name, json_int_t min, json_int_t max,
+                       json_int_t def, json_int_t *out, struct api_err *err)
+{
+    json_t *v = json_object_get(root, name);
+    *out = def;
+    if (v == NULL)
+        return SC_OK;
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+        api_err_set(err, API_INVALID_FIELD, "field \"%s\" must be an integer in %lld..%lld", name,
+                    (long long)min, (long long)max);
+        return SC_EINVAL;
+    }
+    *out = json_integer_value(v);
+    return SC_OK;
+}
+
+static sc_code get_bool(json_t *root, const char *name, bool def, bool *out, struct api_err *err)
+{
+    json_t *v = json_object_get(root, name);
+    *out = def;
+    if (v == NULL)
+        return SC_OK;
+    if (!json_is_boolean(v))
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "field \"%s\" must be true or false", name);
+    *out = json_is_true(v);
+    return SC_OK;
+}
+
+/* An optional string of at most max bytes, copied into *out (NULL when absent). */
+static sc_code get_string(json_t *root, const char *name, uint32_t max, char **out,
+                          struct api_err *err)
+{
+    json_t *v = json_object_get(root, name);
+    *out = NULL;
+    if (v == NULL)
+        return SC_OK;
+    if (!json_is_string(v) || json_string_length(v) > max) {
+        api_err_set(err, API_INVALID_FIELD, "field \"%s\" must be a string of at most %u bytes",
+                    name, max);
+        return SC_EINVAL;
+    }
+    *out = strdup(json_string_value(v));
+    return *out ? SC_OK : SC_ENOMEM;
+}
+
+static sc_code parse_bucket(struct plan *p, json_t *root, struct api_err *err)
+{
+    char q[JSON_IN_EXCERPT_CAP];
+    json_t *v = json_object_get(root, "bucket");
+    if (v == NULL)
+        return fail(err, API_MISSING_FIELD, SC_EINVAL, "field \"%s\" is required", "bucket");
+    if (!json_is_string(v))
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "field \"%s\" must be a string", "bucket");
+    if (!plan_bucket_valid(json_string_value(v), json_string_length(v)))
+        return fail(err, API_INVALID_FIELD, SC_EINVAL,
+                    "field \"bucket\" is not a valid bucket name: \"%s\" (3 to 63 characters of "
+                    "a-z, 0-9, '.' and '-', starting and ending with a letter or digit)",
+                    json_in_excerpt(q, sizeof(q), json_string_value(v), json_string_length(v)));
+    p->bucket = strdup(json_string_value(v));
+    return p->bucket ? SC_OK : SC_ENOMEM;
+}
+
+/* Exactly one of keys, epochs, prefix; sampling fields not with epochs. */
+static sc_code parse_form(struct plan *p, json_t *root, struct api_err *err)
+{
+    static const char *const forms[] = {"keys", "epochs", "prefix"};
+    const char *given[3];
+    size_t n = 0;
+    for (size_t i = 0; i < COUNT(forms); i++) {
+        if (json_object_get(root, forms[i]) != NULL) {
+            given[n++] = forms[i];
+            p->prm.form = (enum plan_form)(PLAN_FORM_KEYS + i);
+        }
+    }
+    if (n == 0)
+        return fail(err, API_MISSING_FIELD, SC_EINVAL, "%s",
+                    "one of the fields \"keys\", \"epochs\" and \"prefix\" is required");
+    if (n > 1) {
+        api_err_set(err, API_INVALID_FIELD,
+                    "only one of the fields \"keys\", \"epochs\" and \"prefix\" may be given "
+                    "(got \"%s\" and \"%s\")",
+                    given[0], given[1]);
+        return SC_EINVAL;
+    }
+    for (size_t i = 0; p->prm.form == PLAN_FORM_EPOCHS && i < COUNT(sampling); i++) {
+        if (json_object_get(root, sampling[i]) != NULL)
+            return fail(err, API_INVALID_FIELD, SC_EINVAL,
+                        "field \"%s\" is not allowed with \"epochs\" (the epochs are the lists "
+                        "given)",
+                        sampling[i]);
+    }
+    return SC_OK;
+}
+
+static sc_code parse_sampling(struct plan *p, json_t *root, struct api_err *err)
+{
+    json_int_t epochs, seed, world, rank;
+    sc_code rc = get_int(root, "num_epochs", 1, p->lim.max_epochs, 1, &epochs, err);
+    if (rc == SC_OK)
+        rc = get_int(root, "seed", 0, INT64_MAX, 0, &seed, err);
+    if (rc == SC_OK)
+        rc = get_int(root, "world_size", 1, PLAN_MAX_WORLD, 1, &world, err);
+    if (rc == SC_OK)
+        rc = get_bool(root, "shuffle", false, &p->prm.shuffle, err);
+    if (rc == SC_OK)
+        rc = get_bool(root, "drop_last", false, &p->prm.drop_last, err);
+    if (rc != SC_OK)
+        return rc;
+    if (get_int(root, "rank", 0, world - 1, 0, &rank, err) != SC_OK) {
+        api_err_set(err, API_INVALID_FIELD,
+                    "field \"rank\" must be an integer in 0..world_size-1 (world_size is %lld)",
+                    (long long)world);
+        return SC_EINVAL;
+    }
+    p->prm.num_epochs = (uint32_t)epochs;
+    p->prm.seed = (uint64_t)seed;
+    p->prm.world_size = (uint32_t)world;
+    p->prm.rank = (uint32_t)rank;
+    return SC_OK;
+}
+
+static sc_code parse_scalars(struct plan *p, json_t *root, struct api_err *err)
+{
+    sc_code rc = get_bool(root, "prefetch", true, &p->prm.prefetch, err);
+    if (rc == SC_OK)
+        rc = get_string(root, "name", p->lim.max_name, &p->name, err);
+    if (rc == SC_OK && p->prm.form == PLAN_FORM_PREFIX)
+        rc = get_string(root, "prefix", p->lim.max_key_len, &p->prefix, err);
+    if (rc == SC_OK && p->prm.form != PLAN_FORM_EPOCHS)
+        rc = parse_sampling(p, root, err);
+    return rc;
+}
+
+/* ---- the dataset ---- */
+
+/* A key at label ("keys[3]"): a non-empty string of at most max_key_len bytes. */
+static sc_code check_key(const struct plan *p, json_t *v, const char *label, struct api_err *err)
+{
+    if (!json_is_string(v))
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s must be a string (an object key)",
+                    label);
+    if (json_string_length(v) == 0)
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s must not be empty", label);
+    if (json_string_length(v) > p->lim.max_key_len) {
+        api_err_set(err, API_INVALID_FIELD, "%s is %zu bytes; a key is at most %u bytes", label,
+                    json_string_length(v), p->lim.max_key_len);
+        return SC_EINVAL;
+    }
+    return SC_OK;
+}
+
+static sc_code parse_keys(struct plan *p, json_t *arr, struct api_err *err)
+{
+    struct keyset ks = {NULL, 0};
+    size_t cnt = json_array_size(arr);
+    char label[LABEL_MAX];
+    sc_code rc = SC_EINVAL;
+    if (!json_is_array(arr) || cnt == 0)
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s",
+                    "field \"keys\" must be a non-empty array of keys");
+    if (cnt > p->lim.max_keys) {
+        api_err_set(err, API_TOO_LARGE, "field \"keys\" has %zu keys; the limit is %u", cnt,
+                    p->lim.max_keys);
+        return SC_ETOOBIG;
+    }
+    p->off = malloc(cnt * sizeof(*p->off)); /* exactly one offset per key */
+    if (p->off == NULL || keyset_init(&ks, cnt) != SC_OK) {
+        rc = SC_ENOMEM;
+        goto out;
+    }
+    p->off_cap = (uint32_t)cnt;
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *v = json_array_get(arr, i);
+        uint32_t idx;
+        bool added;
+        snprintf(label, sizeof(label), "keys[%zu]", i);
+        rc = check_key(p, v, label, err);
+        if (rc == SC_OK)
+            rc = keyset_add(&ks, p, json_string_value(v), json_string_length(v), &idx, &added);
+        if (rc != SC_OK)
+            goto out;
+        if (!added) {
+            char q[JSON_IN_EXCERPT_CAP];
+            api_err_set(
+                err, API_INVALID_FIELD,
+                "keys[%zu] (\"%s\") repeats keys[%" PRIu32
+                "]; the keys of a dataset must be unique",
+                i, json_in_excerpt(q, sizeof(q), json_string_value(v), json_string_length(v)), idx);
+            rc = SC_EINVAL;
+            goto out;
+        }
+    }
+    rc = SC_OK;
+out:
+    free(ks.slot);
+    return rc;
+}
+
+/* Checks the shape of "epochs" and counts its keys. */
+static sc_code count_epochs(const struct plan *p, json_t *arr, uint64_t *total, struct api_err *err)
+{
+    size_t ne = json_array_size(arr);
+    *total = 0;
+    if (!json_is_array(arr) || ne == 0)
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s",
+                    "field \"epochs\" must be a non-empty array of epochs (arrays of keys)");
+    if (ne > p->lim.max_epochs) {
+        api_err_set(err, API_INVALID_FIELD, "field \"epochs\" has %zu epochs; the limit is %u", ne,
+                    p->lim.max_epochs);
+        return SC_EINVAL;
+    }
+    for (size_t e = 0; e < ne; e++) {
+        json_t *ep = json_array_get(arr, e);
+        if (!json_is_array(ep) || json_array_size(ep) == 0) {
+            api_err_set(err, API_INVALID_FIELD, "epochs[%zu] must be a non-empty array of keys", e);
+            return SC_EINVAL;
+        }
+        *total += json_array_size(ep);
+    }
+    if (*total > p->lim.max_keys) {
+        api_err_set(err, API_TOO_LARGE, "field \"epochs\" holds %" PRIu64 " keys; the limit is %u",
+                    *total, p->lim.max_keys);
+        return SC_ETOOBIG;
+    }
+    if (*total > p->lim.max_accesses) {
+        api_err_set(err, API_TOO_LARGE, "the plan has %" PRIu64 " accesses; the limit is %" PRIu64,
+                    *total, p->lim.max_accesses);
+        return SC_ETOOBIG;
+    }
+    return SC_OK;
+}
+
+static sc_code parse_epochs(struct plan *p, json_t *arr, struct api_err *err)
+{
+    struct keyset ks = {NULL, 0};
+    char label[LABEL_MAX];
+    uint64_t total, pos = 0;
+    size_t ne = json_array_size(arr);
+    sc_code rc = count_epochs(p, arr, &total, err);
+    if (rc != SC_OK)
+        return rc;
+    rc = SC_ENOMEM;
+    p->acc = malloc(total * sizeof(*p->acc));
+    p->ep_start = malloc((ne + 1) * sizeof(*p->ep_start));
+    if (p->acc == NULL || p->ep_start == NULL || keyset_init(&ks, total) != SC_OK)
+        goto out;
+    for (size_t e = 0; e < ne; e++) {
+        json_t *ep = json_array_get(arr, e);
+        p->ep_start[e] = pos;
+        for (size_t i = 0; i < json_array_size(ep); i++) {
+            json_t *v = json_array_get(ep, i);
+            bool added;
+            snprintf(label, sizeof(label), "epochs[%zu][%zu]", e, i);
+            rc = check_key(p, v, label, err);
+            if (rc == SC_OK)
+                rc = keyset_add(&ks, p, json_string_value(v), json_string_length(v), &p->acc[pos],
+                                &added);
+            if (rc != SC_OK)
+                goto out;
+            pos++;
+        }
+    }
+    p->ep_start[ne] = pos;
+    p->prm.num_epochs = (uint32_t)ne;
+    p->accesses = pos;
+    rc = SC_OK;
+out:
+    free(ks.slot);
+    return rc;
+}
+
+/* Gives back the unused tail of the arena and offsets (a large plan lives long). */
+static void shrink(struct plan *p)
+{
+    char *a = p->arena_len ? realloc(p->arena, p->arena_len) : NULL;
+    uint64_t *o = p->n ? realloc(p->off, (size_t)p->n * sizeof(*o)) : NULL;
+    if (a != NULL) {
+        p->arena = a;
+        p->arena_cap = p->arena_len;
+    }
+    if (o != NULL) {
+        p->off = o;
+        p->off_cap = p->n;
+    }
+}
+
+static sc_code parse_root(struct plan *p, json_t *root, struct api_err *err)
+{
+    sc_code rc;
+    if (!json_is_object(root))
+        return fail(err, API_INVALID_JSON, SC_EINVAL, "%s", "the body must be a JSON object");
+    rc = check_fields(root, err);
+    if (rc == SC_OK)
+        rc = parse_bucket(p, root, err);
+    if (rc == SC_OK)
+        rc = parse_form(p, root, err);
+    if (rc == SC_OK)
+        rc = parse_scalars(p, root, err);
+    if (rc != SC_OK)
+        return rc;
+    if (p->prm.form == PLAN_FORM_PREFIX)
+        return SC_OK; /* the dataset comes from the listing */
+    if (p->prm.form == PLAN_FORM_KEYS)
+        rc = parse_keys(p, json_object_get(root, "keys"), err);
+    else
+        rc = parse_epochs(p, json_object_get(root, "epochs"), err);
+    if (rc == SC_OK && p->prm.form == PLAN_FORM_KEYS)
+        rc = plan_derive(p, err);
+    if (rc == SC_OK) {
+        shrink(p);
+        p->ready = true;
+    }
+    return rc;
+}
+
+static void set_defaults(struct plan *p, const struct plan_limits *lim)
+{
+    if (lim != NULL)
+        p->lim = *lim;
+    else
+        plan_limits_default(&p->lim);
+    if (p->lim.max_keys > PLAN_KEYS_CAP)
+        p->lim.max_keys = PLAN_KEYS_CAP;
+    p->prm.prefetch = true;
+    p->prm.num_epochs = 1;
+    p->prm.world_size = 1;
+}
+
+sc_code plan_parse(const char *body, size_t len, const struct plan_limits *lim, struct plan **out,
+                   struct api_err *err)
+{
+    json_t *root = NULL;
+    struct plan *p = calloc(1, sizeof(*p));
+    sc_code rc = SC_ENOMEM;
+    *out = NULL;
+    if (p == NULL)
+        goto out;
+    set_defaults(p, lim);
+    rc = json_in_load(body, len, p->lim.max_body, p->lim.max_depth, &root, err);
+    if (rc == SC_OK)
+        rc = parse_root(p, root, err);
+    if (rc != SC_OK)
+        goto out;
+    p->prm.bucket = p->bucket;
+    p->prm.prefix = p->prefix;
+    p->prm.name = p->name;
+    *out = p;
+    p = NULL;
+out:
+    json_decref(root);
+    plan_free(p);
+    return rc;
+}
+
+void plan_free(struct plan *p)
+{
+    if (p == NULL)
+        return;
+    free(p->bucket);
+    free(p->prefix);
+    free(p->name);
+    free(p->arena);
+    free(p->off);
+    free(p->acc);
+    free(p->ep_start);
+    free(p);
+}
+
+/* ---- the PREFIX form's listing ---- */
+
+sc_code plan_dataset_append(struct plan *p, const char *key, size_t len, struct api_err *err)
+{
+    char q[JSON_IN_EXCERPT_CAP];
+    if (p->prm.form != PLAN_FORM_PREFIX || p->ready)
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s",
+                    "keys can only be added to a prefix manifest that is still listing");
+    if (len == 0 || len > p->lim.max_key_len || memchr(key, '\0', len) != NULL) {
+        api_err_set(err, API_INVALID_FIELD,
+                    "listed key \"%s\" (%zu bytes) is not a key of 1..%u bytes without NUL",
+                    json_in_excerpt(q, sizeof(q), key, len), len, p->lim.max_key_len);
+        return SC_EINVAL;
+    }
+    if (p->n >= p->lim.max_keys) {
+        api_err_set(err, API_TOO_LARGE,
+                    "the prefix \"%s\" lists more than %u keys; the limit is %u",
+                    json_in_excerpt(q, sizeof(q), p->prefix, strlen(p->prefix)), p->lim.max_keys,
+                    p->lim.max_keys);
+        return SC_ETOOBIG;
+    }
+    return plan_arena_push(p, key, len);
+}
+
+static int cmp_keys(const void *a, const void *b, void *arena)
+{
+    return strcmp((const char *)arena + *(const uint64_t *)a,
+                  (const char *)arena + *(const uint64_t *)b);
+}
+
+/* Sorts the offsets by key bytes (listing pages are already in order) and drops repeats. */
+static void sort_unique(struct plan *p)
+{
+    bool sorted = true;
+    for (uint32_t i = 1; i < p->n && sorted; i++)
+        sorted = cmp_keys(&p->off[i - 1], &p->off[i], p->arena) < 0;
+    if (sorted)
+        return;
+    qsort_r(p->off, p->n, sizeof(*p->off), cmp_keys, p->arena);
+    uint32_t w = p->n ? 1 : 0;
+    for (uint32_t i = 1; i < p->n; i++) {
+        if (cmp_keys(&p->off[w - 1], &p->off[i], p->arena) != 0)
+            p->off[w++] = p->off[i];
+    }
+    p->n = w; /* the arena keeps the bytes of dropped repeats until plan_free */
+}
+
+sc_code plan_dataset_finish(struct plan *p, struct api_err *err)
+{
+    char q[JSON_IN_EXCERPT_CAP];
+    if (p->prm.form != PLAN_FORM_PREFIX || p->ready)
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s",
+                    "only a prefix manifest that is still listing can be finished");
+    if (p->n == 0) {
+        api_err_set(err, API_INVALID_FIELD, "the prefix \"%s\" matched no objects in bucket \"%s\"",
+                    json_in_excerpt(q, sizeof(q), p->prefix, strlen(p->prefix)), p->bucket);
+        return SC_EINVAL;
+    }
+    sort_unique(p);
+    sc_code rc = plan_derive(p, err);
+    if (rc != SC_OK)
+        return rc;
+    shrink(p);
+    p->ready = true;
+    return SC_OK;
+}

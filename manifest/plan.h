@@ -1,0 +1,238 @@
+/*
+ * plan.h - a training manifest (POST /_s3cached/manifests) parsed, validated
+ * and turned into this rank's deterministic access order. Pure: no network,
+ * no threads, no globals; see docs/manifests.md for the user-facing API.
+ *
+ * Three forms (exactly one of "keys", "epochs", "prefix" beside "bucket"):
+ *  - PLAN_FORM_KEYS: the dataset is the keys as given (must be unique); the
+ *    epochs are derived with the sampling fields (num_epochs, shuffle, seed,
+ *    world_size, rank, drop_last).
+ *  - PLAN_FORM_PREFIX: like KEYS, but the dataset is every key under the
+ *    prefix, listed by the engine through the upstream: it feeds the listing
+ *    with plan_dataset_append() and ends it with plan_dataset_finish(), which
+ *    sorts the keys ascending by bytes (S3's order) and drops duplicates.
+ *  - PLAN_FORM_EPOCHS: the epochs are the lists given, in access order. The
+ *    dataset is the distinct keys in order of first appearance, so every form
+ *    is read alike (dataset indices); plan_has_indices() is false because the
+ *    order endpoint answers "indices": null for this form.
+ *
+ * Order of epoch e for KEYS and PREFIX (the contract; reproducible in Python):
+ *   perm = [0..n-1]; if shuffle, Fisher-Yates from i = n-1 down to 1 with
+ *   j = splitmix64_next() % (i + 1), swap(perm[i], perm[j]), the generator
+ *   seeded with seed + e (uint64 wrapping). Then PyTorch's DistributedSampler:
+ *   total = drop_last && n % ws ? (n / ws) * ws : ceil(n / ws) * ws, the
+ *   permutation padded by repeating itself from the start (position i >= n is
+ *   perm[i % n]), and the rank reads perm[rank], perm[rank + ws], ... below
+ *   total: total / ws accesses per epoch.
+ * The future is this rank's epochs concatenated: plan_accesses() positions.
+ *
+ * Dataset indices are uint32_t: a plan holds at most PLAN_KEYS_CAP keys.
+ * Keys live in one arena of NUL-terminated strings plus one offset each.
+ *
+ * Lifetime: plan_parse() creates, plan_free() frees. Not thread-safe while
+ * being filled (append/finish); after that, every const function may be called
+ * from several threads at once.
+ */
+#ifndef PLAN_H
+#define PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "../common/sc_err.h"
+#include "../proto/api_err.h"
+
+/* Defaults of struct plan_limits (the documented limits of the API). */
+#define PLAN_MAX_BODY     (64u * 1024 * 1024) /* bytes of request body */
+#define PLAN_MAX_KEYS     10000000u           /* key strings in the body / listed keys */
+#define PLAN_MAX_KEY_LEN  1024u               /* bytes per key (and per prefix) */
+#define PLAN_MAX_EPOCHS   1000u               /* num_epochs, or lists in "epochs" */
+#define PLAN_MAX_ACCESSES 100000000u          /* this rank's accesses over all epochs */
+#define PLAN_MAX_NAME     256u                /* bytes of "name" */
+#define PLAN_MAX_DEPTH    8u                  /* JSON nesting (a manifest needs 3) */
+#define PLAN_KEYS_CAP     (UINT32_MAX - 1u)   /* hard cap on max_keys: indices are uint32_t */
+
+/* Limits applied by plan_parse() and plan_dataset_append(); tests pass small ones. */
+struct plan_limits {
+    size_t max_body;       /* TooLarge above */
+    uint32_t max_keys;     /* TooLarge above; at most PLAN_KEYS_CAP */
+    uint32_t max_key_len;  /* InvalidField above */
+    uint32_t max_epochs;   /* InvalidField above */
+    uint64_t max_accesses; /* TooLarge above (a future costs ~16 bytes per access) */
+    uint32_t max_name;     /* InvalidField above */
+    uint32_t max_depth;    /* InvalidJSON above */
+};
+
+/* @brief Fills l with the PLAN_MAX_* defaults. Cannot fail. */
+void plan_limits_default(struct plan_limits *l);
+
+enum plan_form {
+    PLAN_FORM_KEYS = 1,
+    PLAN_FORM_EPOCHS,
+    PLAN_FORM_PREFIX,
+};
+
+/* The scalar fields of a manifest, defaults filled in. Owned by the plan. */
+struct plan_params {
+    enum plan_form form;
+    const char *bucket; /* validated bucket name */
+    const char *prefix; /* PREFIX form: the prefix (may be ""); NULL otherwise */
+    const char *name;   /* "name", or NULL when not given */
+    bool prefetch;      /* default true */
+    /* Sampling (KEYS and PREFIX forms; EPOCHS: num_epochs is the list count, rest default). */
+    uint32_t num_epochs; /* default 1 */
+    bool shuffle;        /* default false */
+    uint64_t seed;       /* default 0; 0..2^63-1 as JSON allows */
+    uint32_t world_size; /* default 1 */
+    uint32_t rank;       /* default 0 */
+    bool drop_last;      /* default false */
+};
+
+struct plan;
+
+/*
+ * @brief Parses and validates a manifest body.
+ * @param[in] body the request body, len bytes (need not be NUL-terminated).
+ * @param[in] lim limits, or NULL for the defaults.
+ * @param[out] out the plan, owned by the caller (plan_free); NULL on error.
+ *             KEYS and EPOCHS plans are ready (plan_ready); a PREFIX plan
+ *             waits for its listing (plan_dataset_append/plan_dataset_finish).
+ * @param[out] err on SC_EINVAL/SC_ETOOBIG, the API error code and message; may be NULL.
+ * @return SC_OK; SC_EINVAL (InvalidJSON, UnknownField, MissingField,
+ *         InvalidField); SC_ETOOBIG (TooLarge); SC_ENOMEM.
+ */
+sc_code plan_parse(const char *body, size_t len, const struct plan_limits *lim, struct plan **out,
+                   struct api_err *err);
+
+/* @brief Frees p and everything it owns. NULL is a no-op. */
+void plan_free(struct plan *p);
+
+/* @brief The manifest's fields; valid as long as p. */
+const struct plan_params *plan_params(const struct plan *p);
+
+/*
+ * @brief Adds one listed key to a PREFIX plan's dataset (before plan_dataset_finish).
+ * @param[in] key len bytes, copied. Keys may come in any order; duplicates are dropped at finish.
+ * @return SC_OK; SC_EINVAL (not a PREFIX plan, already finished, empty key,
+ *         key over max_key_len or holding NUL: InvalidField); SC_ETOOBIG (more
+ *         than max_keys keys: TooLarge); SC_ENOMEM. err as in plan_parse.
+ */
+sc_code plan_dataset_append(struct plan *p, const char *key, size_t len, struct api_err *err);
+
+/*
+ * @brief Ends a PREFIX plan's listing: sorts the keys ascending by bytes,
+ * drops duplicates and makes the orders available.
+ * @return SC_OK; SC_EINVAL (no key listed: "prefix matched no objects", or
+ *         drop_last leaving no access; already finished; not a PREFIX plan);
+ *         SC_ETOOBIG (over max_accesses); SC_ENOMEM. err as in plan_parse.
+ */
+sc_code plan_dataset_finish(struct plan *p, struct api_err *err);
+
+/* @brief Whether the dataset is known and the orders can be asked for. */
+bool plan_ready(const struct plan *p);
+
+/* @brief Dataset size n: the distinct objects the plan names (0 until ready). */
+uint32_t plan_objects(const struct plan *p);
+
+/* @brief The key of dataset index idx (< plan_objects); valid as long as p. */
+const char *plan_key(const struct plan *p, uint32_t idx);
+
+/* @brief policy_key_hash(bucket, plan_key(p, idx)). */
+uint64_t plan_key_hash(const struct plan *p, uint32_t idx);
+
+/* @brief False for the EPOCHS form, whose order reply has "indices": null. */
+bool plan_has_indices(const struct plan *p);
+
+/* @brief Number of epochs (num_epochs, or the number of lists given). */
+uint32_t plan_epochs(const struct plan *p);
+
+/* @brief This rank's accesses in epoch e (< plan_epochs); 0 until ready. */
+uint64_t plan_epoch_length(const struct plan *p, uint32_t e);
+
+/* @brief This rank's accesses over all epochs (the future's length); 0 until ready. */
+uint64_t plan_accesses(const struct plan *p);
+
+/*
+ * @brief This rank's order for epoch e as dataset indices.
+ * @param[out] out a new array of *n indices the caller frees with free()
+ *             (NULL when *n is 0).
+ * @param[out] n plan_epoch_length(p, e).
+ * @return SC_OK; SC_EINVAL (not ready, e >= plan_epochs); SC_ENOMEM.
+ * @note Costs O(n) time and memory for KEYS/PREFIX (the whole permutation).
+ */
+sc_code plan_epoch_order(const struct plan *p, uint32_t e, uint32_t **out, uint64_t *n);
+
+/*
+ * Walks the whole future (all epochs of this rank, concatenated) one dataset
+ * index at a time, holding one epoch's order in memory. Init, next until it
+ * returns SC_ENOTFOUND, then plan_iter_free (also after an error).
+ */
+struct plan_iter {
+    const struct plan *p;
+    uint32_t epoch;  /* epoch of the next index */
+    uint32_t *order; /* that epoch's order (owned) */
+    uint64_t len;    /* entries in order */
+    uint64_t at;     /* next entry in order */
+    uint64_t pos;    /* position in the future of the next index */
+};
+
+/* @brief Starts at position 0. p must be ready and outlive it. Cannot fail. */
+void plan_iter_init(struct plan_iter *it, const struct plan *p);
+
+/*
+ * @brief The next access.
+ * @param[out] idx its dataset index. @param[out] pos its position in the future (may be NULL).
+ * @return SC_OK; SC_ENOTFOUND past the end; SC_ENOMEM (iteration can resume with another call).
+ */
+sc_code plan_iter_next(struct plan_iter *it, uint32_t *idx, uint64_t *pos);
+
+/* @brief Frees what it holds. Cannot fail; safe to call twice. */
+void plan_iter_free(struct plan_iter *it);
+
+/*
+ * @brief plan_key_hash() of every dataset index, so that building the future
+ * hashes each key once: for each access of plan_iter_next(), future_append(
+ * f, hashes[idx]). (plan.c does not build the future itself: policy/future.c
+ * is not linked into every branch yet.)
+ * @param[out] out a new array of plan_objects(p) hashes, freed with free().
+ * @return SC_OK; SC_EINVAL (not ready); SC_ENOMEM.
+ */
+sc_code plan_key_hashes(const struct plan *p, uint64_t **out);
+
+/*
+ * @brief The distinct objects this rank reads at least once over all epochs:
+ * below plan_objects(p) with world_size > 1 or drop_last. O(accesses) time.
+ * @return SC_OK; SC_EINVAL (not ready); SC_ENOMEM.
+ */
+sc_code plan_used_objects(const struct plan *p, uint32_t *used);
+
+/*
+ * @brief The reply of GET .../order?epoch=e: {"id", "epoch", "indices", "keys"}
+ * ("indices" null for the EPOCHS form).
+ * @param[in] id the manifest's id, copied.
+ * @return a new reference the caller json_decref()s; NULL if not ready, e is
+ *         out of range, or out of memory.
+ */
+json_t *plan_order_json(const struct plan *p, const char *id, uint32_t e);
+
+/*
+ * @brief The static part of a progress object: "name" (null when absent),
+ * "bucket", "form" ("keys"|"epochs"|"prefix"), "prefix" (PREFIX form only),
+ * "epochs", "accesses", "objects_total" (plan_objects), "prefetch" and, for
+ * KEYS/PREFIX, "sampling": {num_epochs, shuffle, seed, world_size, rank, drop_last}.
+ * @return a new object the caller json_decref()s and may add fields to; NULL on ENOMEM.
+ */
+json_t *plan_describe_json(const struct plan *p);
+
+/*
+ * @brief S3 bucket-name check used for "bucket": 3..63 bytes of a-z, 0-9, '.',
+ * '-', first and last a letter or digit, no "..". Also accepted, as the
+ * gateway's path-style routing (s3_target.h), s3rver, radosgw and legacy
+ * us-east-1 buckets allow: A-Z and '_', up to 255 bytes.
+ */
+bool plan_bucket_valid(const char *name, size_t len);
+
+#endif

@@ -1,0 +1,377 @@
+/*
+ * prefetch.c - the prefetcher: one thread that keeps the cache ahead of the
+ * trainer (see manifest.h).
+ *
+ * Each walk goes through a plan from the trainer's position onwards, counting
+ * every distinct object once, until the objects counted would no longer fit
+ * in the cache (WALK_SHARE of it, shared by all manifests, oldest first).
+ * Within that window it starts a fill for each object neither cached nor in
+ * flight, up to the concurrency bound, and stops at the first object the
+ * policy would not admit: with `clairvoyant`, that object is needed later than
+ * everything cached, so fetching it would push out something needed sooner.
+ * Objects near the trainer are checked against the store, so one evicted by
+ * other traffic is fetched again before the trainer gets there.
+ *
+ * A walk runs when a fill completes, when the trainer moves while the last
+ * walk was blocked, when a manifest arrives, and at least every WALK_PERIOD_MS.
+ * Prefix manifests are listed here, one page per walk, so a long listing
+ * never holds up the other manifests' prefetching.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "manifest_int.h"
+#include "../upstream/list.h"
+
+#define WALK_PERIOD_MS 50
+#define WALK_SHARE     0.9             /* of the capacity a walk may plan for */
+#define NEAR_CHECK     64              /* cached objects next to the trainer checked per walk */
+#define DEFAULT_SIZE   (1024u * 1024u) /* assumed size of an object not seen yet */
+#define MAX_LAUNCH     256             /* fills started per manifest per walk */
+
+/* A prefetch in flight: what its completion updates. */
+struct fetch {
+    struct mf *m;
+    uint32_t idx;
+};
+
+static uint64_t assumed_size(const struct mf *m)
+{
+    return m->known_count ? m->bytes_known / m->known_count : DEFAULT_SIZE;
+}
+
+static void add_failure(struct mf *m, uint32_t idx, const char *reason)
+{
+    m->obj[idx] = MF_OBJ_FAILED;
+    m->failed++;
+    if (m->n_failures == MF_MAX_FAILURES)
+        return;
+    struct mf_failure *f = &m->failures[m->n_failures];
+    f->key = strdup(plan_key(m->plan, idx));
+    f->reason = strdup(reason);
+    if (f->key && f->reason) {
+        m->n_failures++;
+    } else {
+        free(f->key);
+        free(f->reason);
+    }
+}
+
+static const char *reason_of(const struct fill_result *res, char *buf, size_t cap)
+{
+    switch (res->rc) {
+    case SC_ENOTFOUND:
+        return "NoSuchKey: the object does not exist upstream";
+    case SC_ETOOBIG:
+        return "TooLarge: the object is larger than --max-object-size";
+    case SC_EMISMATCH:
+        return "Mismatch: the body did not match its length, ETag or checksum";
+    case SC_EINVAL:
+        return "NoETag: the upstream sent the object without an ETag, which is never cached";
+    default:
+        break;
+    }
+    if (res->status != 0 && res->status != 200)
+        snprintf(buf, cap, "Upstream: HTTP %ld", res->status);
+    else
+        snprintf(buf, cap, "Upstream: %s", sc_strerror(res->rc));
+    return buf;
+}
+
+/* A prefetch ended (upstream or store thread). */
+static void on_fetched(void *arg, const struct fill_result *res)
+{
+    struct fetch *f = arg;
+    struct mf *m = f->m;
+    struct mf_registry *r = m->reg;
+    char buf[64];
+    pthread_mutex_lock(&m->mu);
+    m->inflight--;
+    if (res->size > 0 && m->size[f->idx] == 0) {
+        m->size[f->idx] = res->size;
+        m->bytes_known += res->size;
+        m->known_count++;
+    }
+    if (res->rc == SC_OK) {
+        mf_mark_cached(m, f->idx, res->size);
+        m->fetched++;
+        m->bytes_fetched += res->size;
+        sc_stat_add(r->cfg.stats->prefetched, 1);
+    } else if (res->rc == SC_EFULL || res->rc == SC_ECANCELED) {
+        m->obj[f->idx] = MF_OBJ_PENDING; /* refused for now, or invalidated: a later walk decides */
+    } else {
+        add_failure(m, f->idx, reason_of(res, buf, sizeof(buf)));
+    }
+    pthread_mutex_unlock(&m->mu);
+    atomic_fetch_sub(&r->inflight, 1);
+    mf_kick(r);
+    mf_unref(m);
+    free(f);
+}
+
+/* Starts the fills a walk chose (no lock held: a failed start calls back at once). */
+static void launch(struct mf *m, const uint32_t *idx, unsigned n)
+{
+    struct mf_registry *r = m->reg;
+    const char *bucket = plan_params(m->plan)->bucket;
+    for (unsigned i = 0; i < n; i++) {
+        struct fetch *f = malloc(sizeof(*f));
+        sc_code rc = SC_ENOMEM;
+        if (f) {
+            *f = (struct fetch){m, idx[i]};
+            mf_ref(m);
+            atomic_fetch_add(&r->inflight, 1);
+            rc = fill_prefetch(r->cfg.fills, bucket, plan_key(m->plan, idx[i]), on_fetched, f);
+        }
+        if (rc == SC_OK)
+            continue;
+        if (f) {
+            atomic_fetch_sub(&r->inflight, 1);
+            mf_unref(m);
+            free(f);
+        }
+        pthread_mutex_lock(&m->mu);
+        m->inflight--;
+        m->obj[idx[i]] = MF_OBJ_PENDING;
+        pthread_mutex_unlock(&m->mu);
+    }
+}
+
+/* Re-checks a cached object next to the trainer; false if it was evicted since. */
+static bool still_cached(struct mf *m, uint32_t idx)
+{
+    uint64_t size = 0;
+    const char *bucket = plan_params(m->plan)->bucket;
+    if (store_peek(m->reg->cfg.st, bucket, plan_key(m->plan, idx), &size) == SC_OK)
+        return true;
+    m->cached--;
+    m->bytes_cached -= m->size[idx];
+    m->obj[idx] = MF_OBJ_PENDING;
+    return false;
+}
+
+/* Whether a pending object is worth a fill; marks it cached if the store has it. */
+static bool wants_fetch(struct mf *m, uint32_t idx, uint64_t size, bool *refused)
+{
+    struct mf_registry *r = m->reg;
+    const char *bucket = plan_params(m->plan)->bucket;
+    const char *key = plan_key(m->plan, idx);
+    uint64_t have = 0;
+    if (store_peek(r->cfg.st, bucket, key, &have) == SC_OK) {
+        mf_mark_cached(m, idx, have);
+        return false;
+    }
+    *refused = !store_would_admit(r->cfg.st, bucket, key, size);
+    return !*refused;
+}
+
+/*
+ * What fits when a walk stopped early because every prefetch slot was taken: the objects
+ * counted so far, plus what the rest of the budget holds at the mean object size. Walking
+ * the whole window on every fill completion would cost too much for large manifests.
+ */
+static uint32_t estimate_fits(const struct mf *m, uint32_t counted, uint64_t budget_left)
+{
+    uint64_t more = budget_left / assumed_size(m);
+    uint64_t fits = (uint64_t)counted + more;
+    return fits < m->used ? (uint32_t)fits : m->used;
+}
+
+/*
+ * One walk over m (m->mu held). Spends *budget bytes, fills idx with the
+ * objects to fetch, returns how many.
+ */
+static unsigned walk(struct mf *m, uint64_t *budget, unsigned slots, uint32_t *idx)
+{
+    uint64_t pos = future_position(m->fut);
+    if (pos >= m->accesses) {
+        m->state = MF_DONE;
+        return 0;
+    }
+    if (++m->walk == 0) {
+        memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
+        m->walk = 1;
+    }
+    unsigned n = 0, near = 0;
+    uint64_t bytes = 0;
+    uint32_t fits = 0;
+    bool blocked = false, slots_full = false;
+    for (; pos < m->accesses && !blocked; pos++) {
+        uint32_t i = m->order[pos];
+        if (m->stamp[i] == m->walk)
+            continue;
+        m->stamp[i] = m->walk;
+        uint64_t size = m->size[i] ? m->size[i] : assumed_size(m);
+        if (bytes + size > *budget) {
+            blocked = true;
+            break;
+        }
+        bytes += size;
+        fits++;
+        if (m->obj[i] == MF_OBJ_CACHED && near++ < NEAR_CHECK && still_cached(m, i))
+            continue;
+        if (m->obj[i] != MF_OBJ_PENDING)
+            continue;
+        bool refused = false;
+        if (n == slots || n == MAX_LAUNCH)
+            blocked = slots_full = true;
+        else if (wants_fetch(m, i, size, &refused))
+            idx[n++] = i;
+        blocked = blocked || refused;
+    }
+    for (unsigned k = 0; k < n; k++)
+        m->obj[idx[k]] = MF_OBJ_INFLIGHT;
+    m->inflight += n;
+    m->fits = slots_full ? estimate_fits(m, fits, *budget - bytes) : fits;
+    *budget -= bytes;
+    atomic_store(&m->blocked, blocked);
+    if (n > 0 && m->first_fetch.tv_sec == 0)
+        clock_gettime(CLOCK_MONOTONIC, &m->first_fetch);
+    m->state = n > 0 || m->inflight > 0 ? MF_WARMING : MF_WARM;
+    return n;
+}
+
+/* ---- listing a prefix -------------------------------------------------------- */
+
+static void fail_listing(struct mf *m, const char *fmt, const char *detail)
+{
+    char msg[API_ERR_MSG_MAX];
+    snprintf(msg, sizeof(msg), fmt, detail);
+    sc_warn("manifest %s: %s", m->id, msg);
+    pthread_mutex_lock(&m->mu);
+    m->state = MF_FAILED;
+    free(m->error);
+    m->error = strdup(msg);
+    pthread_mutex_unlock(&m->mu);
+}
+
+/* Keeps a page's keys (m->mu held); their sizes are matched to indices once sorted. */
+static sc_code take_page(struct mf *m, const struct s3_list_page *page, struct api_err *err)
+{
+    uint64_t *grown = realloc(m->list_sizes, (m->n_listed + page->n + 1) * sizeof(*grown));
+    if (grown == NULL)
+        return SC_ENOMEM;
+    m->list_sizes = grown;
+    for (size_t i = 0; i < page->n; i++) {
+        const struct s3_list_entry *e = &page->entries[i];
+        sc_code rc = plan_dataset_append(m->plan, e->key, strlen(e->key), err);
+        if (rc != SC_OK)
+            return rc;
+        m->list_sizes[m->n_listed++] = e->size;
+    }
+    return SC_OK;
+}
+
+/* Fetches the next page of a prefix manifest; the last one makes the dataset known. */
+static void list_step(struct mf *m)
+{
+    struct mf_registry *r = m->reg;
+    const struct plan_params *pp = plan_params(m->plan);
+    struct s3_list_page page;
+    struct api_err err = {0};
+    sc_code rc = up_list_page(r->cfg.up, pp->bucket, pp->prefix, m->list_token, &page);
+    if (rc != SC_OK || page.status != 200) {
+        char detail[160];
+        snprintf(detail, sizeof(detail), "%s (HTTP %ld)",
+                 page.error_code ? page.error_code : sc_strerror(rc), page.status);
+        fail_listing(m, "listing the prefix failed: %s", detail);
+        s3_list_page_free(&page);
+        return;
+    }
+    pthread_rwlock_wrlock(&r->list_lock);
+    pthread_mutex_lock(&m->mu);
+    rc = m->state == MF_LISTING ? take_page(m, &page, &err) : SC_ECANCELED;
+    free(m->list_token);
+    m->list_token = page.truncated && page.next_token ? strdup(page.next_token) : NULL;
+    if (rc == SC_OK && m->list_token == NULL && page.truncated)
+        rc = SC_ENOMEM;
+    if (rc == SC_OK && !page.truncated)
+        rc = plan_dataset_finish(m->plan, &err);
+    if (rc == SC_OK && !page.truncated)
+        rc = mf_activate(m);
+    pthread_mutex_unlock(&m->mu);
+    if (rc == SC_OK && !page.truncated)
+        mf_refresh_hint(r);
+    pthread_rwlock_unlock(&r->list_lock);
+    s3_list_page_free(&page);
+    if (rc != SC_OK && rc != SC_ECANCELED)
+        fail_listing(m, "%s", err.code != API_OK ? err.message : sc_strerror(rc));
+}
+
+/* ---- the thread -------------------------------------------------------------- */
+
+/* Takes a reference on every manifest, newest last, so walks go oldest first. */
+static struct mf **snapshot(struct mf_registry *r, size_t *n)
+{
+    pthread_rwlock_rdlock(&r->list_lock);
+    size_t count = 0;
+    for (struct mf *m = r->list; m; m = m->next)
+        count++;
+    struct mf **all = calloc(count ? count : 1, sizeof(*all));
+    *n = 0;
+    if (all)
+        for (struct mf *m = r->list; m; m = m->next) {
+            mf_ref(m);
+            all[count - ++*n] = m;
+        }
+    pthread_rwlock_unlock(&r->list_lock);
+    return all;
+}
+
+static void walk_all(struct mf_registry *r, uint32_t *idx)
+{
+    size_t n = 0;
+    struct mf **all = snapshot(r, &n);
+    uint64_t budget = (uint64_t)((double)r->cfg.capacity * WALK_SHARE);
+    for (size_t i = 0; all && i < n; i++) {
+        struct mf *m = all[i];
+        pthread_mutex_lock(&m->mu);
+        enum mf_state st = m->state;
+        unsigned busy = atomic_load(&r->inflight);
+        unsigned slots = busy < r->cfg.concurrency ? r->cfg.concurrency - busy : 0;
+        unsigned go = 0;
+        if (st == MF_WARMING || st == MF_WARM)
+            go = walk(m, &budget, slots, idx);
+        pthread_mutex_unlock(&m->mu);
+        if (st == MF_LISTING)
+            list_step(m);
+        launch(m, idx, go);
+    }
+    for (size_t i = 0; all && i < n; i++)
+        mf_unref(all[i]);
+    free(all);
+}
+
+void *mf_prefetch_main(void *arg)
+{
+    struct mf_registry *r = arg;
+    uint32_t *idx = malloc(MAX_LAUNCH * sizeof(*idx));
+    if (idx == NULL) {
+        sc_err("prefetcher: out of memory; manifests will not be prefetched");
+        return NULL;
+    }
+    pthread_mutex_lock(&r->wake_mu);
+    while (!r->stopping) {
+        if (!r->kicked) {
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += WALK_PERIOD_MS * 1000000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&r->wake, &r->wake_mu, &until);
+        }
+        r->kicked = false;
+        if (r->stopping)
+            break;
+        pthread_mutex_unlock(&r->wake_mu);
+        walk_all(r, idx);
+        pthread_mutex_lock(&r->wake_mu);
+    }
+    pthread_mutex_unlock(&r->wake_mu);
+    free(idx);
+    return NULL;
+}

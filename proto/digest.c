@@ -1,0 +1,304 @@
+/*
+ * digest.c - checking a body against its ETag or checksum (see digest.h): a fill's, or an
+ * aws-chunked upload's against its trailer.
+ *
+ * MD5, SHA-1 and SHA-256 come from OpenSSL, CRC-32 from zlib, CRC-32C from store/crc32c.c
+ * (the store's chunk checksum, with the CPU instruction). CRC-64/NVME has no library here,
+ * so it is the plain reflected table algorithm, one byte per step.
+ */
+#include "digest.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+
+#include "../common/log.h"
+#include "../common/crc32c.h"
+
+#define CRC64NVME_POLY 0x9a6c9329ac4bc9b5ull /* reflected 0xad93d23594c93659 */
+#define WANT_MAX       64                    /* a SHA-256 in base64 is 44 characters */
+#define ZLIB_SLICE     (1u << 30)            /* zlib's crc32() takes an unsigned int length */
+
+enum kind { K_MD5_ETAG, K_CRC64NVME, K_CRC32C, K_CRC32, K_SHA256, K_SHA1 };
+
+bool digest_etag_md5(const char *etag, char hex[33])
+{
+    if (etag == NULL || strlen(etag) != 34 || etag[0] != '"' || etag[33] != '"')
+        return false;
+    for (int i = 1; i <= 32; i++) {
+        char c = etag[i];
+        bool is_hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+        if (!is_hex)
+            return false;
+        if (hex != NULL)
+            hex[i - 1] = (char)(c >= 'A' && c <= 'F' ? c + 32 : c);
+    }
+    if (hex != NULL)
+        hex[32] = '\0';
+    return true;
+}
+
+/* The checksums a fill may get, in the order they are preferred; those a trailer may name. */
+static const struct {
+    const char *header;
+    enum kind kind;
+} checksums[] = {
+    {"x-amz-checksum-crc64nvme", K_CRC64NVME}, {"x-amz-checksum-crc32c", K_CRC32C},
+    {"x-amz-checksum-crc32", K_CRC32},         {"x-amz-checksum-sha256", K_SHA256},
+    {"x-amz-checksum-sha1", K_SHA1},
+};
+
+struct digest {
+    enum kind kind;
+    const char *name;
+    char want[WANT_MAX + 1]; /* hex for the MD5 ETag, else the header's base64 */
+    bool malformed;          /* a value that cannot be right */
+    bool failed;             /* the hash failed: the bytes can no longer be verified */
+    EVP_MD_CTX *md;          /* MD5, SHA-1, SHA-256 */
+    uint64_t crc;            /* the CRCs' register */
+};
+
+static uint64_t crc64nvme_table[256];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void make_crc64nvme_table(void)
+{
+    for (unsigned i = 0; i < 256; i++) {
+        uint64_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ CRC64NVME_POLY : c >> 1;
+        crc64nvme_table[i] = c;
+    }
+}
+
+static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        unsigned int slice = n > ZLIB_SLICE ? ZLIB_SLICE : (unsigned int)n;
+        crc = (uint32_t)crc32(crc, p, slice);
+        p += slice;
+        n -= slice;
+    }
+    return crc;
+}
+
+static uint64_t crc64nvme_update(uint64_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = ~crc;
+    while (n--)
+        c = crc64nvme_table[(c ^ *p++) & 0xff] ^ (c >> 8);
+    return ~c;
+}
+
+static const EVP_MD *md_of(enum kind kind)
+{
+    switch (kind) {
+    case K_MD5_ETAG:
+        return EVP_md5();
+    case K_SHA256:
+        return EVP_sha256();
+    case K_SHA1:
+        return EVP_sha1();
+    default:
+        return NULL;
+    }
+}
+
+/* A multipart upload's checksum of its parts' checksums: no digest of the body. */
+static bool is_composite(const struct http_header *h, size_t n, const char *value)
+{
+    const char *type = http_header_get(h, n, "x-amz-checksum-type");
+    return strchr(value, '-') != NULL || (type != NULL && strcasecmp(type, "COMPOSITE") == 0);
+}
+
+/* SSE-KMS (aws:kms, aws:kms:dsse) and SSE-C objects have ETags that look like an MD5 but are
+ * not the MD5 of the body (SSE-S3 ones are). */
+static bool etag_may_be_md5(const struct http_header *h, size_t n)
+{
+    const char *sse = http_header_get(h, n, "x-amz-server-side-encryption");
+    return (sse == NULL || strncasecmp(sse, "aws:kms", 7) != 0) &&
+           http_header_get(h, n, "x-amz-server-side-encryption-customer-algorithm") == NULL;
+}
+
+/* Sets the value the bytes must have; one too long to be right never matches. */
+static void expect(digest *d, const char *value)
+{
+    d->malformed = strlen(value) > WANT_MAX;
+    snprintf(d->want, sizeof(d->want), "%s", d->malformed ? "" : value);
+}
+
+/* Picks what to check (d->kind, d->name, d->want); false if the head offers nothing. */
+static bool choose(digest *d, const struct http_header *h, size_t n)
+{
+    if (etag_may_be_md5(h, n) && digest_etag_md5(http_header_get(h, n, "etag"), d->want)) {
+        d->kind = K_MD5_ETAG;
+        d->name = "ETag";
+        return true;
+    }
+    for (size_t i = 0; i < sizeof(checksums) / sizeof(checksums[0]); i++) {
+        const char *value = http_header_get(h, n, checksums[i].header);
+        if (value == NULL || is_composite(h, n, value))
+            continue;
+        d->kind = checksums[i].kind;
+        d->name = checksums[i].header;
+        expect(d, value);
+        return true;
+    }
+    return false;
+}
+
+bool digest_offered(const struct http_header *h, size_t n)
+{
+    digest d = {0};
+    return choose(&d, h, n);
+}
+
+/* Allocates the check that pick describes and starts its hash. */
+static sc_code start(const digest *pick, digest **out)
+{
+    digest *d = malloc(sizeof(*d));
+    if (d == NULL)
+        return SC_ENOMEM;
+    *d = *pick;
+    pthread_once(&table_once, make_crc64nvme_table);
+    const EVP_MD *md = md_of(d->kind);
+    if (md != NULL) {
+        d->md = EVP_MD_CTX_new();
+        if (d->md == NULL || EVP_DigestInit_ex(d->md, md, NULL) != 1) {
+            digest_free(d);
+            return SC_ECRYPTO;
+        }
+    }
+    *out = d;
+    return SC_OK;
+}
+
+sc_code digest_for(const struct http_header *h, size_t n, digest **out)
+{
+    *out = NULL;
+    digest pick = {0};
+    return choose(&pick, h, n) ? start(&pick, out) : SC_OK;
+}
+
+sc_code digest_for_checksum(const char *name, digest **out)
+{
+    *out = NULL;
+    for (size_t i = 0; name != NULL && i < sizeof(checksums) / sizeof(checksums[0]); i++)
+        if (strcasecmp(name, checksums[i].header) == 0)
+            return start(&(digest){.kind = checksums[i].kind, .name = checksums[i].header}, out);
+    return SC_OK;
+}
+
+sc_code digest_update(digest *d, const void *p, size_t n)
+{
+    switch (d->kind) {
+    case K_CRC64NVME:
+        d->crc = crc64nvme_update(d->crc, p, n);
+        return SC_OK;
+    case K_CRC32C:
+        d->crc = crc32c((uint32_t)d->crc, p, n);
+        return SC_OK;
+    case K_CRC32:
+        d->crc = crc32_update((uint32_t)d->crc, p, n);
+        return SC_OK;
+    default:
+        if (EVP_DigestUpdate(d->md, p, n) != 1)
+            d->failed = true;
+        return d->failed ? SC_ECRYPTO : SC_OK;
+    }
+}
+
+/* The value as the upstream spells it: lower-case hex for the ETag, else base64. */
+static bool spell(digest *d, char *out, size_t cap)
+{
+    unsigned char raw[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    if (d->md != NULL) {
+        if (EVP_DigestFinal_ex(d->md, raw, &len) != 1)
+            return false;
+    } else {
+        len = d->kind == K_CRC64NVME ? 8 : 4;
+        for (unsigned i = 0; i < len; i++)
+            raw[i] = (unsigned char)(d->crc >> (8 * (len - 1 - i)));
+    }
+    if (d->kind == K_MD5_ETAG) {
+        for (unsigned i = 0; i < len && 2 * i + 2 < cap; i++)
+            snprintf(out + 2 * i, 3, "%02x", raw[i]);
+        return true;
+    }
+    if (4 * ((len + 2) / 3) >= cap)
+        return false;
+    EVP_EncodeBlock((unsigned char *)out, raw, (int)len);
+    return true;
+}
+
+bool digest_matches(digest *d)
+{
+    char got[2 * EVP_MAX_MD_SIZE + 1] = "";
+    return !d->malformed && !d->failed && spell(d, got, sizeof(got)) && strcmp(got, d->want) == 0;
+}
+
+bool digest_matches_value(digest *d, const char *value)
+{
+    if (value == NULL)
+        return false;
+    expect(d, value);
+    return digest_matches(d);
+}
+
+const char *digest_name(const digest *d)
+{
+    return d->name;
+}
+
+void digest_free(digest *d)
+{
+    if (d == NULL)
+        return;
+    EVP_MD_CTX_free(d->md);
+    free(d);
+}
+
+void body_check_start(struct body_check *c, const struct http_head *head)
+{
+    body_check_release(c);
+    c->active = head->status == 200;
+    c->length = head->content_length;
+    if (c->active && digest_for(head->headers, head->n_headers, &c->digest) != SC_OK)
+        c->broken = true;
+}
+
+void body_check_add(struct body_check *c, const void *p, size_t n)
+{
+    c->received += n;
+    if (c->digest && !c->broken && digest_update(c->digest, p, n) != SC_OK)
+        c->broken = true;
+}
+
+sc_code body_check_verdict(struct body_check *c, sc_code rc, const char *bucket, const char *key)
+{
+    if (rc != SC_OK || !c->active)
+        return rc;
+    if (c->length >= 0 && c->received != (uint64_t)c->length) {
+        sc_warn("upstream body of %s/%s is %llu bytes, not the %lld announced: the transfer fails",
+                bucket, key, (unsigned long long)c->received, (long long)c->length);
+        return SC_EMISMATCH;
+    }
+    if (c->broken || (c->digest && !digest_matches(c->digest))) {
+        sc_warn("upstream body of %s/%s does not match its %s: the transfer fails", bucket, key,
+                c->digest ? digest_name(c->digest) : "digest");
+        return SC_EMISMATCH;
+    }
+    return SC_OK;
+}
+
+void body_check_release(struct body_check *c)
+{
+    digest_free(c->digest);
+    *c = (struct body_check){.length = -1};
+}

@@ -1,0 +1,623 @@
+/*
+ * fill.c - single-flight cache fills (see fill.h).
+ *
+ * References: the upstream transfer holds one until the fill is stored or
+ * dropped, and each reader holds one. The table holds none: an entry stays
+ * listed while new readers may still join it, and is unlinked (under the
+ * table lock) when the object turns out uncacheable, fails, is invalidated,
+ * or has been committed to the store, whichever comes first.
+ *
+ * Writes in flight: the table also counts, per key (or per bucket, for writes
+ * whose keys are in their body), the writes forwarded and not yet answered. A
+ * fill that overlaps such a write in any way may have read the bytes the write
+ * replaces, so it is never stored: fills running when the write begins are
+ * marked, fills that start while it is in flight are born marked, and when it
+ * ends the fills started meanwhile leave the table, so the next miss fetches
+ * afresh. The decision to store and the store's queueing of the put happen
+ * under the table lock, so a write that begins after the decision finds the
+ * put queued before its own removal. A write whose outcome is unknown (no
+ * answer, or a 5xx) keeps counting for FILL_WRITE_DOUBT_SECONDS after it
+ * ended: the upstream may still commit it.
+ */
+#include "fill.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../common/log.h"
+#include "../proto/digest.h"
+#include "../proto/hdrblob.h"
+
+#define N_SLOTS 256
+
+/* A prefetcher waiting for a fill to end (see fill_prefetch). */
+struct fill_watch {
+    fill_watch_fn fn;
+    void *arg;
+    struct fill_watch *next;
+};
+
+struct fill {
+    fill_table *t;
+    atomic_int refs;
+    atomic_int readers;
+    char *bucket, *key;
+    struct up_identity as; /* who fetches it */
+    relay *relay;
+    up_req *req;
+    bool listed;      /* in the table (table lock) */
+    bool invalidated; /* must not be stored (table lock) */
+    bool cacheable;   /* decided at the head (upstream thread) */
+    char *hdrs;       /* replayable headers, for the store */
+    size_t hdrs_len;
+    struct body_check check;    /* the body's length and digest (digest.h) */
+    long status;                /* the upstream's, once the head is in */
+    int64_t length;             /* its Content-Length, or -1 */
+    bool no_etag;               /* a 200 without an ETag: never cached */
+    bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
+    struct fill_watch *watches; /* notified when the fill ends (table lock) */
+    fill *next;
+};
+
+/* Writes forwarded and not yet answered, for one key or (key NULL) a whole bucket. */
+struct fill_write {
+    char *bucket, *key;
+    unsigned count;
+    double doubt_until; /* monotonic seconds: a write ended in doubt counts until then */
+    struct fill_write *next;
+};
+
+struct fill_table {
+    const struct fill_ctx *ctx;
+    pthread_mutex_t mu;
+    fill *slots[N_SLOTS];
+    struct fill_write *writes; /* table lock */
+};
+
+sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
+{
+    fill_table *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return SC_ENOMEM;
+    t->ctx = ctx;
+    pthread_mutex_init(&t->mu, NULL);
+    *out = t;
+    return SC_OK;
+}
+
+static void write_free(struct fill_write *w)
+{
+    if (w == NULL)
+        return;
+    free(w->bucket);
+    free(w->key);
+    free(w);
+}
+
+static void free_writes(struct fill_write *w);
+
+void fill_table_free(fill_table *t)
+{
+    if (t == NULL)
+        return;
+    free_writes(t->writes);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+static unsigned slot_of(const char *bucket, const char *key)
+{
+    uint32_t h = 2166136261u; /* FNV-1a over bucket, NUL, key */
+    for (const char *p = bucket; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    h *= 16777619u;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % N_SLOTS;
+}
+
+static void fill_unref(fill *f)
+{
+    if (atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    relay_unref(f->relay);
+    up_req_release(f->req);
+    body_check_release(&f->check);
+    free(f->hdrs);
+    free(f->bucket);
+    free(f->key);
+    free(f);
+}
+
+/* Unlinks f from the table (table locked). */
+static void unlist(fill *f)
+{
+    if (!f->listed)
+        return;
+    f->listed = false;
+    for (fill **pp = &f->t->slots[slot_of(f->bucket, f->key)]; *pp; pp = &(*pp)->next)
+        if (*pp == f) {
+            *pp = f->next;
+            return;
+        }
+}
+
+static void unlist_locked(fill *f)
+{
+    pthread_mutex_lock(&f->t->mu);
+    unlist(f);
+    pthread_mutex_unlock(&f->t->mu);
+}
+
+/* Tells every watcher how the fill ended, once. */
+static void notify(fill *f, sc_code rc)
+{
+    pthread_mutex_lock(&f->t->mu);
+    struct fill_watch *w = f->watches;
+    f->watches = NULL;
+    pthread_mutex_unlock(&f->t->mu);
+    struct fill_result r = {
+        .rc = rc, .status = f->status, .size = f->length > 0 ? (uint64_t)f->length : 0};
+    while (w) {
+        struct fill_watch *next = w->next;
+        w->fn(w->arg, &r);
+        free(w);
+        w = next;
+    }
+}
+
+/* Why a fill that was not stored ended, for its watchers. */
+static sc_code failure_of(const fill *f, sc_code rc)
+{
+    if (f->no_etag && !f->invalidated)
+        return SC_EINVAL; /* before canceled: an unread uncacheable fill is canceled */
+    if (f->invalidated || rc == SC_ECANCELED)
+        return SC_ECANCELED;
+    if (f->status == 404)
+        return SC_ENOTFOUND;
+    if (f->status != 200)
+        return SC_EUPSTREAM;
+    if (f->length >= 0 && (uint64_t)f->length > f->t->ctx->max_object_size)
+        return SC_ETOOBIG;
+    if (rc == SC_EMISMATCH)
+        return SC_EMISMATCH;
+    return rc == SC_OK ? SC_EUPSTREAM : rc;
+}
+
+/*
+ * An uncacheable object nobody reads (a prefetch, or every client left before the head)
+ * would fill its window and pause forever: cancel it. f->req may not be set yet when the
+ * head is quick; fill_join cancels then.
+ */
+static void abandon_if_unread(fill *f)
+{
+    pthread_mutex_lock(&f->t->mu);
+    up_req *req = NULL;
+    if (atomic_load(&f->readers) == 0) {
+        f->abandoned = true;
+        req = f->req;
+    }
+    pthread_mutex_unlock(&f->t->mu);
+    if (req)
+        up_req_cancel(req);
+}
+
+/* ---- the upstream side (upstream thread) --------------------------------- */
+
+static void on_head(void *arg, const struct http_head *head)
+{
+    fill *f = arg;
+    const struct fill_ctx *ctx = f->t->ctx;
+    f->status = head->status;
+    f->length = head->content_length;
+    /* Without an ETag a copy could not be revalidated, answer conditionals, or have a
+     * range fetched beside its fill pinned to its version: relayed, never cached. */
+    f->no_etag = head->status == 200 && !http_header_get(head->headers, head->n_headers, "etag");
+    f->cacheable = head->status == 200 && head->content_length >= 0 &&
+                   (uint64_t)head->content_length <= ctx->max_object_size && !f->no_etag;
+    if (f->cacheable &&
+        hdrblob_encode(head->headers, head->n_headers, &f->hdrs, &f->hdrs_len) != SC_OK)
+        f->cacheable = false;
+    /* The body's length and MD5 ETag or checksum are checked, cached or not; every reader's
+     * last byte waits for the verdict, so a body that fails reaches no client as a success. */
+    body_check_start(&f->check, head);
+    if (f->check.active)
+        relay_hold_tail(f->relay);
+    if (f->no_etag)
+        sc_warn("upstream sent %s/%s without an ETag: relayed, not cached", f->bucket, f->key);
+    if (!f->cacheable)
+        unlist_locked(f);
+    /* Keep-all for fills and for short error bodies; an uncacheable object is windowed. */
+    bool small_error =
+        head->status != 200 && head->content_length >= 0 && head->content_length <= 1024 * 1024;
+    if (relay_set_head(f->relay, head, f->cacheable || small_error) != SC_OK)
+        f->cacheable = false;
+    if (!f->cacheable && !small_error)
+        abandon_if_unread(f);
+}
+
+static bool on_body(void *arg, const char *p, size_t n)
+{
+    fill *f = arg;
+    if (!relay_push(f->relay, p, n))
+        return false;
+    sc_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
+    body_check_add(&f->check, p, n);
+    return true;
+}
+
+static void on_stored(void *arg, sc_code rc)
+{
+    fill *f = arg;
+    struct sc_stats *stats = f->t->ctx->stats;
+    if (rc == SC_OK)
+        sc_stat_add(stats->fills_stored, 1);
+    else
+        sc_debug("not cached %s/%s: %s", f->bucket, f->key, sc_strerror(rc));
+    unlist_locked(f);
+    notify(f, rc == SC_OK ? SC_OK : SC_EFULL);
+    fill_unref(f);
+}
+
+static void on_done(void *arg, sc_code rc)
+{
+    fill *f = arg;
+    const struct fill_ctx *ctx = f->t->ctx;
+    rc = body_check_verdict(&f->check, rc, f->bucket, f->key);
+    if (rc != SC_OK)
+        unlist_locked(f); /* before its readers learn: a retry starts a new fill, not this one */
+    relay_finish(f->relay, rc);
+    const char *body = NULL;
+    uint64_t len = 0;
+    bool complete = f->cacheable && relay_body(f->relay, &body, &len) == SC_OK;
+    pthread_mutex_lock(&f->t->mu);
+    bool store_it = complete && !f->invalidated;
+    /* Queued under the table lock: a write beginning now removes after this put. */
+    bool queued = store_it && store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len,
+                                        on_stored, f) == SC_OK;
+    if (!store_it)
+        unlist(f);
+    pthread_mutex_unlock(&f->t->mu);
+    if (!store_it) {
+        if (f->cacheable && !f->invalidated)
+            sc_stat_add(ctx->stats->fills_failed, 1);
+        notify(f, failure_of(f, rc));
+        fill_unref(f);
+        return;
+    }
+    if (!queued)
+        on_stored(f, SC_EFULL);
+}
+
+static const struct up_handler fill_handler = {
+    .on_head = on_head,
+    .on_body = on_body,
+    .read_body = NULL,
+    .on_done = on_done,
+};
+
+/* ---- the reader side ------------------------------------------------------- */
+
+static fill *find(fill_table *t, const char *bucket, const char *key)
+{
+    for (fill *f = t->slots[slot_of(bucket, key)]; f; f = f->next)
+        if (strcmp(f->key, key) == 0 && strcmp(f->bucket, bucket) == 0)
+            return f;
+    return NULL;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool write_counts(const struct fill_write *w, double now)
+{
+    return w->count > 0 || now < w->doubt_until;
+}
+
+/* Whether a write to (bucket, key), or to the whole bucket, is in flight (table locked). */
+static bool write_in_flight(const fill_table *t, const char *bucket, const char *key)
+{
+    double now = -1;
+    for (const struct fill_write *w = t->writes; w; w = w->next) {
+        if (strcmp(w->bucket, bucket) != 0 || (w->key != NULL && strcmp(w->key, key) != 0))
+            continue;
+        if (w->count > 0)
+            return true;
+        if (now < 0)
+            now = now_seconds();
+        if (now < w->doubt_until)
+            return true;
+    }
+    return false;
+}
+
+static fill *fill_new(fill_table *t, const char *bucket, const char *key,
+                      const struct up_identity *as)
+{
+    fill *f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return NULL;
+    f->t = t;
+    f->as = *as;
+    atomic_init(&f->refs, 1);
+    f->bucket = strdup(bucket);
+    f->key = strdup(key);
+    f->relay = relay_new(t->ctx->window);
+    if (!f->bucket || !f->key || !f->relay) {
+        fill_unref(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* Starts the transfer of a fill just listed, which holds a reference for it. */
+static void start_transfer(fill_table *t, fill *f)
+{
+    sc_stat_add(t->ctx->stats->upstream_fetches, 1);
+    up_req *req = NULL;
+    sc_code rc = origin_fetch(t->ctx->origin, f->bucket, f->key, &f->as, &fill_handler, f, &req);
+    if (rc != SC_OK) {
+        relay_finish(f->relay, rc);
+        unlist_locked(f);
+        notify(f, rc);
+        fill_unref(f); /* the transfer's reference: it never started */
+        return;
+    }
+    pthread_mutex_lock(&t->mu);
+    f->req = req;
+    bool abandoned = f->abandoned;
+    pthread_mutex_unlock(&t->mu);
+    relay_set_upstream(f->relay, req);
+    if (abandoned)
+        up_req_cancel(req);
+}
+
+/*
+ * Finds the fill of (bucket, key), or lists a new one when create (table locked), and
+ * takes a reference for the caller. *started tells whether it is new.
+ */
+static fill *join_locked(fill_table *t, const char *bucket, const char *key,
+                         const struct up_identity *as, bool create, bool *started)
+{
+    fill *f = find(t, bucket, key);
+    *started = f == NULL && create;
+    if (f == NULL && create) {
+        f = fill_new(t, bucket, key, as);
+        if (f == NULL)
+            return NULL;
+        atomic_fetch_add(&f->refs, 1); /* the transfer's; fill_new's is the caller's */
+        f->listed = true;
+        f->invalidated = write_in_flight(t, bucket, key); /* may read what is being replaced */
+        unsigned s = slot_of(bucket, key);
+        f->next = t->slots[s];
+        t->slots[s] = f;
+    } else if (f) {
+        atomic_fetch_add(&f->refs, 1);
+    }
+    return f;
+}
+
+static sc_code join_reader(fill_table *t, const char *bucket, const char *key,
+                           const struct up_identity *as, bool create, fill **out, bool *started)
+{
+    pthread_mutex_lock(&t->mu);
+    fill *f = join_locked(t, bucket, key, as, create, started);
+    if (f)
+        atomic_fetch_add(&f->readers, 1);
+    pthread_mutex_unlock(&t->mu);
+    if (f == NULL)
+        return create ? SC_ENOMEM : SC_ENOTFOUND;
+    if (*started)
+        start_transfer(t, f);
+    *out = f;
+    return SC_OK;
+}
+
+sc_code fill_join(fill_table *t, const char *bucket, const char *key, const struct up_identity *as,
+                  fill **out, bool *started)
+{
+    return join_reader(t, bucket, key, as, true, out, started);
+}
+
+sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, fill **out)
+{
+    static const struct up_identity unused = {0};
+    bool started = false;
+    return join_reader(t, bucket, key, &unused, false, out, &started);
+}
+
+sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_watch_fn done,
+                      void *arg)
+{
+    struct fill_watch *w = malloc(sizeof(*w));
+    if (w == NULL)
+        return SC_ENOMEM;
+    *w = (struct fill_watch){.fn = done, .arg = arg};
+    static const struct up_identity gateway = {0};
+    bool started = false;
+    pthread_mutex_lock(&t->mu);
+    fill *f = join_locked(t, bucket, key, &gateway, true, &started);
+    if (f) {
+        w->next = f->watches;
+        f->watches = w;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (f == NULL) {
+        free(w);
+        return SC_ENOMEM;
+    }
+    if (started)
+        start_transfer(t, f);
+    fill_unref(f); /* the watch needs no reference: the fill notifies before it goes */
+    return SC_OK;
+}
+
+const struct up_identity *fill_identity(fill *f)
+{
+    return &f->as;
+}
+
+relay *fill_relay(fill *f)
+{
+    return f->relay;
+}
+
+void fill_leave(fill *f)
+{
+    if (f == NULL)
+        return;
+    bool last = atomic_fetch_sub(&f->readers, 1) == 1;
+    /* Nobody reads an uncacheable object any more: stop fetching it. A cacheable one
+     * goes on, so the next reader finds it cached. */
+    pthread_mutex_lock(&f->t->mu);
+    bool cancel = last && !f->listed && f->req != NULL;
+    pthread_mutex_unlock(&f->t->mu);
+    if (cancel)
+        up_req_cancel(f->req);
+    fill_unref(f);
+}
+
+/* Marks the fill of (bucket, key) as not to be stored and unlists it (table locked). */
+static void invalidate_key(fill_table *t, const char *bucket, const char *key)
+{
+    fill *f = find(t, bucket, key);
+    if (f) {
+        f->invalidated = true;
+        unlist(f);
+    }
+}
+
+/* invalidate_key() for every fill of bucket (table locked). */
+static void invalidate_bucket(fill_table *t, const char *bucket)
+{
+    for (unsigned s = 0; s < N_SLOTS; s++) {
+        fill **pp = &t->slots[s];
+        while (*pp) {
+            fill *f = *pp;
+            if (strcmp(f->bucket, bucket) == 0) {
+                f->invalidated = true;
+                f->listed = false;
+                *pp = f->next;
+            } else {
+                pp = &f->next;
+            }
+        }
+    }
+}
+
+/* invalidate_key(), or invalidate_bucket() when key is NULL (table locked). */
+static void invalidate_scope(fill_table *t, const char *bucket, const char *key)
+{
+    if (key != NULL)
+        invalidate_key(t, bucket, key);
+    else
+        invalidate_bucket(t, bucket);
+}
+
+void fill_invalidate(fill_table *t, const char *bucket, const char *key)
+{
+    pthread_mutex_lock(&t->mu);
+    invalidate_key(t, bucket, key);
+    pthread_mutex_unlock(&t->mu);
+}
+
+void fill_invalidate_bucket(fill_table *t, const char *bucket)
+{
+    pthread_mutex_lock(&t->mu);
+    invalidate_bucket(t, bucket);
+    pthread_mutex_unlock(&t->mu);
+}
+
+static struct fill_write **find_write(fill_table *t, const char *bucket, const char *key)
+{
+    struct fill_write **pp = &t->writes;
+    for (; *pp; pp = &(*pp)->next) {
+        const struct fill_write *w = *pp;
+        if (strcmp(w->bucket, bucket) == 0 &&
+            (key == NULL ? w->key == NULL : w->key != NULL && strcmp(w->key, key) == 0))
+            break;
+    }
+    return pp;
+}
+
+static struct fill_write *write_new(const char *bucket, const char *key)
+{
+    struct fill_write *w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    w->bucket = strdup(bucket);
+    w->key = key != NULL ? strdup(key) : NULL;
+    if (w->bucket == NULL || (key != NULL && w->key == NULL)) {
+        write_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* Unlinks the writes that no longer count onto *gone (table locked). */
+static void prune_writes(fill_table *t, double now, struct fill_write **gone)
+{
+    struct fill_write **pp = &t->writes;
+    while (*pp) {
+        struct fill_write *w = *pp;
+        if (write_counts(w, now)) {
+            pp = &w->next;
+            continue;
+        }
+        *pp = w->next;
+        w->next = *gone;
+        *gone = w;
+    }
+}
+
+static void free_writes(struct fill_write *w)
+{
+    while (w) {
+        struct fill_write *next = w->next;
+        write_free(w);
+        w = next;
+    }
+}
+
+sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
+{
+    struct fill_write *fresh = write_new(bucket, key); /* allocated unlocked; may go unused */
+    if (fresh == NULL)
+        return SC_ENOMEM;
+    pthread_mutex_lock(&t->mu);
+    struct fill_write **pp = find_write(t, bucket, key);
+    if (*pp == NULL) {
+        *pp = fresh;
+        fresh = NULL;
+    }
+    (*pp)->count++;
+    invalidate_scope(t, bucket, key);
+    pthread_mutex_unlock(&t->mu);
+    write_free(fresh);
+    return SC_OK;
+}
+
+void fill_write_end(fill_table *t, const char *bucket, const char *key, bool in_doubt)
+{
+    struct fill_write *gone = NULL;
+    double now = now_seconds();
+    pthread_mutex_lock(&t->mu);
+    struct fill_write *w = *find_write(t, bucket, key);
+    if (w != NULL && w->count > 0) {
+        w->count--;
+        if (in_doubt && w->doubt_until < now + FILL_WRITE_DOUBT_SECONDS)
+            w->doubt_until = now + FILL_WRITE_DOUBT_SECONDS;
+    }
+    prune_writes(t, now, &gone);
+    /* Fills started during the write were born marked; new misses must not join them. */
+    invalidate_scope(t, bucket, key);
+    pthread_mutex_unlock(&t->mu);
+    free_writes(gone);
+}

@@ -1,0 +1,133 @@
+/*
+ * fill.h - single-flight cache fills.
+ *
+ * A fill fetches one whole object from the origin into a keep-all relay,
+ * which every client missing on that object reads from while it arrives, and
+ * stores it once it is complete and verified: its length matched what the
+ * upstream announced, the transfer ended cleanly, and the body matched its
+ * MD5 ETag (single-part uploads) or else its full-object checksum, where the
+ * upstream gave one (digest.h). Anything else is never stored, and reaches
+ * its readers as a failed transfer: the last byte of every 200 fill waits for
+ * that verdict (relay_hold_tail). Concurrent misses for one object join one fill.
+ *
+ * A fill is fetched with the credentials of whoever started it (struct
+ * up_identity: a client's key with --identity client, else the gateway's);
+ * fill_identity() tells whom, so that a reader of another identity can be
+ * checked first (authz.h).
+ *
+ * An object that turns out not to be cacheable (not 200, no length, larger
+ * than the maximum object size, no ETag) is still relayed to the clients already
+ * waiting, through a bounded window, and the fill leaves the table so that
+ * nobody else joins it.
+ */
+#ifndef GW_FILL_H
+#define GW_FILL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../store/store.h"
+#include "origin.h"
+#include "relay.h"
+#include "../common/stats.h"
+
+typedef struct fill_table fill_table;
+typedef struct fill fill;
+
+struct fill_ctx {
+    struct origin *origin;
+    store *st;
+    struct sc_stats *stats;
+    uint64_t max_object_size;
+    size_t window; /* bytes buffered ahead of the slowest reader of an uncacheable object */
+};
+
+/* @return SC_OK or SC_ENOMEM. ctx must outlive the table. */
+sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out);
+
+/* @brief Frees the table. Call after the upstream is stopped and the store flushed. */
+void fill_table_free(fill_table *t);
+
+/*
+ * @brief Joins the running fill of (bucket, key), or starts one fetched as `as`.
+ * @param[in] as copied; its creds are borrowed and must outlive the fill.
+ * @param[out] out a reader's reference; release with fill_leave().
+ * @param[out] started true if this call started the fill (a miss that goes upstream).
+ * @return SC_OK, SC_ENOMEM, SC_ECANCELED (shutting down).
+ */
+sc_code fill_join(fill_table *t, const char *bucket, const char *key, const struct up_identity *as,
+                  fill **out, bool *started);
+
+/*
+ * @brief Joins the running fill of (bucket, key) only if there is one.
+ * @return SC_OK (*out holds a reader's reference), SC_ENOTFOUND.
+ */
+sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, fill **out);
+
+/* How a watched fill ended (see fill_prefetch). */
+struct fill_result {
+    sc_code rc;    /* SC_OK: stored; SC_ENOTFOUND (404), SC_EUPSTREAM (other status or
+                      transfer failure), SC_ETOOBIG (over the maximum object size),
+                      SC_EMISMATCH (body/ETag, checksum or length mismatch), SC_EINVAL (a
+                      200 without an ETag: never cached), SC_EFULL (the store or
+                      its policy refused it), SC_ECANCELED (invalidated or shutting down) */
+    long status;   /* the upstream's HTTP status, 0 if no response */
+    uint64_t size; /* the object's size when known, else 0 */
+};
+
+typedef void (*fill_watch_fn)(void *arg, const struct fill_result *r);
+
+/*
+ * @brief Fetches (bucket, key) into the cache with no client reading it (a
+ * prefetch, signed with the gateway's credentials), joining the running fill if
+ * there is one. done() is called
+ * exactly once, on the upstream or store thread, when the object is stored or
+ * the fill has failed; it must not block.
+ * @return SC_OK (done() will follow), SC_ENOMEM, SC_ECANCELED (shutting down);
+ *         on error done() is not called.
+ */
+sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_watch_fn done,
+                      void *arg);
+
+/* @brief Whose credentials fetch the fill; valid while the reference is held. */
+const struct up_identity *fill_identity(fill *f);
+
+/* @brief The relay to read the object from; valid while the reference is held. */
+relay *fill_relay(fill *f);
+
+/* @brief Drops a reader's reference. An uncacheable fill nobody reads is canceled. */
+void fill_leave(fill *f);
+
+/*
+ * @brief Makes sure no fill of (bucket, key) running now gets stored, and that
+ * the next miss starts a new one. Used before and after writes to the key.
+ */
+void fill_invalidate(fill_table *t, const char *bucket, const char *key);
+
+/* @brief Like fill_invalidate() for every fill of a bucket (multi-object delete). */
+void fill_invalidate_bucket(fill_table *t, const char *bucket);
+
+/*
+ * @brief Notes a write to (bucket, key) about to be forwarded (key NULL: to keys of
+ * bucket named only in the write's body). Until the matching fill_write_end(), no
+ * fill of an affected key is stored: the fills running now are invalidated, and
+ * those starting meanwhile are never stored, whenever they finish.
+ * @return SC_OK, SC_ENOMEM (nothing noted: do not forward the write).
+ * @note Call before removing the stored copy, so no fill can store it again.
+ */
+sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key);
+
+/* How long a write whose outcome is unknown still counts as in flight after it ended:
+ * the upstream may commit it late (a slow CompleteMultipartUpload, a stalled answer). */
+#define FILL_WRITE_DOUBT_SECONDS 300.0
+
+/*
+ * @brief Ends what fill_write_begin() began, once the write's transfer is over
+ * whatever its outcome, and invalidates the fills that started while it was in
+ * flight so the next miss fetches what the upstream holds now.
+ * @param in_doubt the outcome is unknown (no answer, or a 5xx): fills of the key
+ *        still are not stored for FILL_WRITE_DOUBT_SECONDS.
+ */
+void fill_write_end(fill_table *t, const char *bucket, const char *key, bool in_doubt);
+
+#endif
