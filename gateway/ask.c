@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "gw.h"
+#include "req.h"
 
 /* ---- the upstream side (upstream thread) ---------------------------------- */
 
@@ -36,7 +37,12 @@ static const struct up_handler ask_handler = {
 
 /* ---- the request side ------------------------------------------------------- */
 
-enum MHD_Result gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct http_header *header)
+static void release_at_end(void *arg)
+{
+    gw_ask_release(arg);
+}
+
+void gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct http_header *header)
 {
     struct up_request req = {
         .method = "HEAD",
@@ -47,15 +53,15 @@ enum MHD_Result gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct htt
         .body_length = -1,
         .idempotent = true,
     };
-    gw_sign_as(q, &req.as); /* asked as the client, so its own permissions apply */
+    req.as = q->as; /* asked as the client, so its own permissions apply */
     *a = (struct gw_ask){.q = q};
+    gw_req_cleanup_add(q, release_at_end, a);
     MHD_suspend_connection(q->conn);
     sc_code rc = up_submit(q->g->up, &req, &ask_handler, a, &a->req);
     if (rc != SC_OK) {
         a->result = rc;
         MHD_resume_connection(q->conn);
     }
-    return MHD_YES;
 }
 
 void gw_ask_release(struct gw_ask *a)

@@ -3,10 +3,10 @@
  * identity, while the client's connection waits suspended. Revalidation
  * (revalidate.c) and authorization checks (authz.c) both ask this way.
  *
- * The caller sets q->phase to the phase that reads the answer, then calls
- * gw_ask_head(); the connection is suspended before the HEAD exists, so the
- * answer can never resume it too early, and the HEAD's last callback resumes
- * it: the access handler then runs in that phase and reads the gw_ask.
+ * The caller calls gw_ask_head(), then returns GW_WAIT with the step that reads
+ * the answer; the connection is suspended before the HEAD exists, so the answer
+ * can never resume it too early, and the HEAD's last callback resumes it: the
+ * dispatcher then runs that step, which reads the gw_ask.
  */
 #ifndef GW_ASK_H
 #define GW_ASK_H
@@ -30,10 +30,10 @@ struct gw_req;
 
 /*
  * @brief Suspends q and sends the HEAD, with header (may be NULL) added. A failure to
- * send is an answer too (result set, connection resumed at once).
- * @return what the access handler returns.
+ * send is an answer too (result set, connection resumed at once). Signed as q->as. The
+ * request is released when q is finished, if gw_ask_release() was not called before.
  */
-enum MHD_Result gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct http_header *header);
+void gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct http_header *header);
 
 /* @brief Releases the upstream request, cancelling it if it still runs. Safe when idle. */
 void gw_ask_release(struct gw_ask *a);

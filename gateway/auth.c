@@ -18,9 +18,11 @@
 
 #include "../common/log.h"
 #include "../common/uri.h"
+#include "auth.h"
 #include "gw.h"
+#include "respond.h"
 #include "../sigv4/s3_auth.h"
-#include "../proto/s3_xml.h"
+#include "web_origin.h"
 
 #define MAX_HEADERS 128
 
@@ -196,10 +198,10 @@ static enum MHD_Result admit_unverified(struct gw_req *q)
     return drop_client_signature(q);
 }
 
-enum MHD_Result gw_authenticate(struct gw_req *q)
+static enum MHD_Result authenticate(struct gw_req *q)
 {
     const struct gw *g = q->g;
-    if (q->tgt.kind == S3_REQ_ADMIN || gw_is_probe(q))
+    if (q->tgt.kind == S3_REQ_ADMIN || q->probe)
         return MHD_YES;
     if (g->keys == NULL)
         return admit_unverified(q);
@@ -239,13 +241,23 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
     return drop_client_signature(q);
 }
 
-void gw_sign_as(const struct gw_req *q, struct up_identity *as)
+/* How q's upstream requests are signed (see the table in auth.h). */
+static struct up_identity identity_of(const struct gw_req *q)
 {
-    *as = (struct up_identity){0};
+    struct up_identity as = {0};
     if (q->anonymous)
-        as->anonymous = true;
+        as.anonymous = true;
     else if (q->client != NULL && q->g->cfg->identity_client)
-        as->creds = &q->client->creds;
+        as.creds = &q->client->creds;
+    return as;
+}
+
+enum MHD_Result gw_authenticate(struct gw_req *q)
+{
+    enum MHD_Result ret = authenticate(q);
+    if (ret == MHD_YES && q->status == 0)
+        q->as = identity_of(q); /* once: every upstream request of q reads it */
+    return ret;
 }
 
 const char *gw_identity_name(const struct gw_req *q)

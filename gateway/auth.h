@@ -15,8 +15,8 @@
  * The cache is shared by everyone, so an identity that signs upstream requests
  * with its own key (client mode) or with none (anonymous) gets a cached copy, or
  * a fill another identity started, only after the upstream answered a HEAD
- * signed as that identity with 2xx; the answer (2xx or 403) is remembered for
- * --auth-cache-ttl. A 403 becomes 403 AccessDenied; any other answer sends the
+ * signed as that identity with 200 (authz.h); the answer (200 or 403) is remembered
+ * for --auth-cache-ttl. A 403 becomes 403 AccessDenied; any other answer sends the
  * request itself upstream, uncached. The admin API, /metrics, /healthz and
  * /readyz are not S3 requests and are never verified here.
  */
@@ -42,7 +42,8 @@ struct gw_req;
 sc_code gw_auth_check_listener(const struct gw *g);
 
 /*
- * @brief The "authenticate" step of an S3 request, right after parsing: verifies its
+ * @brief The "authenticate" step of an S3 request, right after parsing (GW_STEP_AUTHENTICATE,
+ * run by server.c): verifies its
  * signature, admits it as a key or anonymous, applies the key's bucket list (the
  * bucket, and the bucket of x-amz-copy-source), and drops the signature parameters
  * of a presigned URL (SigV4 or SigV2, s3_auth_is_query_param) from q->tgt, so they
@@ -51,35 +52,13 @@ sc_code gw_auth_check_listener(const struct gw *g);
  * from another web site, or on a loopback listener addressed to a name other than
  * localhost, an IP address or the --vhost-domain (gw_from_other_site). An OPTIONS (CORS preflight)
  * is not verified: it is admitted as anonymous, so it goes upstream unsigned. Refusals are answered
- * as S3 XML errors.
- * @return what the access handler returns; q->phase is GW_PHASE_RESPONDED when refused.
+ * as S3 XML errors. Once admitted, q->as says how q's upstream requests are signed (the table
+ * above), computed here once and only read afterwards.
+ * @return what the access handler returns; q->status is set when refused.
  */
 enum MHD_Result gw_authenticate(struct gw_req *q);
 
-/* @brief How q's upstream requests are signed (see the table above). */
-void gw_sign_as(const struct gw_req *q, struct up_identity *as);
-
 /* @brief The identity for logs: the access key, "anonymous", or NULL when not verified. */
 const char *gw_identity_name(const struct gw_req *q);
-
-/* @brief True when q's identity must be authorized by the upstream before it is served
- * a cached object or another identity's fill. */
-bool gw_authz_needed(const struct gw_req *q);
-
-/*
- * @brief Before q is served a cached copy or another identity's fill: true when it may
- * go on (no check needed, or already allowed); false when *ret holds what to return: a
- * 403 was queued, or a HEAD went upstream and the connection is suspended until
- * gw_authz_resume() (phase GW_PHASE_AUTHZ).
- */
-bool gw_authz_admit(struct gw_req *q, enum MHD_Result *ret);
-
-/* @brief Phase GW_PHASE_AUTHZ: acts on the upstream's answer. Returns what the access
- * handler returns. */
-enum MHD_Result gw_authz_resume(struct gw_req *q);
-
-/* @brief Remembers that q's identity may (or may not) read q's object, e.g. after its own
- * fetch was answered. No-op when no check is needed. */
-void gw_authz_record(struct gw_req *q, bool allowed);
 
 #endif

@@ -4,14 +4,16 @@
  * anonymous requests), ask the upstream with a HEAD signed as that identity, and
  * remember the answer (authz_cache.h). See auth.h for the rules.
  *
- * The question is a HEAD asked while the connection waits (ask.h); the access
- * handler then runs gw_authz_resume() in phase GW_PHASE_AUTHZ.
+ * The question is a HEAD asked while the connection waits (ask.h); the dispatcher
+ * then runs step GW_STEP_AUTHZ_ANSWER (gw_authz_answer).
  */
+#include "authz.h"
+
 #include <string.h>
 #include <time.h>
 
 #include "../common/log.h"
-#include "gw.h"
+#include "respond.h"
 
 static int64_t now_s(void)
 {
@@ -51,14 +53,14 @@ static enum MHD_Result deny(struct gw_req *q)
 
 /* ---- the request side ------------------------------------------------------------ */
 
-static enum MHD_Result ask(struct gw_req *q)
+static struct gw_next ask(struct gw_req *q)
 {
-    q->phase = GW_PHASE_AUTHZ;
     sc_stat_add(q->g->stats.authz_checks, 1);
-    return gw_ask_head(q, &q->ask, NULL);
+    gw_ask_head(q, &q->ask, NULL);
+    return GW_WAIT(GW_STEP_AUTHZ_ANSWER);
 }
 
-bool gw_authz_admit(struct gw_req *q, enum MHD_Result *ret)
+bool gw_authz_admit(struct gw_req *q, struct gw_next *next)
 {
     if (!gw_authz_needed(q) || q->authorized)
         return true;
@@ -67,35 +69,33 @@ bool gw_authz_admit(struct gw_req *q, enum MHD_Result *ret)
         q->authorized = true;
         return true;
     case AUTHZ_DENIED:
-        *ret = deny(q);
+        *next = GW_SENT(deny(q));
         return false;
     case AUTHZ_UNKNOWN:
         break;
     }
-    *ret = ask(q);
+    *next = ask(q);
     return false;
 }
 
-enum MHD_Result gw_authz_resume(struct gw_req *q)
+struct gw_next gw_authz_answer(struct gw_req *q)
 {
     long status = q->ask.status;
     sc_code rc = q->ask.result;
     gw_ask_release(&q->ask);
-    q->phase = GW_PHASE_ROUTE;
     /* Only a 200 admits: a 204 or 206 to a HEAD Object is an upstream that lies. */
     if (rc == SC_OK && status == 200) {
         gw_authz_record(q, true);
-        return gw_serve_object(q);
+        return GW_NEXT(GW_STEP_LOOKUP);
     }
     if (rc == SC_OK && (status == 401 || status == 403)) {
         gw_authz_record(q, false);
-        return deny(q);
+        return GW_SENT(deny(q));
     }
     /* No clear answer (404, a redirect, another 2xx, 5xx, unreachable): the request itself goes
      * upstream, as this identity, and bypasses the cache; the upstream's answer is the client's. */
     sc_debug("%s %s/%s: authorization check answered %ld (%s): forwarding the request", q->method,
              q->tgt.bucket, q->tgt.key, status, sc_strerror(rc));
     q->x_cache = NULL;
-    size_t zero = 0;
-    return gw_proxy(q, NULL, &zero);
+    return GW_NEXT(GW_STEP_PROXY);
 }

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "../common/log.h"
+#include "addr.h"
 #include "gw.h"
 
 #define LOOK_EVERY_NS (500 * 1000 * 1000L)

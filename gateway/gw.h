@@ -1,10 +1,14 @@
 /*
- * gw.h - the gateway's shared context and the state of one request.
+ * gw.h - the gateway's types: the shared context, the state of one request, and the
+ * steps a request walks. Types only: each file's functions are declared in its own
+ * header (respond.h, serve.h, proxy.h, ...).
  *
  * struct gw is built once in main.c and passed to every part of the request
  * path; nothing in gateway/ keeps hidden globals. struct gw_req lives from
  * the moment libmicrohttpd reads a request line to the moment the response
- * is finished or the client is gone (server.c owns it).
+ * is finished or the client is gone (server.c owns it). Each step's own state
+ * is a sub-struct of it, owned by that step's file, which registers its own
+ * cleanup (req.h).
  */
 #ifndef GW_GW_H
 #define GW_GW_H
@@ -15,7 +19,6 @@
 #include <stdint.h>
 
 #include "../store/store.h"
-#include "auth.h"
 #include "authz_cache.h"
 #include "bucket_stats.h"
 #include "../sigv4/client_keys.h"
@@ -26,9 +29,8 @@
 #include "metrics.h"
 #include "../upstream/origin.h"
 #include "../upstream/relay.h"
-#include "revalidate.h"
+#include "ask.h"
 #include "../proto/s3_target.h"
-#include "../proto/s3_xml.h"
 #include "../common/stats.h"
 #include "../upstream/upstream.h"
 
@@ -51,16 +53,61 @@ struct gw {
     atomic_bool draining;        /* shutting down: new requests are refused */
 };
 
-/* Where a request is in its life; the access handler resumes from here. */
-enum gw_phase {
-    GW_PHASE_NEW,        /* the request line and headers are in */
-    GW_PHASE_ROUTE,      /* second call: decide and act (see server.c for why not the first) */
-    GW_PHASE_UPLOAD,     /* pass-through: streaming the request body upstream */
-    GW_PHASE_WAIT_HEAD,  /* waiting for the upstream's response head */
-    GW_PHASE_REVALIDATE, /* waiting for the upstream to say whether a cached copy changed */
-    GW_PHASE_AUTHZ,      /* waiting for the upstream to say whether this identity may read */
-    GW_PHASE_RESPONDED,  /* a response is queued */
+/*
+ * The steps of a request (server.c runs them; its head comment draws the path). A step
+ * is one function, run by the dispatcher; it returns what comes next (struct gw_next).
+ */
+enum gw_step {
+    GW_STEP_HEAD,         /* first call, headers in: framing check; a body? identify now */
+    GW_STEP_PARSE,        /* the raw target into bucket, key and kind (server.c) */
+    GW_STEP_AUTHENTICATE, /* who sent it; the identity upstream requests carry (auth.c) */
+    GW_STEP_BODY,         /* a body is announced: forwarded, collected or drained (server.c) */
+    GW_STEP_GATE,         /* each later call: body bytes, then probe, draining, parse (server.c) */
+    GW_STEP_ROUTE,        /* by kind: admin, object read, pass-through (server.c) */
+    GW_STEP_UNAVAILABLE,  /* shutting down: 503 (server.c) */
+    GW_STEP_UNROUTABLE,   /* a kind no step takes: 500 (server.c) */
+    GW_STEP_PROBE,        /* /healthz, /readyz, /metrics (probe.c) */
+    GW_STEP_ADMIN,        /* /_s3cached/... (admin/admin.c) */
+    GW_STEP_LOOKUP,       /* GET/HEAD Object: the cached copy, if any and usable (serve.c) */
+    GW_STEP_AUTHZ_ANSWER, /* resumed: the upstream said whether the identity may read (authz.c) */
+    GW_STEP_REVAL_ANSWER, /* resumed: the upstream said whether the copy changed (revalidate.c) */
+    GW_STEP_MISS,         /* join or start the object's fill (serve.c) */
+    GW_STEP_FILL_HEAD,    /* the fill's head (or a range's beside it): answer from it (serve.c) */
+    GW_STEP_PROXY,        /* forward the request upstream as it came (proxy.c) */
+    GW_STEP_UPLOAD,       /* stream the request body upstream (proxy.c) */
+    GW_STEP_PASS_HEAD,    /* the forwarded request's head: relay the answer (proxy.c) */
+    GW_STEP_RESPONDED,    /* a response is queued: terminal */
+    GW_STEP_COUNT
 };
+
+/* What a step asks the dispatcher to do (server.c alone acts on it). */
+enum gw_verdict {
+    GW_VERDICT_GO,    /* run step now */
+    GW_VERDICT_WAIT,  /* return to libmicrohttpd; the next call (body bytes, a resume) runs step */
+    GW_VERDICT_DONE,  /* a response is queued */
+    GW_VERDICT_CLOSE, /* no response could be queued: libmicrohttpd closes the connection */
+};
+
+struct gw_next {
+    enum gw_verdict verdict;
+    enum gw_step step; /* for GW_GO and GW_WAIT */
+};
+
+/* The step results: go on to step s now; wait for the next call, then run s; answered;
+ * close. */
+#define GW_NEXT(s) ((struct gw_next){GW_VERDICT_GO, (s)})
+#define GW_WAIT(s) ((struct gw_next){GW_VERDICT_WAIT, (s)})
+#define GW_DONE    ((struct gw_next){GW_VERDICT_DONE, GW_STEP_RESPONDED})
+#define GW_CLOSE   ((struct gw_next){GW_VERDICT_CLOSE, GW_STEP_RESPONDED})
+/* What a step returns after queueing a response (respond.h): queued, or the connection closes. */
+#define GW_SENT(ret) ((ret) == MHD_YES ? GW_DONE : GW_CLOSE)
+
+/* A cleanup a step registers for its state (req.h), run when the request is finished. */
+struct gw_cleanup {
+    void (*fn)(void *arg);
+    void *arg;
+};
+#define GW_CLEANUPS_MAX 6
 
 struct upload; /* proxy.c */
 
@@ -77,111 +124,49 @@ struct gw_req {
     const char *method;      /* owned by libmicrohttpd, valid during the request */
     struct s3_target tgt;
     bool have_target;
-    /* Who sent it (auth.c); both unset when requests are not verified. */
+    bool probe;       /* a probe (probe.h), decided once in the first call */
+    bool has_body;    /* the client announced a body */
+    bool drain_body;  /* a request body that is read and dropped */
+    enum gw_step step; /* where the next call resumes; written by server.c only */
+    /* The current call's body bytes (server.c sets them; a step takes what it uses). */
+    const char *in_data;
+    size_t *in_size;
+    /* Who sent it (auth.c, once); the identity upstream requests are signed as. */
     const struct ckey *client; /* the key that signed it, owned by g->keys */
     bool anonymous;            /* unsigned, admitted by --allow-anonymous */
-    bool authorized;           /* the upstream says this identity may read the object */
-    bool observed;             /* the read was reported to the manifests (once) */
-    bool drain_body;           /* a request body that is read and dropped */
-    enum gw_phase phase;
-    const char *x_cache; /* HIT, MISS or BYPASS for object reads, else NULL */
-    /* Reading a relay (a fill or a pass-through response). */
-    fill *fill;
-    relay *relay; /* the relay read: a fill's, or the pass-through's */
-    struct relay_cursor cursor;
-    struct relay_waiter waiter;
-    uint64_t range_start, range_len;   /* the cursor's first position and bytes to send */
-    bool ranged;                       /* a range of a miss fetched on its own, beside the fill */
-    uint64_t want_start, want_len;     /* that range, in object offsets */
-    struct upload *upload;             /* pass-through request body */
-    struct gw_ask ask;                 /* a HEAD in flight: revalidation or authorization */
-    char cached_etag[GW_ASK_ETAG_MAX]; /* revalidation: the ETag of the copy in question */
-    /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX). */
-    char *body;
-    size_t body_len, body_cap;
-    bool body_too_big;
+    struct up_identity as;     /* how upstream requests are signed (auth.h) */
+    bool authorized;           /* the upstream says this identity may read the object (authz.c) */
+    const char *x_cache;       /* HIT, MISS or BYPASS for object reads, else NULL */
+    struct relay_waiter waiter; /* suspends and resumes the connection (req.h) */
+    /* Reading a relay to the client (deliver.c). */
+    struct {
+        relay *relay; /* a reference: a fill's relay, or the pass-through's */
+        struct relay_cursor cursor;
+        uint64_t start, len; /* the cursor's first position and bytes to send */
+    } deliver;
+    /* An object read through the cache (serve.c). */
+    struct {
+        bool observed;                 /* the read was reported to the manifests (once) */
+        fill *fill;                    /* the fill read, a reader's reference */
+        bool ranged;                   /* a range of a miss fetched on its own, beside the fill */
+        uint64_t want_start, want_len; /* that range, in object offsets */
+    } serve;
+    /* Revalidation of the cached copy (revalidate.c). */
+    struct {
+        char cached_etag[GW_ASK_ETAG_MAX]; /* the ETag of the copy in question */
+        bool answered; /* for the next lookup only: the copy is not revalidated again */
+        bool stale;    /* for the next lookup only: no answer came, the copy is served stale */
+    } reval;
+    struct gw_ask ask;     /* a HEAD in flight: revalidation or authorization (ask.c) */
+    struct upload *upload; /* the pass-through transfer (proxy.c) */
+    /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX; admin.c). */
+    struct {
+        char *body;
+        size_t len, cap;
+        bool too_big;
+    } admin;
+    struct gw_cleanup cleanups[GW_CLEANUPS_MAX]; /* run in reverse order (req.h) */
+    unsigned n_cleanups;
 };
-
-#define GW_ADMIN_BODY_MAX (64u * 1024u * 1024u)
-
-/* Sends an S3 XML error and marks the request responded. Returns what the access handler returns.
- */
-enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
-                                 const char *message);
-
-/*
- * server.c: sends the S3 XML error of the gateway's error table (s3_xml.h) for e, with its
- * usual message, or message when one helps more. Every error the gateway answers itself
- * comes from the table.
- */
-enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message);
-
-/* server.c: true for 127.0.0.0/8, ::1 and ::ffff:127.0.0.0/104. NULL is not loopback. */
-bool gw_addr_is_loopback(const struct sockaddr *sa);
-
-/* server.c: sa as text into out (INET6_ADDRSTRLEN bytes), an IPv4-mapped address as IPv4. */
-void gw_addr_string(const struct sockaddr *sa, char *out, size_t len);
-
-/*
- * server.c: a response of the len bytes at body, of content_type, that no client caches
- * (the gateway's own API and probes). With MHD_RESPMEM_MUST_FREE the response owns body,
- * also when it cannot be made (NULL: out of memory).
- */
-struct MHD_Response *gw_buffer_response(const char *content_type, void *body, size_t len,
-                                        enum MHD_ResponseMemoryMode mode);
-
-/* What a 401 from the admin API asks for, in its WWW-Authenticate header. */
-#define GW_ADMIN_CHALLENGE "Bearer realm=\"s3cached admin API\""
-
-/* server.c: the client's address, or NULL if libmicrohttpd does not say. */
-const struct sockaddr *gw_client_addr(struct gw_req *q);
-
-/* Adds the headers every response carries: the request id (x-amz-request-id, x-amz-id-2), or,
- * when resp already has the upstream's, x-s3cached-request-id beside them. */
-void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp);
-
-/* Queues resp with status, adds common headers, destroys the caller's reference. */
-enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp);
-
-/* The relay_waiter callbacks that suspend and resume q's connection. */
-void gw_waiter_init(struct gw_req *q);
-
-/* Request paths (one file each). Each returns what the access handler returns. */
-enum MHD_Result gw_serve_object(struct gw_req *q);      /* serve.c: GET/HEAD through the cache */
-enum MHD_Result gw_serve_relay(struct gw_req *q);       /* serve.c: answer from a relay's head */
-enum MHD_Result gw_serve_revalidated(struct gw_req *q); /* serve.c: after gw_reval_start() */
-enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size);
-enum MHD_Result gw_admin(struct gw_req *q); /* admin.c: /_s3cached/... */
-/* status_page.c: the status page's HTML with status (200, or 401: the page asks for the token) */
-enum MHD_Result gw_status_page(struct gw_req *q, int status);
-/*
- * web_origin.c: true (with the reason) if a browser sent q from another site (Sec-Fetch-Site,
- * an Origin not the gateway's own, Origin: null), or, with check_host, addressed it to a name
- * other than localhost, an IP address or the --vhost-domain (DNS rebinding). Guards the admin
- * API without a token, and S3 requests without --client-credentials.
- */
-bool gw_from_other_site(struct gw_req *q, bool check_host, const char **why);
-/* probe.c: GET /healthz, /readyz, /metrics, no query, not addressed to a --vhost-domain bucket */
-bool gw_is_probe(const struct gw_req *q);
-enum MHD_Result gw_probe(struct gw_req *q); /* probe.c */
-
-/*
- * proxy.c: fetches bytes [start, start + len) of the request's object with an explicit
- * ranged GET, If-Match: etag (the version the fill serves), into a fresh windowed relay that
- * becomes q->relay (q->fill is kept).
- */
-sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, const char *etag);
-/*
- * proxy.c: false if q's body would go upstream but q does not say how long it is
- * (Transfer-Encoding: chunked without a Content-Length, or aws-chunked without
- * x-amz-decoded-content-length). Needs q's target; reads only its headers.
- */
-bool gw_proxy_length_known(struct gw_req *q);
-/* proxy.c: after the upstream's head, drop cached copies the request changed. */
-void gw_proxy_after_head(struct gw_req *q, long status);
-/* proxy.c: ends the pass-through transfer of a request that is going away. */
-void gw_proxy_cleanup(struct gw_req *q);
-/* proxy.c: false for hop-by-hop and per-hop upstream response headers. */
-bool proxy_passes_response_header(const char *name);
 
 #endif

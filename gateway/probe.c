@@ -6,9 +6,11 @@
  * /healthz: the process serves requests. /readyz: the store is open and the
  * upstream's latest outcome was an answer (see up_reachable()).
  */
+#include "probe.h"
+
 #include <string.h>
 
-#include "gw.h"
+#include "respond.h"
 
 static enum MHD_Result respond_plain(struct gw_req *q, int status, const char *text)
 {
@@ -58,7 +60,7 @@ static enum MHD_Result respond_metrics(struct gw_req *q)
     return resp ? gw_queue(q, 200, resp) : MHD_NO;
 }
 
-enum MHD_Result gw_probe(struct gw_req *q)
+static enum MHD_Result answer(struct gw_req *q)
 {
     if (strcmp(q->target, "/metrics") == 0)
         return respond_metrics(q);
@@ -71,4 +73,9 @@ enum MHD_Result gw_probe(struct gw_req *q)
     if (q->g->up == NULL || !up_reachable(q->g->up))
         return respond_plain(q, 503, "not ready: the upstream did not answer the last request\n");
     return respond_plain(q, 200, "ok\n");
+}
+
+struct gw_next gw_probe(struct gw_req *q)
+{
+    return GW_SENT(answer(q));
 }

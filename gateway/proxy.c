@@ -28,6 +28,8 @@
  * headers) is checked like a fill (digest.h): its last byte waits for the
  * verdict, and a body that fails reaches the client as a failed transfer.
  */
+#include "proxy.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -40,8 +42,9 @@
 #include "../proto/digest.h"
 #include "../proto/s3_delete.h"
 #include "../proto/s3_post.h"
-#include "gw.h"
-#include "../proto/s3_xml.h"
+#include "deliver.h"
+#include "req.h"
+#include "respond.h"
 
 #define PIPE_SIZE    (256 * 1024)
 #define RELAY_WINDOW (1024 * 1024)
@@ -108,25 +111,12 @@ static const char *const dropped_request_headers[] = {
     "x-amz-sdk-checksum-algorithm",
 };
 
-/* The upstream's request ids pass: its error bodies name them (gw_add_common_headers). */
-static const char *const dropped_response_headers[] = {
-    "connection",     "keep-alive", "transfer-encoding",
-    "content-length", "upgrade",    "proxy-authenticate",
-    "trailer",        "te",         "server",
-};
-
 static bool in_list(const char *name, const char *const *list, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (strcasecmp(name, list[i]) == 0)
             return true;
     return false;
-}
-
-bool proxy_passes_response_header(const char *name)
-{
-    return !in_list(name, dropped_response_headers,
-                    sizeof(dropped_response_headers) / sizeof(dropped_response_headers[0]));
 }
 
 static void write_end(struct upload *u);
@@ -688,7 +678,7 @@ static sc_code submit(struct gw_req *q, struct upload *u, const struct up_reques
         return rc;
     }
     relay_set_upstream(u->relay, u->req);
-    q->relay = u->relay;
+    gw_deliver_use(q, u->relay);
     return SC_OK;
 }
 
@@ -708,7 +698,7 @@ static sc_code forward(struct gw_req *q)
                              .n_headers = fwd.n,
                              .body_length = q->upload->announced,
                              .idempotent = read};
-    gw_sign_as(q, &req.as);
+    req.as = q->as;
     return submit(q, q->upload, &req);
 }
 
@@ -718,41 +708,53 @@ static enum MHD_Result respond_shutting_down(struct gw_req *q)
                                   "The gateway is shutting down. Please try again.");
 }
 
-static enum MHD_Result start(struct gw_req *q)
+static void cleanup_at_end(void *arg)
+{
+    gw_proxy_end(arg);
+}
+
+/* Makes u q's transfer, ended when q is finished (or by gw_proxy_end()). */
+static void take_upload(struct gw_req *q, struct upload *u)
+{
+    q->upload = u;
+    gw_req_cleanup_add(q, cleanup_at_end, q);
+}
+
+struct gw_next gw_proxy_start(struct gw_req *q)
 {
     struct gw *g = q->g;
     enum MHD_Result ret = MHD_NO;
     struct fwd_headers fwd = {.n = 0};
     collect_forwarded(q, &fwd);
     if (fwd.too_many)
-        return gw_respond_known_error(q, S3_XML_HEADERS_TOO_LARGE, NULL);
+        return GW_SENT(gw_respond_known_error(q, S3_XML_HEADERS_TOO_LARGE, NULL));
     struct upload *u = upload_new(q);
     if (u == NULL)
-        return MHD_NO;
+        return GW_CLOSE;
     int64_t len = -1;
     if (!body_length(q, u, &len, &ret)) {
         upload_unref(u);
-        return ret;
+        return GW_SENT(ret);
     }
     if ((len >= 0 && (u->buf = malloc(PIPE_SIZE)) == NULL) || check_whole_object(q, u) != SC_OK) {
         upload_unref(u);
-        return MHD_NO;
+        return GW_CLOSE;
     }
     u->eof = len <= 0;
     u->tee_cap = len >= 0 ? tee_cap_for(q) : 0;
     if (u->tee_cap > 0 && (u->tee = malloc(u->tee_cap)) == NULL) {
         upload_unref(u);
-        return MHD_NO;
+        return GW_CLOSE;
     }
     if (write_begin(q, u, len >= 0) != SC_OK) {
         upload_unref(u);
-        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL); /* out of memory */
+        return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL)); /* out of memory */
     }
     if (len < 0)
         drop_written_keys(q, u); /* no body: nothing tells which keys */
-    q->upload = u;
-    if (len < 0 && forward(q) != SC_OK)  /* a body, even an empty one, waits to be checked */
-        return respond_shutting_down(q); /* the write ends with u */
+    take_upload(q, u);
+    if (len < 0 && forward(q) != SC_OK)           /* a body, even an empty one, waits to be checked */
+        return GW_SENT(respond_shutting_down(q)); /* the write ends with u */
     sc_stat_add(g->stats.passthrough, 1);
     bool read = is_read(q);
     if (q->x_cache == NULL && read && *q->tgt.key != '\0') {
@@ -760,8 +762,7 @@ static enum MHD_Result start(struct gw_req *q)
         sc_stat_add(g->stats.bypasses, 1);
     }
     /* A body is forwarded once the pipe fills, or once it is all in and well-formed. */
-    q->phase = len >= 0 ? GW_PHASE_UPLOAD : GW_PHASE_WAIT_HEAD;
-    return len >= 0 ? MHD_YES : gw_serve_relay(q);
+    return len >= 0 ? GW_NEXT(GW_STEP_UPLOAD) : GW_NEXT(GW_STEP_PASS_HEAD);
 }
 
 sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, const char *etag)
@@ -777,7 +778,7 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, con
                              .n_headers = 2,
                              .body_length = -1,
                              .idempotent = true};
-    gw_sign_as(q, &req.as);
+    req.as = q->as;
     struct upload *u = upload_new(q);
     if (u == NULL)
         return SC_ENOMEM;
@@ -787,7 +788,7 @@ sc_code gw_proxy_fetch_range(struct gw_req *q, uint64_t start, uint64_t len, con
         upload_unref(u);
         return rc;
     }
-    q->upload = u;
+    take_upload(q, u);
     return SC_OK;
 }
 
@@ -883,7 +884,7 @@ static void forward_streaming(struct gw_req *q)
     resume_conn(wake);
 }
 
-static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *size)
+static struct gw_next take_body(struct gw_req *q, const char *data, size_t *size)
 {
     struct upload *u = q->upload;
     pthread_mutex_lock(&u->mu);
@@ -903,7 +904,7 @@ static enum MHD_Result take_body(struct gw_req *q, const char *data, size_t *siz
         up_req_resume(u->req);
     if (full && u->req == NULL)
         forward_streaming(q);
-    return MHD_YES;
+    return GW_WAIT(GW_STEP_UPLOAD);
 }
 
 /* False if a whole aws-chunked body's trailer names a checksum its payload does not have. */
@@ -921,7 +922,7 @@ static enum MHD_Result refuse_body(struct gw_req *q, enum s3_xml_error e, const 
     return gw_respond_known_error(q, e, message);
 }
 
-static enum MHD_Result end_body(struct gw_req *q)
+static struct gw_next end_body(struct gw_req *q)
 {
     struct upload *u = q->upload;
     pthread_mutex_lock(&u->mu);
@@ -935,37 +936,33 @@ static enum MHD_Result end_body(struct gw_req *q)
     u->up_paused = false;
     pthread_mutex_unlock(&u->mu);
     if (u->unforwarded)
-        return respond_shutting_down(q);
+        return GW_SENT(respond_shutting_down(q));
     if (bad)
-        return refuse_body(q, S3_XML_INCOMPLETE_BODY,
-                           "The request body is malformed, or not as long as announced");
+        return GW_SENT(refuse_body(q, S3_XML_INCOMPLETE_BODY,
+                                   "The request body is malformed, or not as long as announced"));
     if (bad_sum)
-        return refuse_body(q, S3_XML_BAD_DIGEST,
-                           "The checksum in the aws-chunked trailer does not match the body");
+        return GW_SENT(
+            refuse_body(q, S3_XML_BAD_DIGEST,
+                        "The checksum in the aws-chunked trailer does not match the body"));
     /* The whole body is in hand, and the client can have no answer before this point (the
      * upstream may just have committed: a read meanwhile is concurrent with the write). */
     drop_written_keys(q, u);
     if (u->req == NULL && forward(q) != SC_OK) /* a body that fits the pipe goes now */
-        return respond_shutting_down(q);
+        return GW_SENT(respond_shutting_down(q));
     if (resume_up)
         up_req_resume(u->req);
-    q->phase = GW_PHASE_WAIT_HEAD;
-    return gw_serve_relay(q);
+    return GW_NEXT(GW_STEP_PASS_HEAD);
 }
 
-enum MHD_Result gw_proxy(struct gw_req *q, const char *upload_data, size_t *upload_size)
+struct gw_next gw_proxy_upload(struct gw_req *q)
 {
-    if (q->phase != GW_PHASE_UPLOAD) {
-        enum MHD_Result ret = start(q);
-        if (ret != MHD_YES || q->phase != GW_PHASE_UPLOAD)
-            return ret;
-    }
-    if (*upload_size > 0)
-        return take_body(q, upload_data, upload_size);
+    if (*q->in_size > 0)
+        return take_body(q, q->in_data, q->in_size);
     return end_body(q);
 }
 
-void gw_proxy_after_head(struct gw_req *q, long status)
+/* After the upstream's head, drop cached copies the request changed. */
+static void after_head(struct gw_req *q, long status)
 {
     if (q->upload == NULL)
         return;
@@ -974,7 +971,37 @@ void gw_proxy_after_head(struct gw_req *q, long status)
         sc_stat_add(q->g->stats.invalidations, 1);
 }
 
-void gw_proxy_cleanup(struct gw_req *q)
+/*
+ * True when the upstream's answer to a plain GET or HEAD Object forwarded for the client
+ * cannot be one to what was asked: a 206 without a Range, a 304 without a condition that
+ * allows it, any other 1xx or 2xx than 200.
+ */
+static bool read_status_is_a_lie(struct gw_req *q, long status)
+{
+    if (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT)
+        return false;
+    if (status == 206)
+        return req_header(q, "Range") == NULL;
+    if (status == 304)
+        return req_header(q, "If-None-Match") == NULL && req_header(q, "If-Modified-Since") == NULL;
+    return status != 200 && status < 300;
+}
+
+struct gw_next gw_proxy_pass_head(struct gw_req *q)
+{
+    bool failed = false;
+    const struct relay_head *h = gw_deliver_head(q, &failed);
+    if (h == NULL && !failed)
+        return GW_WAIT(GW_STEP_PASS_HEAD); /* suspended: resumed when the head arrives */
+    if (h == NULL)
+        return GW_SENT(gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL));
+    if (read_status_is_a_lie(q, h->status))
+        return GW_SENT(gw_deliver_refuse_lie(q, "a forwarded read", h->status));
+    after_head(q, h->status);
+    return GW_SENT(gw_deliver_as_upstream(q, h));
+}
+
+void gw_proxy_end(struct gw_req *q)
 {
     struct upload *u = q->upload;
     if (u == NULL)
@@ -988,6 +1015,5 @@ void gw_proxy_cleanup(struct gw_req *q)
         up_req_cancel(u->req);
     write_end(u);
     q->upload = NULL;
-    q->relay = NULL; /* the upload owns it */
-    upload_unref(u);
+    upload_unref(u); /* the relay stays while the client reads it (deliver.h) */
 }

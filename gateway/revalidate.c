@@ -5,7 +5,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "gw.h"
+#include "../common/log.h"
+#include "authz.h"
+#include "respond.h"
 
 bool gw_reval_due(const struct gw_req *q, int64_t stored_at)
 {
@@ -16,12 +18,12 @@ bool gw_reval_due(const struct gw_req *q, int64_t stored_at)
     return now - stored_at >= (int64_t)after;
 }
 
-enum MHD_Result gw_reval_start(struct gw_req *q, const char *etag)
+struct gw_next gw_reval_start(struct gw_req *q, const char *etag)
 {
-    snprintf(q->cached_etag, sizeof(q->cached_etag), "%s", etag ? etag : "");
-    struct http_header cond = {"If-None-Match", q->cached_etag};
-    q->phase = GW_PHASE_REVALIDATE;
-    return gw_ask_head(q, &q->ask, q->cached_etag[0] ? &cond : NULL);
+    snprintf(q->reval.cached_etag, sizeof(q->reval.cached_etag), "%s", etag ? etag : "");
+    struct http_header cond = {"If-None-Match", q->reval.cached_etag};
+    gw_ask_head(q, &q->ask, q->reval.cached_etag[0] ? &cond : NULL);
+    return GW_WAIT(GW_STEP_REVAL_ANSWER);
 }
 
 enum reval_outcome gw_reval_outcome(const char *cached_etag, const struct gw_ask *answer)
@@ -38,4 +40,35 @@ enum reval_outcome gw_reval_outcome(const char *cached_etag, const struct gw_ask
     if (answer->status == 200 && cached_etag[0] && strcmp(cached_etag, answer->etag) == 0)
         return REVAL_FRESH;
     return REVAL_CHANGED;
+}
+
+struct gw_next gw_reval_answer(struct gw_req *q)
+{
+    enum reval_outcome outcome = gw_reval_outcome(q->reval.cached_etag, &q->ask);
+    long status = q->ask.status;
+    sc_code result = q->ask.result;
+    gw_ask_release(&q->ask);
+    switch (outcome) {
+    case REVAL_FRESH:
+        store_touch(q->g->st, q->tgt.bucket, q->tgt.key);
+        q->reval.answered = true;
+        return GW_NEXT(GW_STEP_LOOKUP);
+    case REVAL_UNREACHABLE:
+        sc_warn("revalidating %s/%s failed (%s, status %ld): serving the stale copy", q->tgt.bucket,
+                q->tgt.key, sc_strerror(result), status);
+        q->reval.answered = true;
+        q->reval.stale = true;
+        return GW_NEXT(GW_STEP_LOOKUP);
+    case REVAL_CHANGED:
+        if (status == 403 && gw_authz_needed(q)) {
+            /* This identity may no longer read it; the copy stays for the others. */
+            gw_authz_record(q, false);
+            sc_stat_add(q->g->stats.authz_denied, 1);
+            return GW_SENT(gw_respond_known_error(q, S3_XML_ACCESS_DENIED, NULL));
+        }
+        fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
+        store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
+        break;
+    }
+    return GW_NEXT(GW_STEP_MISS);
 }

@@ -11,7 +11,14 @@
  * Range, with S3's precedence. An identity the upstream judges on its own
  * (auth.h) is authorized before it gets a cached copy or another identity's
  * fill, and never gets another identity's upstream error.
+ *
+ * Steps (serve.h): LOOKUP (the cached copy; it may ask for authorization or
+ * revalidation, whose answers come back here), MISS (the fill), FILL_HEAD (the
+ * answer from the fill's head). A HEAD miss, and a fill of another identity that
+ * was not answered 200, go on to PROXY.
  */
+#include "serve.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,23 +26,18 @@
 #include <strings.h>
 
 #include "../common/log.h"
-#include "../proto/cond.h"
-#include "gw.h"
+#include "../proto/answer.h"
 #include "../proto/hdrblob.h"
-#include "../proto/httpdate.h"
 #include "../proto/range.h"
-#include "../proto/s3_xml.h"
+#include "authz.h"
+#include "deliver.h"
+#include "proxy.h"
+#include "req.h"
+#include "respond.h"
+#include "revalidate.h"
 
-#define UNBOUNDED UINT64_MAX
 /* A range of a miss starting within this many bytes is read from the fill as it arrives. */
 #define FILL_RANGE_SLACK (256 * 1024)
-
-/* What to answer for an object of a given size, ETag and date. */
-struct answer {
-    int status;     /* 200, 206, 304, 412 or 416 */
-    uint64_t start; /* body bytes to send, for 200 and 206 */
-    uint64_t len;
-};
 
 /* Counts an object read in its bucket's row; the gateway-wide counters are added beside. */
 static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t bytes)
@@ -66,29 +68,7 @@ static struct answer decide(struct gw_req *q, const char *etag, const char *last
 {
     struct cond_headers ch = {header(q, "If-Match"), header(q, "If-None-Match"),
                               header(q, "If-Modified-Since"), header(q, "If-Unmodified-Since")};
-    time_t lm = 0;
-    if (last_modified == NULL || httpdate_parse(last_modified, &lm) != SC_OK) {
-        /* No usable date to compare: the date conditions cannot apply. */
-        ch.if_modified_since = NULL;
-        ch.if_unmodified_since = NULL;
-    }
-    enum cond_result cr = cond_evaluate(&ch, etag, lm, true);
-    if (cond_overrides_range(cr))
-        return (struct answer){cond_http_status(cr), 0, 0};
-    struct answer a = {200, 0, size};
-    switch (range_resolve(header(q, "Range"), size, &a.start, &a.len)) {
-    case RANGE_WHOLE:
-        a.start = 0;
-        a.len = size;
-        break;
-    case RANGE_PARTIAL:
-        a.status = 206;
-        break;
-    case RANGE_UNSATISFIABLE:
-        a.status = 416;
-        break;
-    }
-    return a;
+    return answer_decide(&ch, header(q, "Range"), etag, last_modified, size);
 }
 
 /* Sends 304, 412 or 416 for an answer that carries no body. */
@@ -127,11 +107,6 @@ static void add_range_headers(struct MHD_Response *resp, const struct answer *a,
 static void close_view(void *cls)
 {
     store_obj_close(cls);
-}
-
-static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 /* The response body as iovecs into the map; takes over obj (closed when the response is freed). */
@@ -178,8 +153,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
     sc_code rc = SC_OK;
     struct MHD_Response *resp =
-        head ? MHD_create_response_from_callback(a.len, 4096, no_body, NULL, NULL)
-             : hit_body(q, obj, &a, &rc);
+        head ? gw_deliver_no_body(a.len) : hit_body(q, obj, &a, &rc);
     if (resp == NULL) {
         q->x_cache = NULL;
         store_obj_close(obj);
@@ -210,45 +184,6 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
 
 /* ---- misses ------------------------------------------------------------------------ */
 
-static ssize_t read_relay(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    struct gw_req *q = cls;
-    if (q->range_len != UNBOUNDED) {
-        uint64_t left = q->range_start + q->range_len - q->cursor.pos;
-        if (left == 0)
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        if (max > left)
-            max = (size_t)left;
-    }
-    ssize_t n = relay_read(q->relay, &q->cursor, buf, max, &q->waiter);
-    if (n == RELAY_AGAIN)
-        return 0; /* the connection is suspended until data arrives */
-    if (n == RELAY_ERROR)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    if (n == 0)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    q->bytes_out += (uint64_t)n;
-    return n;
-}
-
-/* A response that streams [start, start + len) of the relay's body. */
-static struct MHD_Response *relay_response(struct gw_req *q, uint64_t start, uint64_t len)
-{
-    q->range_start = start;
-    q->range_len = len;
-    relay_attach(q->relay, &q->cursor, start);
-    return MHD_create_response_from_callback(len == UNBOUNDED ? MHD_SIZE_UNKNOWN : len, 64 * 1024,
-                                             read_relay, q, NULL);
-}
-
-static void add_relayed_headers(struct MHD_Response *resp, const struct relay_head *h)
-{
-    for (size_t i = 0; i < h->n_headers; i++) {
-        if (proxy_passes_response_header(h->headers[i].name))
-            MHD_add_response_header(resp, h->headers[i].name, h->headers[i].value);
-    }
-}
-
 /* The object's own headers from a fill's head, for an answer with this status. */
 static void add_object_headers(struct gw_req *q, struct MHD_Response *resp,
                                const struct relay_head *h, int status)
@@ -261,51 +196,6 @@ static void add_object_headers(struct gw_req *q, struct MHD_Response *resp,
 }
 
 /*
- * True when the upstream's answer to a plain GET or HEAD Object forwarded for the client
- * cannot be one to what was asked: a 206 without a Range, a 304 without a condition that
- * allows it, any other 1xx or 2xx than 200.
- */
-static bool read_status_is_a_lie(struct gw_req *q, long status)
-{
-    if (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT)
-        return false;
-    if (status == 206)
-        return header(q, "Range") == NULL;
-    if (status == 304)
-        return header(q, "If-None-Match") == NULL && header(q, "If-Modified-Since") == NULL;
-    return status != 200 && status < 300;
-}
-
-static enum MHD_Result refuse_lie(struct gw_req *q, const char *what, long status)
-{
-    sc_warn("upstream answered %s of %s/%s with status %ld: refused as a bad gateway", what,
-            q->tgt.bucket, q->tgt.key, status);
-    return gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL);
-}
-
-/* Relays the upstream's answer as it is: pass-through requests and upstream errors. */
-static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_head *h)
-{
-    if (q->fill == NULL && read_status_is_a_lie(q, h->status))
-        return refuse_lie(q, "a forwarded read", h->status);
-    bool bodiless = h->status == 204 || h->status == 304 || h->status < 200;
-    bool head = strcmp(q->method, "HEAD") == 0;
-    uint64_t len = h->content_length >= 0 ? (uint64_t)h->content_length : UNBOUNDED;
-    if (bodiless && !head)
-        len = 0;
-    if (q->fill == NULL)
-        gw_proxy_after_head(q, h->status);
-    struct MHD_Response *resp =
-        head ? MHD_create_response_from_callback(len == UNBOUNDED ? MHD_SIZE_UNKNOWN : len, 4096,
-                                                 no_body, NULL, NULL)
-             : relay_response(q, 0, len);
-    if (resp == NULL)
-        return MHD_NO;
-    add_relayed_headers(resp, h);
-    return gw_queue(q, (int)h->status, resp);
-}
-
-/*
  * A range far into an object that is still arriving is fetched on its own, so the client
  * does not wait for the fill to get there. The range sent upstream is explicit (bytes=a-b,
  * resolved here with S3's rules against the size the fill announced), and what comes back is
@@ -314,18 +204,19 @@ static enum MHD_Result respond_as_upstream(struct gw_req *q, const struct relay_
  */
 static sc_code fetch_range(struct gw_req *q, const struct answer *a, const char *etag)
 {
-    q->want_start = a->start;
-    q->want_len = a->len;
+    q->serve.want_start = a->start;
+    q->serve.want_len = a->len;
     sc_code rc = gw_proxy_fetch_range(q, a->start, a->len, etag);
     if (rc == SC_OK)
-        q->ranged = true;
+        q->serve.ranged = true;
     return rc;
 }
 
 /*
  * The offset of the first body byte of a ranged answer, from its Content-Range, when its body
- * holds all of the range asked (q->want_start, q->want_len) of an object of size bytes: a 200
- * of the whole object, or a 206 whose Content-Range covers the range and whose length matches.
+ * holds all of the range asked (q->serve.want_start, want_len) of an object of size bytes: a
+ * 200 of the whole object, or a 206 whose Content-Range covers the range and whose length
+ * matches.
  */
 static bool range_offset(struct gw_req *q, const struct relay_head *h, uint64_t size,
                          uint64_t *offset)
@@ -341,7 +232,7 @@ static bool range_offset(struct gw_req *q, const struct relay_head *h, uint64_t 
         total != size || h->content_length < 0 || (uint64_t)h->content_length != last - first + 1)
         return false;
     *offset = first;
-    return first <= q->want_start && last >= q->want_start + q->want_len - 1;
+    return first <= q->serve.want_start && last >= q->serve.want_start + q->serve.want_len - 1;
 }
 
 /* True when a ranged answer is of the version the fill serves: the same ETag. If-Match asked
@@ -364,14 +255,14 @@ static enum MHD_Result range_from_fill(struct gw_req *q, const struct relay_head
 {
     sc_debug("range of %s/%s fetched beside its fill is of another version: read from the fill",
              q->tgt.bucket, q->tgt.key);
-    gw_proxy_cleanup(q); /* ends the ranged transfer, and drops its relay */
-    q->ranged = false;
-    q->relay = fill_relay(q->fill);
-    struct answer a = {206, q->want_start, q->want_len};
-    struct MHD_Response *resp = relay_response(q, a.start, a.len);
+    gw_proxy_end(q); /* ends the ranged transfer */
+    q->serve.ranged = false;
+    gw_deliver_use(q, fill_relay(q->serve.fill));
+    struct answer a = {206, q->serve.want_start, q->serve.want_len};
+    struct MHD_Response *resp = gw_deliver_stream(q, a.start, a.len);
     if (resp == NULL)
         return MHD_NO;
-    relay_hold_from(q->relay, &q->cursor, a.start + a.len - 1);
+    relay_hold_from(q->deliver.relay, &q->deliver.cursor, a.start + a.len - 1);
     add_object_headers(q, resp, fill_head, 206);
     add_range_headers(resp, &a, (uint64_t)fill_head->content_length);
     return gw_queue(q, 206, resp);
@@ -380,25 +271,26 @@ static enum MHD_Result range_from_fill(struct gw_req *q, const struct relay_head
 static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_head *h)
 {
     bool failed;
-    const struct relay_head *fh = relay_head(fill_relay(q->fill), &q->waiter, &failed);
+    const struct relay_head *fh = relay_head(fill_relay(q->serve.fill), &q->waiter, &failed);
     uint64_t offset = 0;
     bool answered = h->status == 200 || h->status == 206;
     if (fh != NULL && (h->status == 412 || (answered && !same_version(fh, h))))
         return range_from_fill(q, fh);
     if (fh == NULL || h->status >= 400)
-        return respond_as_upstream(q, h); /* vanished, or refused */
+        return gw_deliver_as_upstream(q, h); /* vanished, or refused */
     uint64_t size = (uint64_t)fh->content_length;
     if (!range_offset(q, h, size, &offset)) {
         /* Another range, a short body, a 304 or 204: an upstream that lies. */
         const char *cr = http_header_get(h->headers, h->n_headers, "Content-Range");
         sc_warn("upstream answered range %" PRIu64 "+%" PRIu64 " of %s/%s with status %ld and "
                 "Content-Range %s: read from the fill instead",
-                q->want_start, q->want_len, q->tgt.bucket, q->tgt.key, h->status,
+                q->serve.want_start, q->serve.want_len, q->tgt.bucket, q->tgt.key, h->status,
                 cr ? cr : "(none)");
         return range_from_fill(q, fh);
     }
-    struct answer a = {206, q->want_start, q->want_len};
-    struct MHD_Response *resp = relay_response(q, q->want_start - offset, q->want_len);
+    struct answer a = {206, q->serve.want_start, q->serve.want_len};
+    struct MHD_Response *resp =
+        gw_deliver_stream(q, q->serve.want_start - offset, q->serve.want_len);
     if (resp == NULL)
         return MHD_NO;
     add_object_headers(q, resp, fh, 206);
@@ -406,26 +298,25 @@ static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_h
     return gw_queue(q, 206, resp);
 }
 
+/* Leaves the fill q reads, if any. */
+static void leave_fill(void *arg)
+{
+    struct gw_req *q = arg;
+    if (q->serve.fill)
+        fill_leave(q->serve.fill);
+    q->serve.fill = NULL;
+}
+
 /*
  * A fill another identity started got an answer other than 200: that answer was for that
  * identity, not this one. Leave the fill and ask the upstream as this identity, uncached.
  */
-static enum MHD_Result ask_for_ourselves(struct gw_req *q)
+static struct gw_next ask_for_ourselves(struct gw_req *q)
 {
-    fill_leave(q->fill);
-    q->fill = NULL;
-    q->relay = NULL;
+    leave_fill(q);
+    gw_deliver_drop(q);
     q->x_cache = NULL;
-    size_t zero = 0;
-    return gw_proxy(q, NULL, &zero);
-}
-
-/* True when q's upstream requests are signed the way fill f's was. */
-static bool same_identity(struct gw_req *q, fill *f)
-{
-    struct up_identity as;
-    gw_sign_as(q, &as);
-    return up_identity_same(&as, fill_identity(f));
+    return GW_NEXT(GW_STEP_PROXY);
 }
 
 /*
@@ -439,17 +330,17 @@ static bool fill_status_is_a_lie(long status)
 }
 
 /* A fill's head is in: answer the client's GET from it. */
-static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_head *h)
+static struct gw_next respond_from_fill(struct gw_req *q, const struct relay_head *h)
 {
     if (fill_status_is_a_lie(h->status))
-        return refuse_lie(q, "a fill", h->status);
-    bool ours = same_identity(q, q->fill);
+        return GW_SENT(gw_deliver_refuse_lie(q, "a fill", h->status));
+    bool ours = up_identity_same(&q->as, fill_identity(q->serve.fill));
     if (ours && (h->status == 200 || h->status == 403))
         gw_authz_record(q, h->status == 200);
     if (h->status != 200 && !ours)
         return ask_for_ourselves(q);
     if (h->status != 200 || h->content_length < 0)
-        return respond_as_upstream(q, h);
+        return GW_SENT(gw_deliver_as_upstream(q, h));
     uint64_t size = (uint64_t)h->content_length;
     enum gw_read_result result = GW_READ_MISS;
     if (size > q->g->cfg->max_object_size) {
@@ -469,54 +360,49 @@ static enum MHD_Result respond_from_fill(struct gw_req *q, const struct relay_he
     bool sends = a.status == 200 || a.status == 206;
     count_read(q, result, sends && !head ? a.len : 0);
     if (!sends)
-        return respond_bodiless(q, &a, size, etag, lm);
+        return GW_SENT(respond_bodiless(q, &a, size, etag, lm));
     if (result == GW_READ_HIT)
         sc_stat_add(q->g->stats.bytes_from_cache, a.len);
     /* Without an ETag a range fetched on its own could not be pinned to the fill's version:
      * it waits for the fill. */
     if (a.status == 206 && a.start > FILL_RANGE_SLACK && etag != NULL &&
-        !relay_reached(q->relay, a.start) && fetch_range(q, &a, etag) == SC_OK)
-        return gw_serve_relay(q);
+        !relay_reached(q->deliver.relay, a.start) && fetch_range(q, &a, etag) == SC_OK)
+        return GW_NEXT(GW_STEP_FILL_HEAD); /* now the range's head */
     struct MHD_Response *resp =
-        head ? MHD_create_response_from_callback(a.len, 4096, no_body, NULL, NULL)
-             : relay_response(q, a.start, a.len);
+        head ? gw_deliver_no_body(a.len) : gw_deliver_stream(q, a.start, a.len);
     if (resp == NULL)
-        return MHD_NO;
+        return GW_CLOSE;
     /* A range that ends near the end of the object waits for the fill's verdict before its
      * last byte, as the whole object does (relay_hold_tail): at most FILL_RANGE_SLACK more
      * bytes to wait for. One that ends further in is served as it arrives, unverified. */
     if (!head && a.status == 206 && size - (a.start + a.len) <= FILL_RANGE_SLACK)
-        relay_hold_from(q->relay, &q->cursor, a.start + a.len - 1);
+        relay_hold_from(q->deliver.relay, &q->deliver.cursor, a.start + a.len - 1);
     add_object_headers(q, resp, h, a.status);
     add_range_headers(resp, &a, size);
-    return gw_queue(q, a.status, resp);
+    return GW_SENT(gw_queue(q, a.status, resp));
 }
 
-enum MHD_Result gw_serve_relay(struct gw_req *q)
+struct gw_next gw_serve_fill_head(struct gw_req *q)
 {
     bool failed = false;
-    const struct relay_head *h = relay_head(q->relay, &q->waiter, &failed);
+    const struct relay_head *h = gw_deliver_head(q, &failed);
     if (h == NULL && !failed)
-        return MHD_YES; /* suspended: resumed when the head arrives */
-    if (h == NULL && q->fill) {
+        return GW_WAIT(GW_STEP_FILL_HEAD); /* suspended: resumed when the head arrives */
+    if (h == NULL) {
         sc_stat_add(q->g->stats.misses, 1); /* a fill's reader is counted once its fate is known */
         count_read(q, GW_READ_MISS, 0);
+        return GW_SENT(gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL));
     }
-    if (h == NULL)
-        return gw_respond_known_error(q, S3_XML_BAD_GATEWAY, NULL);
-    if (q->ranged)
-        return respond_from_range(q, h);
-    return q->fill ? respond_from_fill(q, h) : respond_as_upstream(q, h);
+    if (q->serve.ranged)
+        return GW_SENT(respond_from_range(q, h));
+    return respond_from_fill(q, h);
 }
 
-static enum MHD_Result serve_miss(struct gw_req *q)
+struct gw_next gw_serve_miss(struct gw_req *q)
 {
     struct gw *g = q->g;
     bool started = false;
     fill *f = NULL;
-    struct up_identity as;
-    enum MHD_Result ret = MHD_NO;
-    gw_sign_as(q, &as);
     q->x_cache = "MISS";
     if (q->tgt.kind == S3_REQ_HEAD_OBJECT) {
         /* A fill complete in memory answers like a hit; anything else asks the upstream. */
@@ -528,23 +414,24 @@ static enum MHD_Result serve_miss(struct gw_req *q)
         if (f == NULL) {
             sc_stat_add(g->stats.misses, 1);
             count_read(q, GW_READ_MISS, 0);
-            size_t zero = 0;
-            return gw_proxy(q, NULL, &zero);
+            return GW_NEXT(GW_STEP_PROXY);
         }
-    } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &as, &f, &started) != SC_OK) {
-        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+    } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &q->as, &f, &started) != SC_OK) {
+        return GW_SENT(
+            gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry"));
     }
     /* Another identity's fill: this one must be allowed to read the object first. */
-    if (!started && !up_identity_same(&as, fill_identity(f)) && !gw_authz_admit(q, &ret)) {
+    struct gw_next next;
+    if (!started && !up_identity_same(&q->as, fill_identity(f)) && !gw_authz_admit(q, &next)) {
         fill_leave(f);
-        return ret;
+        return next;
     }
-    q->fill = f;
-    q->relay = fill_relay(f);
-    if (!started && relay_has_all(q->relay))
+    q->serve.fill = f;
+    gw_req_cleanup_add(q, leave_fill, q);
+    gw_deliver_use(q, fill_relay(f));
+    if (!started && relay_has_all(q->deliver.relay))
         q->x_cache = "HIT"; /* complete in memory, being stored: no upstream work for this one */
-    q->phase = GW_PHASE_WAIT_HEAD;
-    return gw_serve_relay(q);
+    return GW_NEXT(GW_STEP_FILL_HEAD);
 }
 
 /* A copy without an ETag (stored by an earlier version, which cached such objects) cannot
@@ -556,26 +443,28 @@ static bool stored_without_etag(store_obj *obj)
     return hdrblob_get(hdrs, hlen, "ETag") == NULL;
 }
 
-/* Serves the cached copy if there is a usable one; otherwise, or when it is due for
- * revalidation, returns false and leaves *ret alone. */
-static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum MHD_Result *ret)
+/*
+ * Serves the cached copy if there is a usable one, into *next: answered, refused, or asked
+ * (authorization or revalidation). Otherwise leaves *next alone (the miss).
+ */
+static void serve_cached(struct gw_req *q, bool may_revalidate, bool stale, struct gw_next *next)
 {
     store_obj *obj = NULL;
     sc_code rc = store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj);
     if (rc != SC_OK) {
         if (rc != SC_ENOTFOUND)
             sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));
-        return false;
+        return;
     }
     if (stored_without_etag(obj)) {
         store_obj_close(obj);
         sc_warn("cached %s/%s has no ETag: dropped, fetching again", q->tgt.bucket, q->tgt.key);
         store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
-        return false;
+        return;
     }
-    if (!gw_authz_admit(q, ret)) {
-        store_obj_close(obj); /* refused, or asked: gw_authz_resume() looks again */
-        return true;
+    if (!gw_authz_admit(q, next)) {
+        store_obj_close(obj); /* refused, or asked: the answer comes back to the lookup */
+        return;
     }
     if (may_revalidate && gw_reval_due(q, store_obj_stored_at(obj))) {
         size_t hlen = 0;
@@ -584,60 +473,30 @@ static bool serve_cached(struct gw_req *q, bool may_revalidate, bool stale, enum
         char etag[GW_ASK_ETAG_MAX];
         snprintf(etag, sizeof(etag), "%s", cached_etag ? cached_etag : "");
         store_obj_close(obj); /* the ETag lived in the map */
-        *ret = gw_reval_start(q, etag);
-        return true;
+        *next = gw_reval_start(q, etag);
+        return;
     }
-    rc = serve_hit(q, obj, stale, ret);
-    if (rc == SC_OK)
-        return true;
+    enum MHD_Result ret = MHD_NO;
+    rc = serve_hit(q, obj, stale, &ret);
+    if (rc == SC_OK) {
+        *next = GW_SENT(ret);
+        return;
+    }
     sc_warn("cached %s/%s unusable (%s): fetching again", q->tgt.bucket, q->tgt.key,
             sc_strerror(rc));
-    return false;
 }
 
-enum MHD_Result gw_serve_object(struct gw_req *q)
+struct gw_next gw_serve_lookup(struct gw_req *q)
 {
     /* The trainer's position moves before the store counts the read, so that a policy
      * planning by a manifest sees the object's next use, not this one. */
-    if (q->tgt.kind == S3_REQ_GET_OBJECT && !q->observed)
+    if (q->tgt.kind == S3_REQ_GET_OBJECT && !q->serve.observed)
         mf_observe(q->g->manifests, q->tgt.bucket, q->tgt.key);
-    q->observed = true; /* gw_authz_resume() comes back here */
-    enum MHD_Result ret = MHD_NO;
-    if (serve_cached(q, true, false, &ret))
-        return ret;
-    return serve_miss(q);
-}
-
-enum MHD_Result gw_serve_revalidated(struct gw_req *q)
-{
-    enum reval_outcome outcome = gw_reval_outcome(q->cached_etag, &q->ask);
-    long status = q->ask.status;
-    sc_code result = q->ask.result;
-    gw_ask_release(&q->ask);
-    q->phase = GW_PHASE_ROUTE;
-    enum MHD_Result ret = MHD_NO;
-    switch (outcome) {
-    case REVAL_FRESH:
-        store_touch(q->g->st, q->tgt.bucket, q->tgt.key);
-        if (serve_cached(q, false, false, &ret))
-            return ret;
-        break;
-    case REVAL_UNREACHABLE:
-        sc_warn("revalidating %s/%s failed (%s, status %ld): serving the stale copy", q->tgt.bucket,
-                q->tgt.key, sc_strerror(result), status);
-        if (serve_cached(q, false, true, &ret))
-            return ret;
-        break;
-    case REVAL_CHANGED:
-        if (status == 403 && gw_authz_needed(q)) {
-            /* This identity may no longer read it; the copy stays for the others. */
-            gw_authz_record(q, false);
-            sc_stat_add(q->g->stats.authz_denied, 1);
-            return gw_respond_known_error(q, S3_XML_ACCESS_DENIED, NULL);
-        }
-        fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
-        store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
-        break;
-    }
-    return serve_miss(q);
+    q->serve.observed = true; /* an authorization's answer comes back here */
+    /* Right after a revalidation the copy is served as its answer said, once. */
+    bool revalidated = q->reval.answered, stale = q->reval.stale;
+    q->reval.answered = q->reval.stale = false;
+    struct gw_next next = GW_NEXT(GW_STEP_MISS);
+    serve_cached(q, !revalidated, stale, &next);
+    return next;
 }

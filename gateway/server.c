@@ -1,22 +1,49 @@
 /*
- * server.c - the HTTP front end (see server.h) and the request path.
+ * server.c - the HTTP front end (see server.h) and the dispatcher: the one place that
+ * advances a request.
  *
- * Every request walks the same steps, in gw_access():
- *   1. parse         the raw target into bucket, key and kind (s3_target.c)
- *   2. authenticate  with --client-credentials, verify the S3 request's
- *                    signature and the key's buckets (auth.c)
- *   3. route         admin API, cacheable object read, or pass-through
- *   4. serve         hit from the store or miss through a fill (serve.c),
- *                    once the identity may read it (authz.c), or forward
- *                    upstream re-signed (proxy.c)
- *   5. respond       S3 headers, X-Cache, request id; errors as S3 XML
- * Waiting for the upstream never blocks a worker: the connection is
- * suspended and resumed by the upstream thread (see relay.h).
+ * libmicrohttpd calls gw_access() once when the headers are in, once per slice of body,
+ * once more at the end, and again whenever a suspended connection is resumed. Each call
+ * runs the steps of the table below from q->step (gw.h), one function per step, until one
+ * says to wait or that the request is answered. A step returns what comes next (struct
+ * gw_next) and never calls another step; only run_steps() moves q->step and tells
+ * libmicrohttpd MHD_YES or MHD_NO. The path of a request:
+ *
+ *   HEAD (framing check) ─┬─ no body ─ wait ─▶ GATE
+ *                         └─ a body ─▶ PARSE ─▶ AUTHENTICATE ─▶ BODY ─ wait ─▶ GATE
+ *   GATE (body bytes drained or collected; route.c) ─┬▶ PROBE                  probe.c
+ *                                                    ├▶ UNAVAILABLE (draining)
+ *                                                    ├▶ PARSE ─▶ AUTHENTICATE ─▶ ROUTE
+ *                                                    └▶ ROUTE
+ *   ROUTE (by kind; route.c) ─┬▶ ADMIN                                         admin/admin.c
+ *                             ├▶ LOOKUP ─┬▶ hit                                serve.c
+ *                             │          ├▶ AUTHZ_ANSWER ─▶ LOOKUP | PROXY     authz.c
+ *                             │          ├▶ REVAL_ANSWER ─▶ LOOKUP | MISS      revalidate.c
+ *                             │          └▶ MISS ─┬▶ FILL_HEAD ─▶ answer | PROXY  serve.c
+ *                             │                   └▶ PROXY (a HEAD)
+ *                             └▶ PROXY ─▶ [UPLOAD] ─▶ PASS_HEAD ─▶ answer      proxy.c
+ *
+ * Every answer is built by respond.c; a body read from a relay (a fill's, a
+ * pass-through's) goes out through deliver.c; then the request is RESPONDED, for good.
+ * 1. parse        the raw target into bucket, key and kind (s3_target.c)
+ * 2. authenticate with --client-credentials, verify the S3 request's signature and the
+ *                 key's buckets (auth.c); the identity upstream requests carry, once
+ * 3. route        admin API, cacheable object read, or pass-through
+ * 4. serve        hit from the store or miss through a fill (serve.c), once the identity
+ *                 may read it (authz.c), or forward upstream re-signed (proxy.c)
+ * libmicrohttpd's rules shape the steps: a response queued in the first call closes the
+ * connection afterwards (so normal answers wait for the second call: HEAD waits), no
+ * response can be queued while body bytes are still arriving (so a body that is not
+ * forwarded is drained first, and a request refused outright is refused in the first
+ * call), and an admin API body is collected whole before the admin step runs.
+ * Waiting for the upstream never blocks a worker: the connection is suspended and
+ * resumed by the upstream thread (see relay.h, ask.h), and the call after the resume
+ * runs the step the waiting one named. Each step's state is a sub-struct of gw_req that
+ * its file owns and cleans up (req.h): on_request_done() knows none of them.
  */
 #include "server.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <assert.h>
 #include <netdb.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -29,6 +56,17 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../proto/s3_xml.h"
+#include "addr.h"
+#include "admin/admin.h"
+#include "auth.h"
+#include "authz.h"
+#include "probe.h"
+#include "proxy.h"
+#include "req.h"
+#include "respond.h"
+#include "revalidate.h"
+#include "route.h"
+#include "serve.h"
 
 #define MAX_TARGET_LEN (8 * 1024)
 /* Bounds the request line and headers; libmicrohttpd zeroes it for every request. */
@@ -36,63 +74,12 @@
 
 static atomic_uint_fast64_t request_counter;
 
-/* ---- responding -------------------------------------------------------------- */
-
-void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp)
+static struct gw_next respond_known_error(struct gw_req *q, enum s3_xml_error e)
 {
-    /* A response relayed from the upstream keeps the upstream's ids, which its error body
-     * names too; the gateway's own (the access log's) then goes beside them. */
-    if (MHD_get_response_header(resp, "x-amz-request-id") != NULL) {
-        MHD_add_response_header(resp, "x-s3cached-request-id", q->request_id);
-    } else {
-        MHD_add_response_header(resp, "x-amz-request-id", q->request_id);
-        MHD_add_response_header(resp, "x-amz-id-2", q->request_id);
-    }
-    MHD_add_response_header(resp, "Server", "s3cached");
-    if (q->x_cache)
-        MHD_add_response_header(resp, "X-Cache", q->x_cache);
+    return GW_SENT(gw_respond_known_error(q, e, NULL));
 }
 
-enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp)
-{
-    gw_add_common_headers(q, resp);
-    enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, resp);
-    q->status = (unsigned)status;
-    MHD_destroy_response(resp);
-    q->phase = GW_PHASE_RESPONDED;
-    return ret;
-}
-
-enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
-                                 const char *message)
-{
-    char *body = NULL;
-    size_t len = 0;
-    const char *resource = q->have_target ? q->tgt.raw_path : "/";
-    if (s3_xml_error_body(code, message, resource, q->request_id, &body, &len) != SC_OK)
-        return MHD_NO;
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (resp == NULL) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, "Content-Type", "application/xml");
-    sc_debug("%s %s -> %d %s", q->method, q->target, status, code);
-    return gw_queue(q, status, resp);
-}
-
-enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message)
-{
-    const struct s3_xml_error_info *info = s3_xml_error_info(e);
-    return gw_respond_error(q, info->status, info->code, message ? message : info->message);
-}
-
-static enum MHD_Result respond_known_error(struct gw_req *q, enum s3_xml_error e)
-{
-    return gw_respond_known_error(q, e, NULL);
-}
-
-/* ---- suspending and resuming a connection --------------------------------- */
+/* ---- the steps of server.c -------------------------------------------------- */
 
 /* The connection's entry in the slow-client guard (conn_guard.h), or NULL. HTTP threads only. */
 static struct guard_conn *guard_of(struct MHD_Connection *conn)
@@ -101,27 +88,6 @@ static struct guard_conn *guard_of(struct MHD_Connection *conn)
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     return ci ? ci->socket_context : NULL;
 }
-
-static void park_connection(void *arg)
-{
-    struct gw_req *q = arg;
-    conn_guard_hold(q->g->guard, q->guard, true); /* waiting is not the client's fault */
-    MHD_suspend_connection(q->conn);
-}
-
-static void wake_connection(void *arg)
-{
-    struct gw_req *q = arg;
-    conn_guard_hold(q->g->guard, q->guard, false); /* on the upstream thread */
-    MHD_resume_connection(q->conn);
-}
-
-void gw_waiter_init(struct gw_req *q)
-{
-    q->waiter = (struct relay_waiter){park_connection, wake_connection, q, NULL, false};
-}
-
-/* ---- the request path ------------------------------------------------------ */
 
 static enum MHD_Result note_upstream_header(void *cls, enum MHD_ValueKind kind, const char *name,
                                             const char *value)
@@ -143,8 +109,8 @@ static void pass_if_headers_need_upstream(struct gw_req *q)
         q->tgt.kind = S3_REQ_PASS;
 }
 
-/* Step 1: the raw target into bucket, key and kind. */
-static enum MHD_Result step_parse(struct gw_req *q)
+/* GW_STEP_PARSE: the raw target into bucket, key and kind. */
+static struct gw_next step_parse(struct gw_req *q)
 {
     static const enum s3_xml_error fault_errors[] = {
         [S3_TARGET_FAULT_NONE] = S3_XML_INVALID_URI,
@@ -160,7 +126,7 @@ static enum MHD_Result step_parse(struct gw_req *q)
     sc_code rc =
         s3_target_parse(q->method, q->target, host, q->g->cfg->vhost_domain, &q->tgt, &fault);
     if (rc == SC_ENOMEM)
-        return MHD_NO;
+        return GW_CLOSE;
     if (rc != SC_OK)
         return respond_known_error(q, fault_errors[fault]);
     q->have_target = true;
@@ -169,43 +135,21 @@ static enum MHD_Result step_parse(struct gw_req *q)
     if (q->tgt.method == S3_METHOD_OTHER && q->tgt.kind != S3_REQ_ADMIN)
         return respond_known_error(q, S3_XML_METHOD_NOT_ALLOWED);
     pass_if_headers_need_upstream(q);
-    return MHD_YES;
+    return GW_NEXT(GW_STEP_AUTHENTICATE);
 }
 
-/* Step 2: who sent it (without --client-credentials, only the refusal of other web sites). */
-static enum MHD_Result step_authenticate(struct gw_req *q)
-{
-    return gw_authenticate(q);
-}
 
-/*
- * Steps 1 and 2, run once: when the headers are in for a request with a body (so that
- * a refusal does not wait for the body), else at the second call. False when the
- * request goes no further: *ret is what to return (a response is queued, or MHD_NO).
- */
-static bool identify(struct gw_req *q, enum MHD_Result *ret)
+/* GW_STEP_AUTHENTICATE: who sent it (without --client-credentials, only the refusal of other
+ * web sites). Run once: in the first call for a request with a body, so that a refusal does
+ * not wait for the body, else in the second. */
+static struct gw_next step_authenticate(struct gw_req *q)
 {
-    *ret = step_parse(q);
-    if (*ret == MHD_YES && q->phase != GW_PHASE_RESPONDED)
-        *ret = step_authenticate(q);
-    if (*ret == MHD_YES && q->phase == GW_PHASE_RESPONDED)
-        return false;
-    return *ret == MHD_YES;
-}
-
-/* Step 3: admin API, object read through the cache, or pass-through. */
-static enum MHD_Result step_route(struct gw_req *q, const char *upload_data, size_t *upload_size)
-{
-    switch (q->tgt.kind) {
-    case S3_REQ_ADMIN:
-        return gw_admin(q);
-    case S3_REQ_GET_OBJECT:
-    case S3_REQ_HEAD_OBJECT:
-        return gw_serve_object(q);
-    case S3_REQ_PASS:
-        return gw_proxy(q, upload_data, upload_size);
-    }
-    return respond_known_error(q, S3_XML_INTERNAL_ERROR);
+    enum MHD_Result ret = gw_authenticate(q);
+    if (ret != MHD_YES)
+        return GW_CLOSE;
+    if (q->status != 0)
+        return GW_DONE; /* refused */
+    return GW_NEXT(q->has_body ? GW_STEP_BODY : GW_STEP_ROUTE);
 }
 
 /* ---- request framing ------------------------------------------------------- */
@@ -377,117 +321,183 @@ static bool has_body(struct gw_req *q)
     return te != NULL || (cl != NULL && strcmp(cl, "0") != 0);
 }
 
-/* True if the request's body goes upstream (a pass-through write); other bodies are dropped. */
-static bool forwards_body(const struct gw_req *q)
+
+/* GW_STEP_HEAD, the first call: the request is counted, its kind of probe decided, its
+ * framing checked (refused before any body byte is read, and the connection closed). */
+static struct gw_next step_head(struct gw_req *q)
 {
-    return q->tgt.kind == S3_REQ_PASS && strcmp(q->method, "GET") != 0 &&
-           strcmp(q->method, "HEAD") != 0;
+    atomic_fetch_add(&q->g->active_requests, 1); /* its headers are in: it is in flight */
+    q->in_flight = true;
+    sc_stat_add(q->g->stats.requests, 1);
+    q->probe = gw_is_probe(q);
+    char why[96];
+    const char *fault = framing_fault(q, why, sizeof(why));
+    if (fault != NULL)
+        return GW_SENT(gw_respond_known_error(q, S3_XML_INVALID_REQUEST, fault));
+    q->has_body = has_body(q);
+    /* With a body: refuse a bad target or signature now, not after reading the body. */
+    return q->has_body ? GW_NEXT(GW_STEP_PARSE) : GW_WAIT(GW_STEP_GATE);
 }
 
-/* Keeps an admin request's body, up to GW_ADMIN_BODY_MAX; the rest is read and dropped. */
-static void collect_body(struct gw_req *q, const char *data, size_t n)
+/* GW_STEP_BODY, still the first call: the body's fate; S3 needs a forwarded one's length. */
+static struct gw_next step_body(struct gw_req *q)
 {
-    if (q->body_too_big || q->body_len + n > GW_ADMIN_BODY_MAX) {
-        q->body_too_big = true;
-        return;
+    enum gw_body_fate fate = gw_route_body(q->tgt.kind, q->method);
+    if (fate == GW_BODY_FORWARD && !gw_proxy_length_known(q))
+        return respond_known_error(q, S3_XML_MISSING_CONTENT_LENGTH);
+    q->drain_body = fate == GW_BODY_DRAIN;
+    return GW_WAIT(GW_STEP_GATE);
+}
+
+/* GW_STEP_GATE, each later call: a body on GET or HEAD is read and dropped, an admin
+ * body collected; once it is all in (or to be forwarded), where the request goes. */
+static struct gw_next step_gate(struct gw_req *q)
+{
+    size_t *size = q->in_size;
+    if (q->drain_body && *size > 0) {
+        *size = 0;
+        return GW_WAIT(GW_STEP_GATE);
     }
-    if (q->body_len + n + 1 > q->body_cap) {
-        size_t cap = q->body_cap ? q->body_cap : 64 * 1024;
-        while (cap < q->body_len + n + 1)
-            cap *= 2;
-        char *grown = realloc(q->body, cap);
-        if (grown == NULL) {
-            q->body_too_big = true; /* refused as too large rather than crash */
-            return;
+    if (*size > 0 && q->have_target && q->tgt.kind == S3_REQ_ADMIN) {
+        gw_admin_collect(q, q->in_data, *size);
+        *size = 0;
+        return GW_WAIT(GW_STEP_GATE);
+    }
+    return GW_NEXT(gw_route_gate(q->probe, atomic_load(&q->g->draining), q->have_target));
+}
+
+/* GW_STEP_ROUTE: admin API, object read through the cache, or pass-through. */
+static struct gw_next step_route(struct gw_req *q)
+{
+    return GW_NEXT(gw_route_kind(q->tgt.kind));
+}
+
+static struct gw_next step_unavailable(struct gw_req *q)
+{
+    return GW_SENT(gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
+                                          "The gateway is shutting down. Please try again."));
+}
+
+static struct gw_next step_unroutable(struct gw_req *q)
+{
+    return respond_known_error(q, S3_XML_INTERNAL_ERROR);
+}
+
+static struct gw_next step_admin(struct gw_req *q)
+{
+    return GW_SENT(gw_admin(q));
+}
+
+/* GW_STEP_RESPONDED: whatever still arrives is dropped. */
+static struct gw_next step_responded(struct gw_req *q)
+{
+    *q->in_size = 0;
+    return GW_WAIT(GW_STEP_RESPONDED);
+}
+
+/* ---- the dispatcher ---------------------------------------------------------- */
+
+struct step_def {
+    struct gw_next (*run)(struct gw_req *q);
+    bool resumes;     /* a call may start here (GW_WAIT may name it) */
+    bool drops_input; /* a call that starts here drops its body bytes (none are expected) */
+};
+
+static const struct step_def steps[GW_STEP_COUNT] = {
+    [GW_STEP_HEAD] = {step_head, false, false},
+    [GW_STEP_PARSE] = {step_parse, false, false},
+    [GW_STEP_AUTHENTICATE] = {step_authenticate, false, false},
+    [GW_STEP_BODY] = {step_body, false, false},
+    [GW_STEP_GATE] = {step_gate, true, false},
+    [GW_STEP_ROUTE] = {step_route, false, false},
+    [GW_STEP_UNAVAILABLE] = {step_unavailable, false, false},
+    [GW_STEP_UNROUTABLE] = {step_unroutable, false, false},
+    [GW_STEP_PROBE] = {gw_probe, false, false},
+    [GW_STEP_ADMIN] = {step_admin, false, false},
+    [GW_STEP_LOOKUP] = {gw_serve_lookup, false, false},
+    [GW_STEP_AUTHZ_ANSWER] = {gw_authz_answer, true, true},
+    [GW_STEP_REVAL_ANSWER] = {gw_reval_answer, true, true},
+    [GW_STEP_MISS] = {gw_serve_miss, false, false},
+    [GW_STEP_FILL_HEAD] = {gw_serve_fill_head, true, true},
+    [GW_STEP_PROXY] = {gw_proxy_start, false, false},
+    [GW_STEP_UPLOAD] = {gw_proxy_upload, true, false},
+    [GW_STEP_PASS_HEAD] = {gw_proxy_pass_head, true, true},
+    [GW_STEP_RESPONDED] = {step_responded, true, true},
+};
+
+static bool valid_step(enum gw_step s)
+{
+    return (unsigned)s < GW_STEP_COUNT && steps[s].run != NULL;
+}
+
+/* Runs q's steps until one waits or ends the request: the only writer of q->step. */
+static enum MHD_Result run_steps(struct gw_req *q)
+{
+    for (;;) {
+        enum gw_step at = q->step;
+        assert(valid_step(at));
+        struct gw_next next = steps[at].run(q);
+        assert(valid_step(next.step));
+        /* RESPONDED is terminal. */
+        assert(at != GW_STEP_RESPONDED ||
+               (next.verdict == GW_VERDICT_WAIT && next.step == GW_STEP_RESPONDED));
+        switch (next.verdict) {
+        case GW_VERDICT_GO:
+            assert(q->status == 0); /* a step that answered says so */
+            q->step = next.step;
+            continue;
+        case GW_VERDICT_WAIT:
+            assert(steps[next.step].resumes); /* a call (body bytes, a resume) comes back */
+            assert(q->status == 0 || next.step == GW_STEP_RESPONDED);
+            q->step = next.step;
+            return MHD_YES;
+        case GW_VERDICT_DONE:
+            assert(q->status != 0); /* a response is queued */
+            q->step = GW_STEP_RESPONDED;
+            return MHD_YES;
+        case GW_VERDICT_CLOSE:
+            q->step = GW_STEP_RESPONDED;
+            return MHD_NO;
         }
-        q->body = grown;
-        q->body_cap = cap;
+        assert(!"a step result names no verdict");
+        return MHD_NO;
     }
-    memcpy(q->body + q->body_len, data, n);
-    q->body_len += n;
-    q->body[q->body_len] = '\0';
 }
 
 /* Tells the slow-client guard that the request's head is in, or (a call without data) its body. */
 static void guard_request(struct gw_req *q, size_t upload_size)
 {
-    if (q->phase == GW_PHASE_NEW)
+    if (q->step == GW_STEP_HEAD)
         conn_guard_head_in(q->g->guard, q->guard, has_body(q));
     else if (upload_size == 0)
         conn_guard_body_in(q->g->guard, q->guard);
 }
 
+
 /*
  * libmicrohttpd calls this once when the headers are in, once per slice of body, and once
- * more at the end. Its rules shape the phases: a response queued in the first call closes
- * the connection afterwards (so normal answers wait for the second call), and no response
- * can be queued while body bytes are still arriving (so a body that is not forwarded is
- * drained first, and a request refused outright is refused in the first call).
+ * more at the end (see the head of this file for how its rules shape the steps).
  */
 static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_size, void **con_cls)
 {
     struct gw_req *q = *con_cls;
-    enum MHD_Result ret = MHD_NO;
     if (q == NULL)
         return MHD_NO;
     guard_request(q, *upload_size);
-    switch (q->phase) {
-    case GW_PHASE_NEW:
-        atomic_fetch_add(&q->g->active_requests, 1); /* its headers are in: it is in flight */
-        q->in_flight = true;
+    if (q->step == GW_STEP_HEAD) {
         q->conn = conn;
         q->method = method;
-        q->phase = GW_PHASE_ROUTE;
-        sc_stat_add(q->g->stats.requests, 1);
-        char why[96];
-        const char *fault = framing_fault(q, why, sizeof(why));
-        if (fault != NULL) /* refused before any body byte is read, and the connection closed */
-            return gw_respond_known_error(q, S3_XML_INVALID_REQUEST, fault);
-        if (!has_body(q))
-            return MHD_YES;
-        /* With a body: refuse a bad target or signature now, not after reading the body. */
-        if (!identify(q, &ret))
-            return ret;
-        if (forwards_body(q) && !gw_proxy_length_known(q)) /* S3 needs the length up front */
-            return respond_known_error(q, S3_XML_MISSING_CONTENT_LENGTH);
-        q->drain_body = !forwards_body(q) && q->tgt.kind != S3_REQ_ADMIN;
-        return MHD_YES;
-    case GW_PHASE_ROUTE:
-        if (q->drain_body && *upload_size > 0) {
-            *upload_size = 0; /* a body on GET or HEAD: read and dropped */
-            return MHD_YES;
-        }
-        if (*upload_size > 0 && q->have_target && q->tgt.kind == S3_REQ_ADMIN) {
-            collect_body(q, upload_data, *upload_size);
-            *upload_size = 0;
-            return MHD_YES;
-        }
-        if (gw_is_probe(q))
-            return gw_probe(q);
-        if (atomic_load(&q->g->draining))
-            return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
-                                          "The gateway is shutting down. Please try again.");
-        if (!q->have_target && !identify(q, &ret))
-            return ret;
-        return step_route(q, upload_data, upload_size);
-    case GW_PHASE_UPLOAD:
-        return gw_proxy(q, upload_data, upload_size);
-    case GW_PHASE_WAIT_HEAD:
-        *upload_size = 0;
-        return gw_serve_relay(q);
-    case GW_PHASE_REVALIDATE:
-        *upload_size = 0;
-        return gw_serve_revalidated(q);
-    case GW_PHASE_AUTHZ:
-        *upload_size = 0;
-        return gw_authz_resume(q);
-    case GW_PHASE_RESPONDED:
-        *upload_size = 0;
-        return MHD_YES;
     }
-    return MHD_NO;
+    if (steps[q->step].drops_input)
+        *upload_size = 0;
+    q->in_data = upload_data;
+    q->in_size = upload_size;
+    enum MHD_Result ret = run_steps(q);
+    q->in_data = NULL;
+    q->in_size = NULL;
+    return ret;
 }
 
 /* Called by libmicrohttpd with the raw request target, before anything else. */
@@ -513,43 +523,8 @@ static void *on_request_start(void *cls, const char *uri, struct MHD_Connection 
 static void count_request(struct gw_req *q, double seconds)
 {
     enum gw_op op =
-        gw_is_probe(q) ? GW_OP_PROBE : gw_op_of(q->method, q->have_target ? &q->tgt : NULL);
+        q->probe ? GW_OP_PROBE : gw_op_of(q->method, q->have_target ? &q->tgt : NULL);
     gw_metrics_request(&q->g->metrics, op, q->status, seconds);
-}
-
-struct MHD_Response *gw_buffer_response(const char *content_type, void *body, size_t len,
-                                        enum MHD_ResponseMemoryMode mode)
-{
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
-    if (resp == NULL) {
-        if (mode == MHD_RESPMEM_MUST_FREE)
-            free(body);
-        return NULL;
-    }
-    MHD_add_response_header(resp, "Content-Type", content_type);
-    MHD_add_response_header(resp, "Cache-Control", "no-store");
-    return resp;
-}
-
-const struct sockaddr *gw_client_addr(struct gw_req *q)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    return ci ? ci->client_addr : NULL;
-}
-
-void gw_addr_string(const struct sockaddr *sa, char *out, size_t len)
-{
-    const struct in6_addr *a6 =
-        sa && sa->sa_family == AF_INET6 ? &((const struct sockaddr_in6 *)sa)->sin6_addr : NULL;
-    if (len > 0)
-        out[0] = '\0';
-    if (sa && sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)len);
-    else if (a6 && IN6_IS_ADDR_V4MAPPED(a6)) /* an IPv4 client of a dual-stack listener */
-        inet_ntop(AF_INET, &a6->s6_addr[12], out, (socklen_t)len);
-    else if (a6)
-        inet_ntop(AF_INET6, a6, out, (socklen_t)len);
 }
 
 static void log_access(struct gw_req *q, double seconds)
@@ -583,19 +558,11 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
     count_request(q, seconds);
     if (q->g->cfg->access_log)
         log_access(q, seconds);
-    if (q->relay) {
-        relay_unpark(q->relay, &q->waiter);
-        relay_detach(q->relay, &q->cursor);
-    }
-    gw_proxy_cleanup(q);
-    gw_ask_release(&q->ask);
-    if (q->fill)
-        fill_leave(q->fill);
+    gw_req_cleanup_run(q); /* each step's own state (req.h) */
     if (q->have_target)
         s3_target_free(&q->tgt);
     if (q->in_flight)
         atomic_fetch_sub(&q->g->active_requests, 1);
-    free(q->body);
     free(q->target);
     free(q);
     *con_cls = NULL;
@@ -617,27 +584,6 @@ static sc_code resolve_listen(const struct gw_config *cfg, struct sockaddr_stora
     return SC_OK;
 }
 
-bool gw_addr_is_loopback(const struct sockaddr *sa)
-{
-    if (sa == NULL)
-        return false;
-    if (sa->sa_family == AF_INET) {
-        uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
-        return (a >> 24) == 127;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-        if (IN6_IS_ADDR_LOOPBACK(a6))
-            return true;
-        return IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127;
-    }
-    return false;
-}
-
-/*
- * libmicrohttpd's word that a connection was accepted or is closing: it enters and leaves the
- * slow-client guard. CLOSED comes before libmicrohttpd closes the socket (see conn_guard.h).
- */
 static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "web_origin.h"
+
 #include "gw.h"
 
 /* The host part of a Host header ("name:port", "[v6]:port"), copied into buf. */

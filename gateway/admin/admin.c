@@ -26,7 +26,12 @@
 
 #include <openssl/crypto.h>
 
-#include "../gw.h"
+#include "admin.h"
+
+#include "../addr.h"
+#include "../req.h"
+#include "../respond.h"
+#include "../web_origin.h"
 #include "stats_json.h"
 #include "../../manifest/importance_req.h"
 #include "../../proto/invalidate_req.h"
@@ -87,10 +92,42 @@ static enum MHD_Result not_allowed(struct gw_req *q)
 /* A body over the bound was read and dropped: say so, whatever the endpoint. */
 static bool body_refused(struct gw_req *q, enum MHD_Result *ret)
 {
-    if (!q->body_too_big)
+    if (!q->admin.too_big)
         return false;
     *ret = respond_problem(q, API_TOO_LARGE, "the request body is larger than 64 MiB");
     return true;
+}
+
+/* Frees the collected body when the request is finished. */
+static void free_body(void *arg)
+{
+    struct gw_req *q = arg;
+    free(q->admin.body);
+    q->admin.body = NULL;
+}
+
+void gw_admin_collect(struct gw_req *q, const char *data, size_t n)
+{
+    if (q->admin.too_big || q->admin.len + n > GW_ADMIN_BODY_MAX) {
+        q->admin.too_big = true;
+        return;
+    }
+    if (q->admin.len + n + 1 > q->admin.cap) {
+        size_t cap = q->admin.cap ? q->admin.cap : 64 * 1024;
+        while (cap < q->admin.len + n + 1)
+            cap *= 2;
+        char *grown = realloc(q->admin.body, cap);
+        if (grown == NULL) {
+            q->admin.too_big = true; /* refused as too large rather than crash */
+            return;
+        }
+        q->admin.body = grown;
+        q->admin.cap = cap;
+        gw_req_cleanup_add(q, free_body, q);
+    }
+    memcpy(q->admin.body + q->admin.len, data, n);
+    q->admin.len += n;
+    q->admin.body[q->admin.len] = '\0';
 }
 
 /* ---- endpoints --------------------------------------------------------------- */
@@ -99,7 +136,7 @@ static enum MHD_Result create_manifest(struct gw_req *q)
 {
     struct api_err err = {0};
     json_t *reply = NULL;
-    sc_code rc = mf_create(q->g->manifests, q->body ? q->body : "", q->body_len, &reply, &err);
+    sc_code rc = mf_create(q->g->manifests, q->admin.body ? q->admin.body : "", q->admin.len, &reply, &err);
     if (rc == SC_ENOMEM && reply == NULL && err.code == API_OK)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
     if (rc != SC_OK)
@@ -118,7 +155,7 @@ static enum MHD_Result post_importance(struct gw_req *q)
 {
     struct importance_req ir;
     struct api_err err = {0};
-    sc_code rc = importance_req_parse(q->body ? q->body : "", q->body_len, NULL, &ir, &err);
+    sc_code rc = importance_req_parse(q->admin.body ? q->admin.body : "", q->admin.len, NULL, &ir, &err);
     if (rc == SC_ENOMEM)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
     if (rc != SC_OK)
@@ -192,7 +229,7 @@ static enum MHD_Result post_invalidate(struct gw_req *q)
 {
     struct invalidate_req r;
     struct api_err err = {0};
-    sc_code rc = invalidate_parse(q->body ? q->body : "", q->body_len, &r, &err);
+    sc_code rc = invalidate_parse(q->admin.body ? q->admin.body : "", q->admin.len, &r, &err);
     if (rc == SC_ENOMEM && err.code == API_OK)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
     if (rc != SC_OK)

@@ -10,7 +10,8 @@
  */
 #include <stdio.h>
 
-#include "../gw.h"
+#include "admin.h"
+#include "../respond.h"
 #include "status_page.h"
 
 enum MHD_Result gw_status_page(struct gw_req *q, int status)

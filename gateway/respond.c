@@ -1,0 +1,71 @@
+/* respond.c - building and queueing responses (see respond.h). */
+#include "respond.h"
+
+#include <assert.h>
+#include <stdlib.h>
+
+#include "../common/log.h"
+
+void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp)
+{
+    /* A response relayed from the upstream keeps the upstream's ids, which its error body
+     * names too; the gateway's own (the access log's) then goes beside them. */
+    if (MHD_get_response_header(resp, "x-amz-request-id") != NULL) {
+        MHD_add_response_header(resp, "x-s3cached-request-id", q->request_id);
+    } else {
+        MHD_add_response_header(resp, "x-amz-request-id", q->request_id);
+        MHD_add_response_header(resp, "x-amz-id-2", q->request_id);
+    }
+    MHD_add_response_header(resp, "Server", "s3cached");
+    if (q->x_cache)
+        MHD_add_response_header(resp, "X-Cache", q->x_cache);
+}
+
+enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp)
+{
+    assert(q->status == 0 && q->step != GW_STEP_RESPONDED); /* one response per request */
+    assert(status > 0);
+    gw_add_common_headers(q, resp);
+    enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, resp);
+    q->status = (unsigned)status;
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
+                                 const char *message)
+{
+    char *body = NULL;
+    size_t len = 0;
+    const char *resource = q->have_target ? q->tgt.raw_path : "/";
+    if (s3_xml_error_body(code, message, resource, q->request_id, &body, &len) != SC_OK)
+        return MHD_NO;
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (resp == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", "application/xml");
+    sc_debug("%s %s -> %d %s", q->method, q->target, status, code);
+    return gw_queue(q, status, resp);
+}
+
+enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message)
+{
+    const struct s3_xml_error_info *info = s3_xml_error_info(e);
+    return gw_respond_error(q, info->status, info->code, message ? message : info->message);
+}
+
+struct MHD_Response *gw_buffer_response(const char *content_type, void *body, size_t len,
+                                        enum MHD_ResponseMemoryMode mode)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
+    if (resp == NULL) {
+        if (mode == MHD_RESPMEM_MUST_FREE)
+            free(body);
+        return NULL;
+    }
+    MHD_add_response_header(resp, "Content-Type", content_type);
+    MHD_add_response_header(resp, "Cache-Control", "no-store");
+    return resp;
+}
