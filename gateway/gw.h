@@ -124,19 +124,19 @@ struct gw_req {
     const char *method;      /* owned by libmicrohttpd, valid during the request */
     struct s3_target tgt;
     bool have_target;
-    bool probe;       /* a probe (probe.h), decided once in the first call */
-    bool has_body;    /* the client announced a body */
-    bool drain_body;  /* a request body that is read and dropped */
+    bool probe;        /* a probe (probe.h), decided once in the first call */
+    bool has_body;     /* the client announced a body */
+    bool drain_body;   /* a request body that is read and dropped */
     enum gw_step step; /* where the next call resumes; written by server.c only */
     /* The current call's body bytes (server.c sets them; a step takes what it uses). */
     const char *in_data;
     size_t *in_size;
     /* Who sent it (auth.c, once); the identity upstream requests are signed as. */
-    const struct ckey *client; /* the key that signed it, owned by g->keys */
-    bool anonymous;            /* unsigned, admitted by --allow-anonymous */
-    struct up_identity as;     /* how upstream requests are signed (auth.h) */
-    bool authorized;           /* the upstream says this identity may read the object (authz.c) */
-    const char *x_cache;       /* HIT, MISS or BYPASS for object reads, else NULL */
+    const struct ckey *client;  /* the key that signed it, owned by g->keys */
+    bool anonymous;             /* unsigned, admitted by --allow-anonymous */
+    struct up_identity as;      /* how upstream requests are signed (auth.h) */
+    bool authorized;            /* the upstream says this identity may read the object (authz.c) */
+    const char *x_cache;        /* HIT, MISS or BYPASS for object reads, else NULL */
     struct relay_waiter waiter; /* suspends and resumes the connection (req.h) */
     /* Reading a relay to the client (deliver.c). */
     struct {

@@ -753,7 +753,7 @@ struct gw_next gw_proxy_start(struct gw_req *q)
     if (len < 0)
         drop_written_keys(q, u); /* no body: nothing tells which keys */
     take_upload(q, u);
-    if (len < 0 && forward(q) != SC_OK)           /* a body, even an empty one, waits to be checked */
+    if (len < 0 && forward(q) != SC_OK) /* a body, even an empty one, waits to be checked */
         return GW_SENT(respond_shutting_down(q)); /* the write ends with u */
     sc_stat_add(g->stats.passthrough, 1);
     bool read = is_read(q);

@@ -152,8 +152,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     }
     bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
     sc_code rc = SC_OK;
-    struct MHD_Response *resp =
-        head ? gw_deliver_no_body(a.len) : hit_body(q, obj, &a, &rc);
+    struct MHD_Response *resp = head ? gw_deliver_no_body(a.len) : hit_body(q, obj, &a, &rc);
     if (resp == NULL) {
         q->x_cache = NULL;
         store_obj_close(obj);
@@ -417,8 +416,7 @@ struct gw_next gw_serve_miss(struct gw_req *q)
             return GW_NEXT(GW_STEP_PROXY);
         }
     } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &q->as, &f, &started) != SC_OK) {
-        return GW_SENT(
-            gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry"));
+        return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry"));
     }
     /* Another identity's fill: this one must be allowed to read the object first. */
     struct gw_next next;

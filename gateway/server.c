@@ -138,7 +138,6 @@ static struct gw_next step_parse(struct gw_req *q)
     return GW_NEXT(GW_STEP_AUTHENTICATE);
 }
 
-
 /* GW_STEP_AUTHENTICATE: who sent it (without --client-credentials, only the refusal of other
  * web sites). Run once: in the first call for a request with a body, so that a refusal does
  * not wait for the body, else in the second. */
@@ -321,7 +320,6 @@ static bool has_body(struct gw_req *q)
     return te != NULL || (cl != NULL && strcmp(cl, "0") != 0);
 }
 
-
 /* GW_STEP_HEAD, the first call: the request is counted, its kind of probe decided, its
  * framing checked (refused before any body byte is read, and the connection closed). */
 static struct gw_next step_head(struct gw_req *q)
@@ -473,7 +471,6 @@ static void guard_request(struct gw_req *q, size_t upload_size)
         conn_guard_body_in(q->g->guard, q->guard);
 }
 
-
 /*
  * libmicrohttpd calls this once when the headers are in, once per slice of body, and once
  * more at the end (see the head of this file for how its rules shape the steps).
@@ -522,8 +519,7 @@ static void *on_request_start(void *cls, const char *uri, struct MHD_Connection 
 /* Adds a finished request, seconds after it arrived, to the metrics. */
 static void count_request(struct gw_req *q, double seconds)
 {
-    enum gw_op op =
-        q->probe ? GW_OP_PROBE : gw_op_of(q->method, q->have_target ? &q->tgt : NULL);
+    enum gw_op op = q->probe ? GW_OP_PROBE : gw_op_of(q->method, q->have_target ? &q->tgt : NULL);
     gw_metrics_request(&q->g->metrics, op, q->status, seconds);
 }
 

@@ -136,7 +136,8 @@ static enum MHD_Result create_manifest(struct gw_req *q)
 {
     struct api_err err = {0};
     json_t *reply = NULL;
-    sc_code rc = mf_create(q->g->manifests, q->admin.body ? q->admin.body : "", q->admin.len, &reply, &err);
+    sc_code rc =
+        mf_create(q->g->manifests, q->admin.body ? q->admin.body : "", q->admin.len, &reply, &err);
     if (rc == SC_ENOMEM && reply == NULL && err.code == API_OK)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
     if (rc != SC_OK)
@@ -155,7 +156,8 @@ static enum MHD_Result post_importance(struct gw_req *q)
 {
     struct importance_req ir;
     struct api_err err = {0};
-    sc_code rc = importance_req_parse(q->admin.body ? q->admin.body : "", q->admin.len, NULL, &ir, &err);
+    sc_code rc =
+        importance_req_parse(q->admin.body ? q->admin.body : "", q->admin.len, NULL, &ir, &err);
     if (rc == SC_ENOMEM)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
     if (rc != SC_OK)
