@@ -23,14 +23,12 @@
  *                             │                   └▶ PROXY (a HEAD)
  *                             └▶ PROXY ─▶ [UPLOAD] ─▶ PASS_HEAD ─▶ answer      proxy.c
  *
- * Every answer is built by respond.c; a body read from a relay (a fill's, a
- * pass-through's) goes out through deliver.c; then the request is RESPONDED, for good.
- * 1. parse        the raw target into bucket, key and kind (s3_target.c)
- * 2. authenticate with --client-credentials, verify the S3 request's signature and the
- *                 key's buckets (auth.c); the identity upstream requests carry, once
- * 3. route        admin API, cacheable object read, or pass-through
- * 4. serve        hit from the store or miss through a fill (serve.c), once the identity
- *                 may read it (authz.c), or forward upstream re-signed (proxy.c)
+ * PARSE turns the raw target into bucket, key and kind (s3_target.c); AUTHENTICATE
+ * verifies the signature with --client-credentials (auth.c) and fixes, once, the identity
+ * upstream requests are signed as (q->as). Every answer is built by respond.c; a body read
+ * from a relay (a fill's, or a pass-through's) goes out through deliver.c; the request is
+ * then RESPONDED, for good.
+ *
  * libmicrohttpd's rules shape the steps: a response queued in the first call closes the
  * connection afterwards (so normal answers wait for the second call: HEAD waits), no
  * response can be queued while body bytes are still arriving (so a body that is not
