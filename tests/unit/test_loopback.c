@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 
-#include "../../gateway/gw.h"
+#include "../../gateway/addr.h"
 
 static bool v4(const char *text)
 {
