@@ -15,7 +15,8 @@ static const char *const dropped_response_headers[] = {
     "trailer",        "te",         "server",
 };
 
-bool gw_deliver_passes_header(const char *name)
+/* False for hop-by-hop and per-hop upstream response headers. */
+static bool passes_header(const char *name)
 {
     for (size_t i = 0; i < sizeof(dropped_response_headers) / sizeof(dropped_response_headers[0]);
          i++)
@@ -98,7 +99,7 @@ struct MHD_Response *gw_deliver_no_body(uint64_t len)
 void gw_deliver_relayed_headers(struct MHD_Response *resp, const struct relay_head *h)
 {
     for (size_t i = 0; i < h->n_headers; i++) {
-        if (gw_deliver_passes_header(h->headers[i].name))
+        if (passes_header(h->headers[i].name))
             MHD_add_response_header(resp, h->headers[i].name, h->headers[i].value);
     }
 }

@@ -36,9 +36,6 @@ struct MHD_Response *gw_deliver_stream(struct gw_req *q, uint64_t start, uint64_
 /* @brief A response without body bytes that announces len (a HEAD's). */
 struct MHD_Response *gw_deliver_no_body(uint64_t len);
 
-/* @brief False for hop-by-hop and per-hop upstream response headers. */
-bool gw_deliver_passes_header(const char *name);
-
 /* @brief Adds the upstream's response headers that pass to resp. */
 void gw_deliver_relayed_headers(struct MHD_Response *resp, const struct relay_head *h);
 
