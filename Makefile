@@ -139,7 +139,8 @@ build/asan/obj/%.o: %.c $(HEADERS)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
 
 # The benchmark's latency relay: epoll, no library but libc.
-build/latency-relay: $(RELAY_SRC:%.c=build/obj/%.o) build/obj/common/sc_err.o
+build/latency-relay: $(RELAY_SRC:%.c=build/obj/%.o) build/obj/common/sc_err.o \
+                     build/obj/common/clock.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
 # ---- unit tests -----------------------------------------------------------------------------

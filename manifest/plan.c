@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/hash.h"
 #include "../proto/json_in.h"
 #include "plan_int.h"
 
@@ -109,14 +110,6 @@ static sc_code keyset_init(struct keyset *ks, uint64_t expected)
     return ks->slot ? SC_OK : SC_ENOMEM;
 }
 
-static uint64_t key_hash(const char *key, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, then a final mix */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)key[i]) * 0x100000001b3ull;
-    return (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
-}
-
 /* Length of dataset key idx while the arena is only appended to (parsing, listing). */
 static size_t arena_key_len(const struct plan *p, uint32_t idx)
 {
@@ -131,7 +124,7 @@ static size_t arena_key_len(const struct plan *p, uint32_t idx)
 static sc_code keyset_add(struct keyset *ks, struct plan *p, const char *key, size_t len,
                           uint32_t *idx, bool *added)
 {
-    uint64_t i = key_hash(key, len) & ks->mask;
+    uint64_t i = sc_bytes_hash(key, len) & ks->mask;
     for (; ks->slot[i] != KEYSET_EMPTY; i = (i + 1) & ks->mask) {
         /* lengths first: a shorter key may end near the arena's end, memcmp reads len bytes */
         const char *k = p->arena + p->off[ks->slot[i] - 1];

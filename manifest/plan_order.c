@@ -197,7 +197,7 @@ const char *plan_key(const struct plan *p, uint32_t idx)
 
 uint64_t plan_key_hash(const struct plan *p, uint32_t idx)
 {
-    return policy_key_hash(p->bucket, plan_key(p, idx));
+    return sc_key_hash(p->bucket, plan_key(p, idx));
 }
 
 bool plan_has_indices(const struct plan *p)

@@ -108,13 +108,6 @@ struct up_req {
     up_req *prev_live, *next_live;
 };
 
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 bool up_identity_same(const struct up_identity *a, const struct up_identity *b)
 {
     return a->anonymous == b->anonymous && (a->anonymous || a->creds == b->creds);
@@ -313,7 +306,7 @@ static int on_curl_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, cur
                             curl_off_t ulnow)
 {
     up_req *r = arg;
-    long now = now_ms();
+    long now = sc_now_ms();
     if (dlnow + ulnow != r->last_moved || r->paused) {
         r->last_moved = dlnow + ulnow;
         r->last_progress_ms = now;
@@ -383,7 +376,7 @@ static sc_code setup_easy(up_req *r)
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_curl_progress);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, r);
     r->last_moved = 0;
-    r->last_progress_ms = now_ms();
+    r->last_progress_ms = sc_now_ms();
     r->excess = false;
     r->tail_held = false;
     r->body_sent = 0;
@@ -458,7 +451,7 @@ static void deliver_head(up_req *r, long status)
             length = v;
     }
     struct http_head head = {status, r->resp, r->n_resp, length};
-    atomic_store(&r->up->last_answer_ms, now_ms());
+    atomic_store(&r->up->last_answer_ms, sc_now_ms());
     sc_hist_observe(&r->up->head_latency, sc_seconds_since(&r->attempt_start));
     r->delivered = true;
     r->body_expected = length;
@@ -520,7 +513,7 @@ static size_t hold_tail(up_req *r)
 {
     r->tail_held = true;
     r->in_watch = true;
-    r->tail_until_ms = now_ms() + TAIL_WATCH_MS;
+    r->tail_until_ms = sc_now_ms() + TAIL_WATCH_MS;
     r->next_watching = r->up->watching;
     r->up->watching = r;
     return CURL_WRITEFUNC_PAUSE;
@@ -583,7 +576,7 @@ static void schedule_retry(up_req *r)
     upstream *up = r->up;
     unsigned cap = 50u << (r->attempt < 5 ? r->attempt : 5); /* 50 ms .. 1.6 s */
     r->attempt++;
-    r->retry_at_ms = now_ms() + (long)(cap / 2 + (unsigned)rand() % (cap / 2 + 1));
+    r->retry_at_ms = sc_now_ms() + (long)(cap / 2 + (unsigned)rand() % (cap / 2 + 1));
     r->next_waiting = up->waiting;
     up->waiting = r;
 }
@@ -636,7 +629,7 @@ static void on_transfer_done(up_req *r, CURLcode cc)
         sc_warn("upstream %s %s failed: %s", r->method, r->path, curl_easy_strerror(cc));
     sc_code rc = translate_curl(cc);
     if (rc != SC_OK && !r->delivered)
-        atomic_store(&r->up->last_unreachable_ms, now_ms());
+        atomic_store(&r->up->last_unreachable_ms, sc_now_ms());
     if (rc != SC_OK || r->excess)
         atomic_fetch_add_explicit(&r->up->failures, 1, memory_order_relaxed);
     if (r->body_short) {
@@ -653,7 +646,7 @@ static void on_transfer_done(up_req *r, CURLcode cc)
 /* Ends the watches that are due or that saw excess; lowers *timeout to the next end. */
 static void watch_tails(upstream *up, long *timeout)
 {
-    long now = now_ms();
+    long now = sc_now_ms();
     up_req **pp = &up->watching;
     while (*pp) {
         up_req *r = *pp;
@@ -673,7 +666,7 @@ static void watch_tails(upstream *up, long *timeout)
 
 static void run_due_retries(upstream *up, long *timeout)
 {
-    long now = now_ms();
+    long now = sc_now_ms();
     up_req **pp = &up->waiting;
     while (*pp) {
         up_req *r = *pp;
@@ -708,7 +701,7 @@ static void run_command(upstream *up, struct cmd *c)
     case CMD_RESUME:
         if (!r->finished && r->in_multi && !r->in_watch) {
             r->paused = false;
-            r->last_progress_ms = now_ms();
+            r->last_progress_ms = sc_now_ms();
             curl_easy_pause(r->easy, CURLPAUSE_CONT);
         }
         break;

@@ -78,7 +78,7 @@ static void check_keys(const struct plan *p)
     for (uint32_t i = 0; i < n; i++) {
         keys[i] = plan_key(p, i);
         FZ_CHECK(keys[i][0] != '\0' && strlen(keys[i]) <= limits.max_key_len);
-        FZ_CHECK(plan_key_hash(p, i) == policy_key_hash(plan_params(p)->bucket, keys[i]));
+        FZ_CHECK(plan_key_hash(p, i) == sc_key_hash(plan_params(p)->bucket, keys[i]));
     }
     if (plan_params(p)->form == PLAN_FORM_PREFIX) {
         for (uint32_t i = 1; i < n; i++)

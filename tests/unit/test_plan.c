@@ -685,8 +685,8 @@ static void key_hashes_are_the_policy_hashes(void **state)
     struct plan *p = parse_ok("{\"bucket\":\"b00\",\"keys\":[\"x/1\",\"x/2\"]}");
     uint64_t *h;
     assert_int_equal(plan_key_hashes(p, &h), SC_OK);
-    assert_true(h[0] == policy_key_hash("b00", "x/1"));
-    assert_true(h[1] == policy_key_hash("b00", "x/2"));
+    assert_true(h[0] == sc_key_hash("b00", "x/1"));
+    assert_true(h[1] == sc_key_hash("b00", "x/2"));
     assert_true(plan_key_hash(p, 1) == h[1]);
     free(h);
     plan_free(p);

@@ -3,6 +3,8 @@
  * reset before each request so no option leaks from one to the next, while
  * its connection cache keeps the gateway's connection open between polls.
  */
+#include "../../common/buf.h"
+#include "../../common/clock.h"
 #include "ctl.h"
 
 #include <stdio.h>
@@ -176,13 +178,6 @@ static struct curl_slist *make_headers(const ctl_http *h, bool has_body)
     return list;
 }
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* Runs the transfer set up on h->easy; on success hands the body collected in s to reply. */
 static sc_code perform(ctl_http *h, const char *method, const char *url, size_t len, struct sink *s,
                        struct ctl_http_reply *reply, char *err, size_t err_len)
@@ -192,7 +187,7 @@ static sc_code perform(ctl_http *h, const char *method, const char *url, size_t 
         return SC_EIO;
     if (h->cfg.debug)
         fprintf(h->cfg.debug, "> %s %s (%zu bytes)\n", method, url, len);
-    double start = now_ms();
+    double start = sc_now_seconds();
     CURLcode cc = curl_easy_perform(h->easy);
     curl_easy_setopt(h->easy, CURLOPT_ERRORBUFFER, NULL); /* errbuf goes out of scope */
     sc_code rc = translate(cc, s);
@@ -205,7 +200,7 @@ static sc_code perform(ctl_http *h, const char *method, const char *url, size_t 
     curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &reply->status);
     if (h->cfg.debug)
         fprintf(h->cfg.debug, "< %ld (%zu bytes in %.0f ms)\n", reply->status, s->len,
-                now_ms() - start);
+                (sc_now_seconds() - start) * 1e3);
     if (s->p == NULL)
         s->p = calloc(1, 1);
     if (s->p == NULL)
