@@ -70,6 +70,15 @@ sc_code sc_buf_take(struct sc_buf *b, char **out, size_t *len)
     return rc;
 }
 
+void sc_buf_shrink(struct sc_buf *b)
+{
+    char *p = b->data != NULL ? realloc(b->data, b->len + 1) : NULL;
+    if (p != NULL) { /* else b keeps its larger block */
+        b->data = p;
+        b->cap = b->len + 1;
+    }
+}
+
 void sc_buf_reset(struct sc_buf *b)
 {
     b->len = 0;

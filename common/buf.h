@@ -57,6 +57,9 @@ sc_code sc_buf_putc(struct sc_buf *b, char c);
  */
 sc_code sc_buf_take(struct sc_buf *b, char **out, size_t *len);
 
+/* @brief Gives back the memory past the bytes and their NUL, for a buffer kept long once full. */
+void sc_buf_shrink(struct sc_buf *b);
+
 /* @brief Forgets the bytes and the error but keeps the memory and the bound. */
 void sc_buf_reset(struct sc_buf *b);
 

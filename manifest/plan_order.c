@@ -192,7 +192,7 @@ uint32_t plan_objects(const struct plan *p)
 
 const char *plan_key(const struct plan *p, uint32_t idx)
 {
-    return p->arena + p->off[idx];
+    return p->arena.data + p->off[idx];
 }
 
 uint64_t plan_key_hash(const struct plan *p, uint32_t idx)
