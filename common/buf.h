@@ -30,7 +30,7 @@ struct sc_buf {
     sc_code err; /* the first append that failed, or SC_OK */
 };
 
-#define SC_BUF_INIT {0}
+#define SC_BUF_INIT ((struct sc_buf){.data = NULL})
 
 /* @brief An empty buffer that holds at most max bytes (0: no bound); owns nothing yet. */
 void sc_buf_init(struct sc_buf *b, size_t max);

@@ -17,7 +17,7 @@
 #define BUCKET_LEGACY  255 /* legacy and path-style names */
 #define PLAN_MAX_WORLD 1000000u
 #define LABEL_MAX      64 /* "epochs[<20 digits>][<20 digits>]" */
-#define KEYSET_EMPTY   0 /* slot value; a slot holds index + 1 */
+#define KEYSET_EMPTY   0  /* slot value; a slot holds index + 1 */
 
 static const char *const fields[] = {"bucket",     "keys",      "epochs",   "prefix",
                                      "num_epochs", "shuffle",   "seed",     "world_size",

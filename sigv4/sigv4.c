@@ -433,7 +433,8 @@ static void append_trimmed(struct sc_buf *sb, const char *v)
 }
 
 /* "name:v1,v2\n" per distinct name, then the "a;b;c" list into signed. */
-static void append_headers(struct sc_buf *sb, struct sc_buf *signed_h, const struct hdr *h, size_t n)
+static void append_headers(struct sc_buf *sb, struct sc_buf *signed_h, const struct hdr *h,
+                           size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         bool repeat = i > 0 && strcmp(h[i].name, h[i - 1].name) == 0;

@@ -115,10 +115,10 @@ struct st_wtxn {
 /* Translates an LMDB or errno code; logs what failed unless it is an expected outcome. */
 sc_code st_lmdb_err(int mdb_rc, const char *what);
 
-/* @brief True if errno value err is the file system refusing this process (EACCES, EPERM, EROFS). */
+/* True if errno value err is the file system refusing this process (EACCES, EPERM, EROFS). */
 bool st_refused(int err);
 
-/* Logs why the file system refused what ("the cache directory"...) at dir, and the fix. @return SC_EACCES. */
+/* Logs why the file system refused what ("the cache directory"...) at dir; SC_EACCES. */
 sc_code st_report_refused(const char *dir, const char *what, int err);
 
 /* store_txn.c */

@@ -759,7 +759,7 @@ static void duplicate_check_reads_nothing_past_the_last_key(void **state)
     memset(c, 'c', 1024);
     memset(e, 'e', 1020);
     a[1024] = b[1024] = c[1024] = '\0';
-    memcpy(e + 1020, "0022", 5); /* the same slot as "dddddddddd" in a 16-slot set (sc_bytes_hash) */
+    memcpy(e + 1020, "0022", 5); /* sc_bytes_hash: the slot of "dddddddddd" in a 16-slot set */
     snprintf(body, cap,
              "{\"bucket\": \"bkt\", \"keys\": [\"%s\", \"%s\", \"%s\", \"dddddddddd\", \"%s\"]}", a,
              b, c, e);

@@ -149,8 +149,8 @@ static struct curl_slist *make_headers(const ctl_http *h, bool has_body)
 }
 
 /* Runs the transfer set up on h->easy; on success hands the body collected in s to reply. */
-static sc_code perform(ctl_http *h, const char *method, const char *url, size_t len, struct sc_buf *s,
-                       struct ctl_http_reply *reply, char *err, size_t err_len)
+static sc_code perform(ctl_http *h, const char *method, const char *url, size_t len,
+                       struct sc_buf *s, struct ctl_http_reply *reply, char *err, size_t err_len)
 {
     char errbuf[CURL_ERROR_SIZE] = "";
     if (curl_easy_setopt(h->easy, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK)

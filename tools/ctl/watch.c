@@ -134,7 +134,8 @@ static void stopped(struct watch *w, const char *why)
     tty_end(w);
     if (w->latest != NULL) {
         ctl_snapshot_parse(w->latest, &s);
-        fprintf(w->c->out, "%s\n", prog_summary(line, sizeof(line), &s, sc_now_seconds() - w->start));
+        fprintf(w->c->out, "%s\n",
+                prog_summary(line, sizeof(line), &s, sc_now_seconds() - w->start));
         fflush(w->c->out);
     }
     fprintf(w->c->err,
