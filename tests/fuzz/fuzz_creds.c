@@ -1,5 +1,5 @@
 /*
- * fuzz_creds.c - the shared credentials file parser (gateway/creds.h).
+ * fuzz_creds.c - the shared credentials file parser (sigv4/creds.h).
  *
  * Input: the file. When its first line is "#profile=NAME" (a comment to the
  * parser) NAME is the AWS_PROFILE; otherwise the profile is "default". The

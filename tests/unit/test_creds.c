@@ -1,6 +1,6 @@
 /*
  * test_creds.c - credential loading from a fake environment and real
- * temporary credentials files (gateway/creds.h).
+ * temporary credentials files (sigv4/creds.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>

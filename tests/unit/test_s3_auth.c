@@ -1,5 +1,5 @@
 /*
- * test_s3_auth.c - verifying client signatures (gateway/s3_auth.h) against AWS's
+ * test_s3_auth.c - verifying client signatures (sigv4/s3_auth.h) against AWS's
  * published S3 examples, and every way a request is refused.
  *
  * Vectors (key AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY,
