@@ -187,7 +187,7 @@ endef
 $(foreach l,$(LAYERS),$(eval $(call layer_check,$(l))))
 
 layers: $(LAYERS:%=build/layers/%)
-	@python3 tools/test_check_layers.py -q 2>&1 | tail -n 1
+	@python3 tools/test_check_layers.py -q
 	@python3 tools/check-layers.py $(foreach l,$(LAYERS),$(l)=$(subst $(space),$(comma),$(strip $(USES_$(l)))))
 
 pyunit:
