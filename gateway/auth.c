@@ -240,12 +240,12 @@ void gw_sign_as(const struct gw_req *q, struct up_identity *as)
     if (q->anonymous)
         as->anonymous = true;
     else if (q->client != NULL && q->g->cfg->identity_client)
-        as->creds = &q->client->creds;
+        as->creds = ckey_creds(q->client);
 }
 
 const char *gw_identity_name(const struct gw_req *q)
 {
     if (q->anonymous)
         return "anonymous";
-    return q->client ? q->client->creds.access_key : NULL;
+    return q->client ? ckey_access_key(q->client) : NULL;
 }

@@ -10,6 +10,7 @@
  * refuse() naming the fault and the client's message.
  */
 #include "s3_auth.h"
+#include "sigv4_int.h"
 
 #include <openssl/crypto.h>
 #include <stdarg.h>

@@ -29,6 +29,7 @@
 
 #include "../../sigv4/client_keys.h"
 #include "../../sigv4/s3_auth.h"
+#include "../../sigv4/sigv4_int.h"
 
 /* ---- CRYPTO_memcmp, wrapped --------------------------------------------------- */
 
