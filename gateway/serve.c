@@ -532,7 +532,7 @@ static enum MHD_Result serve_miss(struct gw_req *q)
             return gw_proxy(q, NULL, &zero);
         }
     } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &as, &f, &started) != SC_OK) {
-        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     }
     /* Another identity's fill: this one must be allowed to read the object first. */
     if (!started && !up_identity_same(&as, fill_identity(f)) && !gw_authz_admit(q, &ret)) {

@@ -467,8 +467,7 @@ static enum MHD_Result gw_access(void *cls, struct MHD_Connection *conn, const c
         if (gw_is_probe(q))
             return gw_probe(q);
         if (atomic_load(&q->g->draining))
-            return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
-                                          "The gateway is shutting down. Please try again.");
+            return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE, NULL);
         if (!q->have_target && !identify(q, &ret))
             return ret;
         return step_route(q, upload_data, upload_size);

@@ -43,7 +43,7 @@ struct upstream {
     char *host;      /* authority, sent and signed as Host */
     char *base_path; /* path prefix of the base URL, "" if none */
     char *region;
-    struct creds creds; /* our copy; empty access key means anonymous */
+    struct creds *creds; /* our copy; NULL: anonymous */
     CURLM *multi;
     pthread_t thread;
     pthread_mutex_t mu; /* guards cmds and stopping */
@@ -243,8 +243,8 @@ static sc_code build_headers(up_req *r)
     char date[17];
     sigv4_amz_date(time(NULL), date);
     const char *payload = r->body_length < 0 ? EMPTY_SHA256 : "UNSIGNED-PAYLOAD";
-    const struct creds *creds = r->as.anonymous ? NULL : r->as.creds ? r->as.creds : &up->creds;
-    bool sign = creds != NULL && creds->access_key != NULL && creds->secret_key != NULL;
+    const struct creds *creds = r->as.anonymous ? NULL : r->as.creds ? r->as.creds : up->creds;
+    bool sign = creds != NULL;
     struct sigv4_header signed_h[MAX_RESP_HEADERS];
     size_t n_signed = 0;
     sc_code rc = add_header(&list, "Host", up->host);
@@ -253,9 +253,9 @@ static sc_code build_headers(up_req *r)
     if (sign) {
         signed_h[n_signed++] = (struct sigv4_header){"x-amz-date", date};
         signed_h[n_signed++] = (struct sigv4_header){"x-amz-content-sha256", payload};
-        if (creds->session_token)
+        if (creds_session_token(creds))
             signed_h[n_signed++] =
-                (struct sigv4_header){"x-amz-security-token", creds->session_token};
+                (struct sigv4_header){"x-amz-security-token", creds_session_token(creds)};
         for (size_t i = 1; rc == SC_OK && i < n_signed; i++)
             rc = add_header(&list, signed_h[i].name, signed_h[i].value);
     }
@@ -272,14 +272,9 @@ static sc_code build_headers(up_req *r)
         list = grown ? grown : list;
     }
     if (rc == SC_OK && sign) {
-        /* Credential scope and signature take ~200 bytes; SignedHeaders lists every name. */
-        size_t cap = 256 + strlen(creds->access_key) + strlen(up->region);
-        for (size_t i = 0; i < n_signed; i++)
-            cap += strlen(signed_h[i].name) + 1;
-        char *auth = malloc(cap);
+        char *auth = NULL;
         struct sigv4_request sr = {r->method, r->path, r->query, signed_h, n_signed, payload};
-        struct sigv4_key key = {creds->access_key, creds->secret_key, up->region, "s3"};
-        rc = auth ? sigv4_authorization(&sr, &key, date, true, auth, cap) : SC_ENOMEM;
+        rc = creds_authorization(creds, &sr, up->region, date, &auth);
         if (rc == SC_OK)
             rc = add_header(&list, "Authorization", auth);
         free(auth);
@@ -921,16 +916,7 @@ static sc_code parse_base(upstream *up, const char *url)
 
 static sc_code copy_creds(upstream *up, const struct creds *c)
 {
-    if (c == NULL || c->access_key == NULL || c->secret_key == NULL)
-        return SC_OK;
-    up->creds.access_key = strdup(c->access_key);
-    up->creds.secret_key = strdup(c->secret_key);
-    if (c->session_token)
-        up->creds.session_token = strdup(c->session_token);
-    if (!up->creds.access_key || !up->creds.secret_key ||
-        (c->session_token && !up->creds.session_token))
-        return SC_ENOMEM;
-    return SC_OK;
+    return c == NULL ? SC_OK : creds_copy(c, &up->creds);
 }
 
 static void upstream_destroy(upstream *up)
@@ -938,7 +924,7 @@ static void upstream_destroy(upstream *up)
     if (up->multi)
         curl_multi_cleanup(up->multi); /* closes the sockets, through upsock_close() */
     upsock_table_free(&up->socks);
-    creds_clear(&up->creds);
+    creds_free(up->creds);
     free(up->base_url);
     free(up->host);
     free(up->base_path);

@@ -1,6 +1,6 @@
 /*
  * fuzz_importance_req.c - POST /_s3cached/importance bodies
- * (gateway/importance_req.h).
+ * (manifest/importance_req.h).
  *
  * Input: the body. Limits are small (200 minibatches, 2000 samples).
  * Invariants: an error zeroes the result and sets an API error with a

@@ -1,5 +1,5 @@
 /*
- * fuzz_plan.c - manifest bodies (gateway/plan.h, POST /_s3cached/manifests)
+ * fuzz_plan.c - manifest bodies (manifest/plan.h, POST /_s3cached/manifests)
  * and, for prefix manifests, the keys their listing returns.
  *
  * Input: the JSON body up to the first NUL byte; after it, '\n'-separated

@@ -1,4 +1,4 @@
-/* test_importance_req.c - importance bodies parsed and scored (gateway/importance_req.h). */
+/* test_importance_req.c - importance bodies parsed and scored (manifest/importance_req.h). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>

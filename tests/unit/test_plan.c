@@ -1,4 +1,4 @@
-/* test_plan.c - manifests parsed, validated and turned into orders (gateway/plan.h). */
+/* test_plan.c - manifests parsed, validated and turned into orders (manifest/plan.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
