@@ -11,7 +11,8 @@
 #   make fuzz       every libFuzzer target in tests/fuzz for FUZZ_SECONDS each (default 60)
 #   make fuzz-smoke build the fuzz targets and run each over its seed corpus once (part of test)
 #   make run        a local S3 server seeded with objects, and the gateway in front of it
-#   make lint       clang-format check, and a clang -Werror compile of every file
+#   make lint       clang-format check, a clang -Werror compile of every file, and the layers
+#   make layers     each folder's library linked alone, and tools/check-layers.py
 #   make format     clang-format every C file in place
 #   make bench      every benchmark in bench/, results in bench/results/, plots in docs/img/
 
@@ -139,7 +140,8 @@ build/asan/obj/%.o: %.c $(HEADERS)
 	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
 
 # The benchmark's latency relay: epoll, no library but libc.
-build/latency-relay: $(RELAY_SRC:%.c=build/obj/%.o) build/obj/common/sc_err.o
+build/latency-relay: $(RELAY_SRC:%.c=build/obj/%.o) build/obj/common/sc_err.o \
+                     build/obj/common/clock.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
 
 # ---- unit tests -----------------------------------------------------------------------------
@@ -186,6 +188,7 @@ endef
 $(foreach l,$(LAYERS),$(eval $(call layer_check,$(l))))
 
 layers: $(LAYERS:%=build/layers/%)
+	@python3 tools/test_check_layers.py -q
 	@python3 tools/check-layers.py $(foreach l,$(LAYERS),$(l)=$(subst $(space),$(comma),$(strip $(USES_$(l)))))
 
 pyunit:
@@ -277,7 +280,8 @@ lint:
 	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC) \
 	         $(EMBED_SRC) $(RELAY_SRC) $(FUZZ_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
-	@echo "lint: clang-format and clang -Werror clean" 
+	@echo "lint: clang-format and clang -Werror clean"
+	@$(MAKE) -s layers
 
 # Every benchmark, one after the other (bench/all.sh; about 10 minutes on 2 cores, budget 15). Needs root
 # for the emulated cloud's network namespace; installs gnuplot for the plots.

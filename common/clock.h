@@ -1,12 +1,30 @@
 /*
- * clock.h - time measured on the monotonic clock, for durations and rates.
+ * clock.h - time measured on the monotonic clock (CLOCK_MONOTONIC), for durations, rates,
+ * deadlines and expiry: it never jumps when the wall clock is set. Its values mean nothing
+ * across processes or reboots; never store or send them.
  */
 #ifndef SC_CLOCK_H
 #define SC_CLOCK_H
 
+#include <stdint.h>
 #include <time.h>
 
 /* @brief Seconds from start (taken with clock_gettime(CLOCK_MONOTONIC)) to now. */
 double sc_seconds_since(const struct timespec *start);
+
+/* @brief Now, in seconds (with the fraction). */
+double sc_now_seconds(void);
+
+/* @brief Now, in whole milliseconds. */
+int64_t sc_now_ms(void);
+
+/* @brief Now, in nanoseconds. */
+int64_t sc_now_ns(void);
+
+/*
+ * @brief The moment ns nanoseconds from now (0 <= ns < 1e9), for pthread_cond_timedwait() on a
+ * condition variable set to CLOCK_MONOTONIC (pthread_condattr_setclock).
+ */
+struct timespec sc_deadline_in_ns(long ns);
 
 #endif

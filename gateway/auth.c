@@ -72,17 +72,18 @@ static enum MHD_Result collect(void *cls, enum MHD_ValueKind kind, const char *n
     return MHD_YES;
 }
 
-static enum MHD_Result refuse(struct gw_req *q, int status, const char *code, const char *message)
+/* Answers e from the error table, with message when it says more than the table's. */
+static enum MHD_Result refuse(struct gw_req *q, enum s3_xml_error e, const char *message)
 {
     sc_stat_add(q->g->stats.auth_refused, 1);
-    sc_debug("%s %s refused by client authentication: %s (%s)", q->method, q->tgt.raw_path, code,
-             message);
-    return gw_respond_error(q, status, code, message);
+    sc_debug("%s %s refused by client authentication: %s (%s)", q->method, q->tgt.raw_path,
+             s3_xml_error_info(e)->code, message ? message : s3_xml_error_info(e)->message);
+    return gw_respond_known_error(q, e, message);
 }
 
 static enum MHD_Result access_denied(struct gw_req *q)
 {
-    return refuse(q, 403, "AccessDenied", "Access Denied");
+    return refuse(q, S3_XML_ACCESS_DENIED, NULL);
 }
 
 /* The bucket named by an x-amz-copy-source value ("/bucket/key" or "bucket/key", encoded). */
@@ -169,9 +170,7 @@ static enum MHD_Result drop_client_signature(struct gw_req *q)
     sc_code rc = drop_signature_params(q);
     if (rc == SC_OK)
         return MHD_YES;
-    const struct s3_xml_error_info *e =
-        s3_xml_error_info(rc == SC_ENOMEM ? S3_XML_SLOW_DOWN : S3_XML_INVALID_URI);
-    return gw_respond_error(q, e->status, e->code, e->message);
+    return gw_respond_known_error(q, rc == SC_ENOMEM ? S3_XML_SLOW_DOWN : S3_XML_INVALID_URI, NULL);
 }
 
 static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *r)
@@ -191,10 +190,8 @@ static enum MHD_Result admit_key(struct gw_req *q, const struct s3_auth_result *
 static enum MHD_Result admit_unverified(struct gw_req *q)
 {
     const char *why = NULL;
-    if (gw_from_other_site(q, q->g->listen_loopback, &why)) {
-        const struct s3_xml_error_info *e = s3_xml_error_info(S3_XML_ACCESS_DENIED);
-        return refuse(q, e->status, e->code, why);
-    }
+    if (gw_from_other_site(q, q->g->listen_loopback, &why))
+        return refuse(q, S3_XML_ACCESS_DENIED, why);
     return drop_client_signature(q);
 }
 
@@ -225,16 +222,14 @@ static enum MHD_Result authenticate(struct gw_req *q)
     };
     struct s3_auth_result r;
     sc_code rc = s3_auth_verify(&in, &r);
-    if (rc == SC_EINVAL) {
-        const struct s3_auth_error *e = s3_auth_fault_info(r.fault);
-        return refuse(q, e->status, e->code, r.message);
-    }
+    if (rc == SC_EINVAL)
+        return refuse(q, s3_auth_fault_error(r.fault), r.message);
     if (rc != SC_OK)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (r.kind != S3_AUTH_ANONYMOUS)
         return admit_key(q, &r);
     if (!g->cfg->allow_anonymous)
-        return refuse(q, 403, "AccessDenied",
+        return refuse(q, S3_XML_ACCESS_DENIED,
                       "Anonymous access is not allowed here: sign the request with a key pair "
                       "the gateway knows");
     q->anonymous = true;
@@ -248,7 +243,7 @@ static struct up_identity identity_of(const struct gw_req *q)
     if (q->anonymous)
         as.anonymous = true;
     else if (q->client != NULL && q->g->cfg->identity_client)
-        as.creds = &q->client->creds;
+        as.creds = ckey_creds(q->client);
     return as;
 }
 
@@ -264,5 +259,5 @@ const char *gw_identity_name(const struct gw_req *q)
 {
     if (q->anonymous)
         return "anonymous";
-    return q->client ? q->client->creds.access_key : NULL;
+    return q->client ? ckey_access_key(q->client) : NULL;
 }

@@ -25,7 +25,7 @@ static int64_t now_s(void)
 /* The identity as the answers are filed: the access key, or "" for anonymous. */
 static const char *who(const struct gw_req *q)
 {
-    return q->anonymous ? "" : q->client->creds.access_key;
+    return q->anonymous ? "" : ckey_access_key(q->client);
 }
 
 bool gw_authz_needed(const struct gw_req *q)
@@ -47,7 +47,7 @@ static enum MHD_Result deny(struct gw_req *q)
 {
     sc_stat_add(q->g->stats.authz_denied, 1);
     sc_debug("%s %s/%s: the upstream refuses %s, so the cached copy is not served", q->method,
-             q->tgt.bucket, q->tgt.key, q->anonymous ? "anonymous" : q->client->creds.access_key);
+             q->tgt.bucket, q->tgt.key, q->anonymous ? "anonymous" : ckey_access_key(q->client));
     return gw_respond_known_error(q, S3_XML_ACCESS_DENIED, NULL);
 }
 

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/hash.h"
+
 #define LOAD(x)   atomic_load_explicit(&(x), memory_order_relaxed)
 #define ADD(x, v) atomic_fetch_add_explicit(&(x), (v), memory_order_relaxed)
 
@@ -30,15 +32,11 @@ void gw_buckets_destroy(struct gw_buckets *b)
     pthread_mutex_destroy(&b->add_lock);
 }
 
-/* FNV-1a, 32 bits; the length is returned too, to refuse names too long for a row. */
+/* The name's hash; the length is returned too, to refuse names too long for a row. */
 static uint32_t hash(const char *s, size_t *len)
 {
-    uint32_t h = 2166136261u;
-    const char *p = s;
-    for (; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    *len = (size_t)(p - s);
-    return h;
+    *len = strlen(s);
+    return (uint32_t)sc_bytes_hash(s, *len);
 }
 
 /* The row of name, or NULL when it has none (yet); lock-free. */

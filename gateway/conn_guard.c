@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "addr.h"
 #include "gw.h"
@@ -123,13 +124,6 @@ enum guard_verdict guard_judge(struct guard_track *t, const struct guard_sample 
 
 /* ---- looking at sockets ------------------------------------------------------------- */
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* One look at c's socket (guard locked, so c->fd is still c's). */
 static void look(struct guard_conn *c, double now, struct guard_sample *s)
 {
@@ -175,7 +169,7 @@ static void cut(struct conn_guard *cg, struct guard_conn *c, enum guard_verdict 
 
 static void look_at_all(struct conn_guard *cg)
 {
-    double now = now_seconds();
+    double now = sc_now_seconds();
     for (struct guard_conn *c = cg->conns; c != NULL; c = c->next) {
         if (c->cut || (c->track.phase == GUARD_BUSY && cg->lim.min_rate <= 0))
             continue;
@@ -192,13 +186,7 @@ static void *watch(void *arg)
     struct conn_guard *cg = arg;
     pthread_mutex_lock(&cg->mu);
     while (!cg->stopping) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += LOOK_EVERY_NS;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = sc_deadline_in_ns(LOOK_EVERY_NS);
         pthread_cond_timedwait(&cg->wake, &cg->mu, &until);
         if (!cg->stopping)
             look_at_all(cg);

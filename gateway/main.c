@@ -143,7 +143,7 @@ static sc_code start_manifests(struct gw *g)
     return rc;
 }
 
-static sc_code load_credentials(struct creds *creds)
+static sc_code load_credentials(struct creds **creds)
 {
     sc_code rc = creds_load(creds);
     if (rc == SC_ENOTFOUND) {
@@ -186,13 +186,14 @@ static sc_code load_client_keys(struct gw *g)
 
 static int run(struct gw *g)
 {
-    struct creds creds = {0};
+    struct creds *creds = NULL;
     struct fill_ctx fctx = {0};
     int status = 1;
     if (load_client_keys(g) != SC_OK || load_credentials(&creds) != SC_OK || open_store(g) != SC_OK)
         goto out;
-    sc_code rc = start_upstream(g, &creds);
-    creds_clear(&creds); /* the upstream keeps its own copy */
+    sc_code rc = start_upstream(g, creds);
+    creds_free(creds); /* the upstream keeps its own copy */
+    creds = NULL;
     if (rc != SC_OK)
         goto out;
     fctx = (struct fill_ctx){&g->origin, g->st, &g->stats, g->cfg->max_object_size, 1024 * 1024};
@@ -217,7 +218,7 @@ out:
     mf_registry_free(g->manifests);
     fill_table_free(g->fills);
     upstream_free(g->up);
-    creds_clear(&creds);
+    creds_free(creds);
     authz_cache_free(g->authz);
     ckeys_free(g->keys); /* after the upstream: its requests borrowed the client keys */
     return status;

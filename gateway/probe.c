@@ -54,7 +54,7 @@ static enum MHD_Result respond_metrics(struct gw_req *q)
     size_t len = 0;
     char *text = gw_metrics_text(q->g, &len);
     if (text == NULL)
-        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     struct MHD_Response *resp = gw_buffer_response("text/plain; version=0.0.4; charset=utf-8", text,
                                                    len, MHD_RESPMEM_MUST_FREE);
     return resp ? gw_queue(q, 200, resp) : MHD_NO;

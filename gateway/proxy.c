@@ -704,8 +704,7 @@ static sc_code forward(struct gw_req *q)
 
 static enum MHD_Result respond_shutting_down(struct gw_req *q)
 {
-    return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
-                                  "The gateway is shutting down. Please try again.");
+    return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE, NULL);
 }
 
 static void cleanup_at_end(void *arg)

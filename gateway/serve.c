@@ -416,7 +416,7 @@ struct gw_next gw_serve_miss(struct gw_req *q)
             return GW_NEXT(GW_STEP_PROXY);
         }
     } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &q->as, &f, &started) != SC_OK) {
-        return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry"));
+        return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL));
     }
     /* Another identity's fill: this one must be allowed to read the object first. */
     struct gw_next next;

@@ -370,8 +370,7 @@ static struct gw_next step_route(struct gw_req *q)
 
 static struct gw_next step_unavailable(struct gw_req *q)
 {
-    return GW_SENT(gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
-                                          "The gateway is shutting down. Please try again."));
+    return GW_SENT(gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE, NULL));
 }
 
 static struct gw_next step_unroutable(struct gw_req *q)

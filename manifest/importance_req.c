@@ -155,7 +155,7 @@ static sc_code fill_batch(struct importance_req *r, json_t *b, char **arena, dou
         struct importance_sample *s = &r->samples[r->nsamples++];
         s->bucket = bucket;
         s->key = copy_str(arena, key);
-        s->khash = policy_key_hash(s->bucket, s->key);
+        s->khash = sc_key_hash(s->bucket, s->key);
         s->loss = json_number_value(v);
         tmp[r->nsamples - first - 1] = s->loss;
     }

@@ -40,7 +40,7 @@ void importance_limits_default(struct importance_limits *l);
 struct importance_sample {
     const char *bucket;
     const char *key;
-    uint64_t khash; /* policy_key_hash(bucket, key) */
+    uint64_t khash; /* sc_key_hash(bucket, key) */
     double loss;
     double score; /* policy_rank_scores() within its minibatch */
 };

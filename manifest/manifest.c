@@ -4,7 +4,7 @@
  *
  * A manifest's dataset is known at once for "keys" and "epochs" and after
  * the listing for "prefix"; then mf_activate() builds what the prefetcher and
- * the policy use: the future (the plan's keys by policy_key_hash, in order),
+ * the policy use: the future (the plan's keys by sc_key_hash, in order),
  * the order as dataset indices, and one state and size per object. The
  * newest manifest with a future is the one the policy plans by.
  */
@@ -82,7 +82,7 @@ static void take_listed_sizes(struct mf *m)
     m->list_sizes = NULL;
 }
 
-/* The plan's keys by policy_key_hash, in access order; counts the objects this rank reads. */
+/* The plan's keys by sc_key_hash, in access order; counts the objects this rank reads. */
 static sc_code build_future(struct mf *m)
 {
     future *f = NULL;
@@ -410,7 +410,7 @@ void mf_observe(mf_registry *r, const char *bucket, const char *key)
         if (m->fut == NULL || strcmp(plan_params(m->plan)->bucket, bucket) != 0)
             continue;
         if (khash == 0)
-            khash = policy_key_hash(bucket, key);
+            khash = sc_key_hash(bucket, key);
         if (future_consume(m->fut, khash) && atomic_exchange(&m->blocked, false))
             mf_kick(r);
     }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/hash.h"
 #include "../proto/json_in.h"
 #include "plan_int.h"
 
@@ -16,8 +17,7 @@
 #define BUCKET_LEGACY  255 /* legacy and path-style names */
 #define PLAN_MAX_WORLD 1000000u
 #define LABEL_MAX      64 /* "epochs[<20 digits>][<20 digits>]" */
-#define ARENA_MIN      4096
-#define KEYSET_EMPTY   0 /* slot value; a slot holds index + 1 */
+#define KEYSET_EMPTY   0  /* slot value; a slot holds index + 1 */
 
 static const char *const fields[] = {"bucket",     "keys",      "epochs",   "prefix",
                                      "num_epochs", "shuffle",   "seed",     "world_size",
@@ -77,21 +77,13 @@ sc_code plan_arena_push(struct plan *p, const char *key, size_t len)
         p->off = off;
         p->off_cap = cap;
     }
-    if (p->arena_cap - p->arena_len < len + 1) {
-        size_t cap = p->arena_cap < ARENA_MIN ? ARENA_MIN : p->arena_cap * 2;
-        while (cap - p->arena_len < len + 1)
-            cap *= 2;
-        char *a = realloc(p->arena, cap);
-        if (a == NULL)
-            return SC_ENOMEM;
-        p->arena = a;
-        p->arena_cap = cap;
-    }
-    memcpy(p->arena + p->arena_len, key, len);
-    p->arena[p->arena_len + len] = '\0';
-    p->off[p->n++] = p->arena_len;
-    p->arena_len += len + 1;
-    return SC_OK;
+    uint64_t at = p->arena.len;
+    sc_code rc = sc_buf_append(&p->arena, key, len);
+    if (rc == SC_OK)
+        rc = sc_buf_putc(&p->arena, '\0');
+    if (rc == SC_OK)
+        p->off[p->n++] = at;
+    return rc;
 }
 
 struct keyset {
@@ -109,18 +101,10 @@ static sc_code keyset_init(struct keyset *ks, uint64_t expected)
     return ks->slot ? SC_OK : SC_ENOMEM;
 }
 
-static uint64_t key_hash(const char *key, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, then a final mix */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)key[i]) * 0x100000001b3ull;
-    return (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ull;
-}
-
 /* Length of dataset key idx while the arena is only appended to (parsing, listing). */
 static size_t arena_key_len(const struct plan *p, uint32_t idx)
 {
-    uint64_t end = idx + 1 < p->n ? p->off[idx + 1] : p->arena_len;
+    uint64_t end = idx + 1 < p->n ? p->off[idx + 1] : p->arena.len;
     return (size_t)(end - p->off[idx] - 1);
 }
 
@@ -131,10 +115,10 @@ static size_t arena_key_len(const struct plan *p, uint32_t idx)
 static sc_code keyset_add(struct keyset *ks, struct plan *p, const char *key, size_t len,
                           uint32_t *idx, bool *added)
 {
-    uint64_t i = key_hash(key, len) & ks->mask;
+    uint64_t i = sc_bytes_hash(key, len) & ks->mask;
     for (; ks->slot[i] != KEYSET_EMPTY; i = (i + 1) & ks->mask) {
         /* lengths first: a shorter key may end near the arena's end, memcmp reads len bytes */
-        const char *k = p->arena + p->off[ks->slot[i] - 1];
+        const char *k = p->arena.data + p->off[ks->slot[i] - 1];
         if (arena_key_len(p, ks->slot[i] - 1) == len && memcmp(k, key, len) == 0) {
             *idx = ks->slot[i] - 1;
             *added = false;
@@ -452,12 +436,8 @@ out:
 /* Gives back the unused tail of the arena and offsets (a large plan lives long). */
 static void shrink(struct plan *p)
 {
-    char *a = p->arena_len ? realloc(p->arena, p->arena_len) : NULL;
     uint64_t *o = p->n ? realloc(p->off, (size_t)p->n * sizeof(*o)) : NULL;
-    if (a != NULL) {
-        p->arena = a;
-        p->arena_cap = p->arena_len;
-    }
+    sc_buf_shrink(&p->arena);
     if (o != NULL) {
         p->off = o;
         p->off_cap = p->n;
@@ -539,7 +519,7 @@ void plan_free(struct plan *p)
     free(p->bucket);
     free(p->prefix);
     free(p->name);
-    free(p->arena);
+    sc_buf_free(&p->arena);
     free(p->off);
     free(p->acc);
     free(p->ep_start);
@@ -581,13 +561,13 @@ static void sort_unique(struct plan *p)
 {
     bool sorted = true;
     for (uint32_t i = 1; i < p->n && sorted; i++)
-        sorted = cmp_keys(&p->off[i - 1], &p->off[i], p->arena) < 0;
+        sorted = cmp_keys(&p->off[i - 1], &p->off[i], p->arena.data) < 0;
     if (sorted)
         return;
-    qsort_r(p->off, p->n, sizeof(*p->off), cmp_keys, p->arena);
+    qsort_r(p->off, p->n, sizeof(*p->off), cmp_keys, p->arena.data);
     uint32_t w = p->n ? 1 : 0;
     for (uint32_t i = 1; i < p->n; i++) {
-        if (cmp_keys(&p->off[w - 1], &p->off[i], p->arena) != 0)
+        if (cmp_keys(&p->off[w - 1], &p->off[i], p->arena.data) != 0)
             p->off[w++] = p->off[i];
     }
     p->n = w; /* the arena keeps the bytes of dropped repeats until plan_free */

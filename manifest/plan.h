@@ -140,7 +140,7 @@ uint32_t plan_objects(const struct plan *p);
 /* @brief The key of dataset index idx (< plan_objects); valid as long as p. */
 const char *plan_key(const struct plan *p, uint32_t idx);
 
-/* @brief policy_key_hash(bucket, plan_key(p, idx)). */
+/* @brief sc_key_hash(bucket, plan_key(p, idx)). */
 uint64_t plan_key_hash(const struct plan *p, uint32_t idx);
 
 /* @brief False for the EPOCHS form, whose order reply has "indices": null. */

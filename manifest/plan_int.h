@@ -5,6 +5,7 @@
 #ifndef PLAN_INT_H
 #define PLAN_INT_H
 
+#include "../common/buf.h"
 #include "plan.h"
 
 struct plan {
@@ -14,9 +15,8 @@ struct plan {
     char *prefix;
     char *name;
 
-    /* The dataset: key i is arena + off[i], NUL-terminated. */
-    char *arena;
-    size_t arena_len, arena_cap;
+    /* The dataset: key i is arena.data + off[i], NUL-terminated (the NULs are in arena.len). */
+    struct sc_buf arena;
     uint64_t *off;
     uint32_t n, off_cap;
     bool ready;

@@ -192,12 +192,12 @@ uint32_t plan_objects(const struct plan *p)
 
 const char *plan_key(const struct plan *p, uint32_t idx)
 {
-    return p->arena + p->off[idx];
+    return p->arena.data + p->off[idx];
 }
 
 uint64_t plan_key_hash(const struct plan *p, uint32_t idx)
 {
-    return policy_key_hash(p->bucket, plan_key(p, idx));
+    return sc_key_hash(p->bucket, plan_key(p, idx));
 }
 
 bool plan_has_indices(const struct plan *p)

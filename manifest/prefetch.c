@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "manifest_int.h"
 #include "../upstream/list.h"
@@ -355,13 +356,7 @@ void *mf_prefetch_main(void *arg)
     pthread_mutex_lock(&r->wake_mu);
     while (!r->stopping) {
         if (!r->kicked) {
-            struct timespec until;
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_nsec += WALK_PERIOD_MS * 1000000L;
-            if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-            }
+            struct timespec until = sc_deadline_in_ns(WALK_PERIOD_MS * 1000000L);
             pthread_cond_timedwait(&r->wake, &r->wake_mu, &until);
         }
         r->kicked = false;

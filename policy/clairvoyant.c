@@ -388,7 +388,7 @@ static void clv_on_hit(void *state, uint64_t id)
 
 static uint64_t obj_khash(const struct policy_obj *obj)
 {
-    return policy_key_hash(obj->bucket ? obj->bucket : "", obj->key ? obj->key : "");
+    return sc_key_hash(obj->bucket ? obj->bucket : "", obj->key ? obj->key : "");
 }
 
 /* An id already tracked counts as a hit. */

@@ -2,7 +2,7 @@
  * future.h - the known order of coming accesses (a manifest's plan).
  *
  * A future is the sequence of objects a trainer will read, in order, named by
- * policy_key_hash(). It is built once (future_append, then future_seal) and
+ * sc_key_hash(). It is built once (future_append, then future_seal) and
  * then shared: the gateway tells it what the trainer actually read
  * (future_consume), the clairvoyant policy asks when each object is needed
  * next (future_next_use), and the prefetcher walks it ahead of the trainer.

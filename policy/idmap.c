@@ -7,29 +7,21 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#define MIN_SLOTS 64u
+#include "../common/hash.h"
 
-/* The finalizer of splitmix64: spreads sequential keys over the whole table. */
-static size_t hash_key(uint64_t k)
-{
-    k ^= k >> 30;
-    k *= 0xbf58476d1ce4e5b9ull;
-    k ^= k >> 27;
-    k *= 0x94d049bb133111ebull;
-    k ^= k >> 31;
-    return (size_t)k;
-}
+#define MIN_SLOTS 64u
 
 static uint64_t slot_key(const struct idmap *m, size_t i)
 {
     return m->key_of(m->ctx, m->slots[i] - 1);
 }
 
-/* Returns the slot holding key, or the empty slot where it would go. */
+/* Returns the slot holding key, or the empty slot where it would go (sequential ids, mixed,
+ * spread over the whole table). */
 static size_t find_slot(const struct idmap *m, uint64_t key)
 {
     size_t mask = m->n_slots - 1;
-    size_t i = hash_key(key) & mask;
+    size_t i = (size_t)sc_hash_mix(key) & mask;
     while (m->slots[i] != 0 && slot_key(m, i) != key)
         i = (i + 1) & mask;
     return i;
@@ -104,7 +96,7 @@ static void clear_slot(struct idmap *m, size_t hole)
         i = (i + 1) & mask;
         if (m->slots[i] == 0)
             break;
-        size_t home = hash_key(slot_key(m, i)) & mask;
+        size_t home = (size_t)sc_hash_mix(slot_key(m, i)) & mask;
         /* The entry at i may move to hole unless its home lies in (hole, i]. */
         bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
         if (!stays) {

@@ -1,6 +1,6 @@
 /*
  * idmap.h - a hash table from a 64-bit key to a 32-bit node index, shared by
- * the policies (store ids, and policy_key_hash() values, to their nodes).
+ * the policies (store ids, and sc_key_hash() values, to their nodes).
  *
  * Open addressing with linear probing, kept at most half full, growing by
  * doubling; removal shifts later entries of a probe run back instead of

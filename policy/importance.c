@@ -4,7 +4,7 @@
  *
  * A trainer reports each minibatch's per-sample losses; the gateway turns
  * them into rank scores (policy_rank_scores) and posts them as
- * POLICY_HINT_SCORE hints keyed by policy_key_hash(bucket, key). Each cached
+ * POLICY_HINT_SCORE hints keyed by sc_key_hash(bucket, key). Each cached
  * object keeps its latest score, its read count and the tick of its last
  * read; objects are ordered by (score, count, tick) and the minimum is the
  * victim. Objects never scored rank below every scored one (score -inf), so
@@ -37,7 +37,7 @@
 
 struct imp_node {
     struct node link; /* key: the store id */
-    uint64_t khash;   /* policy_key_hash(bucket, key) */
+    uint64_t khash;   /* sc_key_hash(bucket, key) */
     uint64_t size;
     double score;   /* latest score, or -INFINITY */
     uint64_t tick;  /* when last inserted or read */
@@ -46,7 +46,7 @@ struct imp_node {
 };
 
 struct ghost_node {
-    struct node link; /* key: policy_key_hash(bucket, key) */
+    struct node link; /* key: sc_key_hash(bucket, key) */
     double score;
 };
 
@@ -244,7 +244,7 @@ static bool imp_admit(void *state, const struct policy_obj *obj)
     if (heap_len(p) == 0)
         return true;
     struct rank newcomer = {
-        .score = ghost_score(p, policy_key_hash(obj->bucket, obj->key), false),
+        .score = ghost_score(p, sc_key_hash(obj->bucket, obj->key), false),
         .count = 1,
         .tick = p->clock + 1,
     };
@@ -278,7 +278,7 @@ static sc_code imp_on_insert(void *state, const struct policy_obj *obj)
     if (n == NODE_NIL)
         return SC_ENOMEM;
     struct imp_node *node = at(p, n);
-    node->khash = policy_key_hash(obj->bucket, obj->key);
+    node->khash = sc_key_hash(obj->bucket, obj->key);
     if (idmap_put(&p->by_khash, n) != SC_OK) {
         node_set_drop(&p->set, n);
         return SC_ENOMEM;

@@ -23,7 +23,7 @@
 
 /* The first member of every policy node. */
 struct node {
-    uint64_t key;  /* what the node is found by: a store id or a policy_key_hash() */
+    uint64_t key;  /* what the node is found by: a store id or a sc_key_hash() */
     uint32_t prev; /* towards the list's head */
     uint32_t next; /* towards its tail; also links the free list */
 };

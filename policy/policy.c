@@ -38,22 +38,6 @@ const struct policy_ops *policy_find(const char *name)
     return NULL;
 }
 
-/* FNV-1a over bucket, a NUL, and key, then the splitmix64 finalizer to spread the bits. */
-uint64_t policy_key_hash(const char *bucket, const char *key)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const unsigned char *p = (const unsigned char *)bucket; *p; p++)
-        h = (h ^ *p) * 0x100000001b3ull;
-    h *= 0x100000001b3ull; /* the separator, so ("ab","c") differs from ("a","bc") */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-        h = (h ^ *p) * 0x100000001b3ull;
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    return h ^ (h >> 31);
-}
-
 struct ranked {
     double loss;
     size_t at; /* index in the caller's arrays */

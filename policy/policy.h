@@ -8,7 +8,8 @@
  *
  * Objects are named by the store's 64-bit object id, which is never reused.
  * Policies that must recognise an object before it is cached (importance
- * scores, the future access order) name it by policy_key_hash(bucket, key).
+ * scores, the future access order) name it by sc_key_hash(bucket, key)
+ * (common/hash.h, included here as part of this contract).
  * A new policy is one file defining a `const struct policy_ops` plus one line
  * in the table in policy.c.
  *
@@ -23,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/hash.h"
 #include "../common/sc_err.h"
 
 /* What a policy is told about an object. Strings are only valid during the call. */
@@ -42,7 +44,7 @@ enum policy_hint_kind {
 
 struct policy_hint {
     enum policy_hint_kind kind;
-    uint64_t khash;        /* SCORE: policy_key_hash() of the object */
+    uint64_t khash;        /* SCORE: sc_key_hash() of the object */
     double score;          /* SCORE */
     struct future *future; /* FUTURE: the policy takes its own reference (future_ref) */
 };
@@ -102,13 +104,6 @@ size_t policy_count(void);
 
 /* Returns the i-th policy of the table (i < policy_count()), or NULL past its end. */
 const struct policy_ops *policy_at(size_t i);
-
-/*
- * @brief A 64-bit hash naming (bucket, key) across policy and gateway. Two
- * distinct keys collide with probability about 2^-64; a collision only makes
- * a policy mistake one key's hint for another's, never serve wrong bytes.
- */
-uint64_t policy_key_hash(const char *bucket, const char *key);
 
 /*
  * @brief SHADE's importance scores for one minibatch: the samples are ranked

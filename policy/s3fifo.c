@@ -8,7 +8,7 @@
  *    disturbing the main queue.
  *  - main: the rest. An object reaches it when it was read again while in
  *    small, or when its key is found in the ghost queue at insertion.
- *  - ghost: the key hashes (policy_key_hash) of objects evicted from small
+ *  - ghost: the key hashes (sc_key_hash) of objects evicted from small
  *    without a second read, bounded to about as many entries as main holds
  *    objects. An object that comes back while remembered goes straight to
  *    main.
@@ -41,7 +41,7 @@ enum s3_queue { Q_SMALL, Q_MAIN, Q_GHOST };
 
 struct s3_node {
     struct node link; /* key: the store id, or the key hash once in ghost */
-    uint64_t khash;   /* policy_key_hash(bucket, key) */
+    uint64_t khash;   /* sc_key_hash(bucket, key) */
     uint64_t size;
     uint8_t freq;  /* reads since insertion or the last move, up to FREQ_MAX */
     uint8_t queue; /* enum s3_queue */
@@ -197,7 +197,7 @@ static sc_code s3_on_insert(void *state, const struct policy_obj *obj)
     if (n == NODE_NIL)
         return SC_ENOMEM;
     struct s3_node *node = at(s, n);
-    node->khash = policy_key_hash(obj->bucket, obj->key);
+    node->khash = sc_key_hash(obj->bucket, obj->key);
     node->size = obj->size;
     node->freq = 0;
     enqueue(s, n, entry_queue(s, node->khash, obj->size));

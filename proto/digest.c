@@ -2,7 +2,7 @@
  * digest.c - checking a body against its ETag or checksum (see digest.h): a fill's, or an
  * aws-chunked upload's against its trailer.
  *
- * MD5, SHA-1 and SHA-256 come from OpenSSL, CRC-32 from zlib, CRC-32C from store/crc32c.c
+ * MD5, SHA-1 and SHA-256 come from OpenSSL, CRC-32 from zlib, CRC-32C from common/crc32c.c
  * (the store's chunk checksum, with the CPU instruction). CRC-64/NVME has no library here,
  * so it is the plain reflected table algorithm, one byte per step.
  */

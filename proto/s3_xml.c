@@ -38,7 +38,7 @@ static const struct s3_xml_error_info table[S3_XML_ERROR_MAX] = {
                             "The gateway could not reach the upstream S3 service. Please try "
                             "again."},
     [S3_XML_SERVICE_UNAVAILABLE] = {503, "ServiceUnavailable",
-                                    "Service is unable to handle request."},
+                                    "The gateway is shutting down. Please try again."},
     [S3_XML_SLOW_DOWN] = {503, "SlowDown", "Please reduce your request rate."},
     [S3_XML_METHOD_NOT_ALLOWED] = {405, "MethodNotAllowed",
                                    "The specified method is not allowed against this resource."},
@@ -62,6 +62,17 @@ static const struct s3_xml_error_info table[S3_XML_ERROR_MAX] = {
                                          "method."},
     [S3_XML_BAD_DIGEST] = {400, "BadDigest",
                            "The checksum you specified did not match the calculated checksum."},
+    [S3_XML_INVALID_ARGUMENT] = {400, "InvalidArgument", "Invalid Argument"},
+    [S3_XML_AUTH_HEADER_MALFORMED] = {400, "AuthorizationHeaderMalformed",
+                                      "The authorization header is malformed"},
+    [S3_XML_AUTH_QUERY_MALFORMED] = {400, "AuthorizationQueryParametersError",
+                                     "The query-string authentication parameters are malformed"},
+    [S3_XML_INVALID_ACCESS_KEY_ID] = {403, "InvalidAccessKeyId",
+                                      "The AWS Access Key Id you provided does not exist in our "
+                                      "records."},
+    [S3_XML_REQUEST_TIME_TOO_SKEWED] = {403, "RequestTimeTooSkewed",
+                                        "The difference between the request time and the current "
+                                        "time is too large."},
 };
 
 const struct s3_xml_error_info *s3_xml_error_info(enum s3_xml_error e)

@@ -52,6 +52,11 @@ enum s3_xml_error {
     S3_XML_ACCESS_DENIED,
     S3_XML_SIGNATURE_DOES_NOT_MATCH,
     S3_XML_BAD_DIGEST, /* 400 BadDigest: a body's checksum is not the one sent */
+    S3_XML_INVALID_ARGUMENT,
+    S3_XML_AUTH_HEADER_MALFORMED, /* 400 AuthorizationHeaderMalformed */
+    S3_XML_AUTH_QUERY_MALFORMED,  /* 400 AuthorizationQueryParametersError */
+    S3_XML_INVALID_ACCESS_KEY_ID,
+    S3_XML_REQUEST_TIME_TOO_SKEWED,
     S3_XML_ERROR_MAX
 };
 

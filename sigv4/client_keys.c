@@ -8,6 +8,7 @@
  * tree into the table, which owns them and wipes them in ckeys_free().
  */
 #include "client_keys.h"
+#include "sigv4_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -102,6 +103,16 @@ const struct ckey *ckeys_find(const ckeys *t, const char *access_key)
         return NULL;
     struct ckey probe = {.creds = {.access_key = (char *)access_key}};
     return bsearch(&probe, t->keys, t->n, sizeof(*t->keys), key_cmp);
+}
+
+const char *ckey_access_key(const struct ckey *k)
+{
+    return k->creds.access_key;
+}
+
+const struct creds *ckey_creds(const struct ckey *k)
+{
+    return &k->creds;
 }
 
 bool ckey_allows_bucket(const struct ckey *k, const char *bucket)

@@ -34,12 +34,8 @@
 #define CKEYS_MAX_KEYS    10000
 #define CKEYS_MAX_BUCKETS 1000
 
-/* One client key pair. */
-struct ckey {
-    struct creds creds; /* access_key and secret_key; session_token is always NULL */
-    char **buckets;     /* the buckets it may use, sorted; NULL: every bucket */
-    size_t n_buckets;
-};
+/* One client key pair and its buckets (opaque; see ckey_access_key(), ckey_creds()). */
+struct ckey;
 
 typedef struct ckeys ckeys;
 
@@ -74,5 +70,11 @@ const struct ckey *ckeys_find(const ckeys *t, const char *access_key);
 
 /* @brief True if k may send requests naming bucket ("" is a service-level request). */
 bool ckey_allows_bucket(const struct ckey *k, const char *bucket);
+
+/* @brief The key's access key id. */
+const char *ckey_access_key(const struct ckey *k);
+
+/* @brief The key pair, to sign the client's upstream requests with (--identity client). */
+const struct creds *ckey_creds(const struct ckey *k);
 
 #endif

@@ -4,9 +4,10 @@
  *
  * The file is read whole (bounded by CREDS_MAX_FILE) into one buffer that is
  * parsed in place; the buffer holds secrets, so it is wiped before it is
- * freed, and so is every copy handed out, by creds_clear().
+ * freed, and so is every handle, by creds_free().
  */
 #include "creds.h"
+#include "sigv4_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -272,17 +273,34 @@ out:
 
 /* ---- public ------------------------------------------------------------- */
 
-sc_code creds_load_from(creds_getenv_fn getenv_fn, void *ctx, struct creds *out)
+/* Loads into a zeroed c; on failure c is left zeroed. */
+static sc_code load_into(creds_getenv_fn getenv_fn, void *ctx, struct creds *c)
+{
+    sc_code rc = from_env(getenv_fn, ctx, c);
+    if (rc == SC_ENOTFOUND)
+        rc = from_file(getenv_fn, ctx, c);
+    if (rc != SC_OK)
+        creds_clear(c);
+    return rc;
+}
+
+sc_code creds_load_from(creds_getenv_fn getenv_fn, void *ctx, struct creds **out)
 {
     if (out == NULL)
         return SC_EINVAL;
-    *out = (struct creds){0};
+    *out = NULL;
     if (getenv_fn == NULL)
         return SC_EINVAL;
-    sc_code rc = from_env(getenv_fn, ctx, out);
-    if (rc == SC_ENOTFOUND)
-        rc = from_file(getenv_fn, ctx, out);
-    return rc;
+    struct creds *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return SC_ENOMEM;
+    sc_code rc = load_into(getenv_fn, ctx, c);
+    if (rc != SC_OK) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return SC_OK;
 }
 
 static const char *process_getenv(void *ctx, const char *name)
@@ -291,9 +309,59 @@ static const char *process_getenv(void *ctx, const char *name)
     return getenv(name);
 }
 
-sc_code creds_load(struct creds *out)
+sc_code creds_load(struct creds **out)
 {
     return creds_load_from(process_getenv, NULL, out);
+}
+
+sc_code creds_new(const char *access_key, const char *secret_key, const char *token,
+                  struct creds **out)
+{
+    *out = NULL;
+    struct creds *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return SC_ENOMEM;
+    sc_code rc = fill_creds(access_key, secret_key, token, c);
+    if (rc != SC_OK) {
+        free(c);
+        return rc;
+    }
+    *out = c;
+    return SC_OK;
+}
+
+sc_code creds_copy(const struct creds *c, struct creds **out)
+{
+    return creds_new(c->access_key, c->secret_key, c->session_token, out);
+}
+
+const char *creds_access_key(const struct creds *c)
+{
+    return c->access_key;
+}
+
+const char *creds_session_token(const struct creds *c)
+{
+    return c->session_token;
+}
+
+sc_code creds_authorization(const struct creds *c, const struct sigv4_request *req,
+                            const char *region, const char *amz_date, char **out)
+{
+    /* Credential scope and signature take ~200 bytes; SignedHeaders lists every name. */
+    size_t cap = 256 + strlen(c->access_key) + strlen(region);
+    for (size_t i = 0; i < req->n_headers; i++)
+        cap += strlen(req->headers[i].name) + 1;
+    *out = malloc(cap);
+    if (*out == NULL)
+        return SC_ENOMEM;
+    struct sigv4_key key = {c->access_key, c->secret_key, region, "s3"};
+    sc_code rc = sigv4_authorization(req, &key, amz_date, true, *out, cap);
+    if (rc != SC_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 static void wipe_free(char **s)
@@ -312,4 +380,10 @@ void creds_clear(struct creds *c)
     wipe_free(&c->access_key);
     wipe_free(&c->secret_key);
     wipe_free(&c->session_token);
+}
+
+void creds_free(struct creds *c)
+{
+    creds_clear(c);
+    free(c);
 }

@@ -20,15 +20,17 @@
 #define CREDS_H
 
 #include "../common/sc_err.h"
+#include "sigv4.h"
 
 /* Largest credentials file read; larger is refused with SC_ETOOBIG. */
 #define CREDS_MAX_FILE (1024 * 1024)
 
-struct creds {
-    char *access_key;
-    char *secret_key;
-    char *session_token; /* NULL if none */
-};
+/*
+ * A key pair (and session token), opaque: the secret never leaves sigv4/. Requests are signed
+ * with creds_authorization(); the access key is readable for logs. Release with creds_free(),
+ * which wipes the strings.
+ */
+struct creds;
 
 /* Looks up an environment variable; returns NULL when it is unset. */
 typedef const char *(*creds_getenv_fn)(void *ctx, const char *name);
@@ -36,7 +38,7 @@ typedef const char *(*creds_getenv_fn)(void *ctx, const char *name);
 /*
  * @brief Loads credentials from the process environment, then the shared
  * credentials file (see above).
- * @param[out] out filled on SC_OK (release with creds_clear()); all NULL
+ * @param[out] out a new handle on SC_OK (release with creds_free()); NULL
  *             otherwise.
  * @return SC_OK, or one of:
  *  - SC_ENOTFOUND no credentials anywhere: no keys in the environment and no
@@ -49,18 +51,36 @@ typedef const char *(*creds_getenv_fn)(void *ctx, const char *name);
  *  - SC_ENOMEM.
  * @note Never logs a key, secret or token.
  */
-sc_code creds_load(struct creds *out);
+sc_code creds_load(struct creds **out);
 
 /*
  * @brief creds_load() with the environment taken from getenv_fn(ctx, name)
  * instead of the process, for tests and embedders.
  */
-sc_code creds_load_from(creds_getenv_fn getenv_fn, void *ctx, struct creds *out);
+sc_code creds_load_from(creds_getenv_fn getenv_fn, void *ctx, struct creds **out);
+
+/* @brief A handle holding copies of the strings (token may be NULL). SC_ENOMEM. */
+sc_code creds_new(const char *access_key, const char *secret_key, const char *token,
+                  struct creds **out);
+
+/* @brief A copy of c, released on its own. SC_ENOMEM. */
+sc_code creds_copy(const struct creds *c, struct creds **out);
+
+/* @brief Wipes the strings with OPENSSL_cleanse and frees c. NULL is a no-op. */
+void creds_free(struct creds *c);
+
+/* @brief The access key id, for logs and for filing answers by identity. */
+const char *creds_access_key(const struct creds *c);
+
+/* @brief The session token the requests must carry (x-amz-security-token), or NULL. */
+const char *creds_session_token(const struct creds *c);
 
 /*
- * @brief Wipes the strings of c with OPENSSL_cleanse, frees them and sets
- * the fields to NULL. Safe on a zeroed struct and on NULL.
+ * @brief Signs req (S3 mode) with c for region at amz_date ("YYYYMMDDTHHMMSSZ").
+ * @param[out] out the Authorization header's value, malloc'd, owned by the caller.
+ * @return SC_OK, or sigv4_authorization()'s errors, SC_ENOMEM.
  */
-void creds_clear(struct creds *c);
+sc_code creds_authorization(const struct creds *c, const struct sigv4_request *req,
+                            const char *region, const char *amz_date, char **out);
 
 #endif

@@ -10,6 +10,7 @@
  * refuse() naming the fault and the client's message.
  */
 #include "s3_auth.h"
+#include "sigv4_int.h"
 
 #include <openssl/crypto.h>
 #include <stdarg.h>
@@ -28,51 +29,58 @@
 #define SIGNED_MAX     4096
 #define SHORT_MAX      64
 
+/* Each fault answers with an entry of the one S3 error table (proto/s3_xml.h), and with a
+ * message that says what exactly was wrong. */
 static const struct {
-    struct s3_auth_error e;
+    enum s3_xml_error e;
     const char *message;
 } faults[S3_AUTH_FAULT_MAX] = {
-    [S3_AUTH_FAULT_NONE] = {{200, ""}, ""},
-    [S3_AUTH_FAULT_UNSUPPORTED] = {{400, "InvalidRequest"},
+    [S3_AUTH_FAULT_NONE] = {S3_XML_ERROR_MAX, ""},
+    [S3_AUTH_FAULT_UNSUPPORTED] = {S3_XML_INVALID_REQUEST,
                                    "The authorization mechanism you have provided is not "
                                    "supported. Please use AWS4-HMAC-SHA256."},
-    [S3_AUTH_FAULT_TWO_MECHANISMS] = {{400, "InvalidArgument"},
+    [S3_AUTH_FAULT_TWO_MECHANISMS] = {S3_XML_INVALID_ARGUMENT,
                                       "Only one auth mechanism allowed; only the X-Amz-Algorithm "
                                       "query parameter, Signature query string parameter or the "
                                       "Authorization header should be specified"},
-    [S3_AUTH_FAULT_HEADER_MALFORMED] = {{400, "AuthorizationHeaderMalformed"},
+    [S3_AUTH_FAULT_HEADER_MALFORMED] = {S3_XML_AUTH_HEADER_MALFORMED,
                                         "The authorization header is malformed"},
-    [S3_AUTH_FAULT_QUERY_MALFORMED] = {{400, "AuthorizationQueryParametersError"},
+    [S3_AUTH_FAULT_QUERY_MALFORMED] = {S3_XML_AUTH_QUERY_MALFORMED,
                                        "The query-string authentication parameters are malformed"},
-    [S3_AUTH_FAULT_MISSING_SHA256] = {{400, "InvalidRequest"},
+    [S3_AUTH_FAULT_MISSING_SHA256] = {S3_XML_INVALID_REQUEST,
                                       "Missing required header for this request: "
                                       "x-amz-content-sha256"},
-    [S3_AUTH_FAULT_BAD_SHA256] = {{400, "InvalidArgument"},
+    [S3_AUTH_FAULT_BAD_SHA256] = {S3_XML_INVALID_ARGUMENT,
                                   "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, a STREAMING-* "
                                   "value, or a valid sha256 value."},
-    [S3_AUTH_FAULT_NO_DATE] = {{403, "AccessDenied"},
+    [S3_AUTH_FAULT_NO_DATE] = {S3_XML_ACCESS_DENIED,
                                "AWS authentication requires a valid Date or x-amz-date header"},
-    [S3_AUTH_FAULT_UNKNOWN_KEY] = {{403, "InvalidAccessKeyId"},
+    [S3_AUTH_FAULT_UNKNOWN_KEY] = {S3_XML_INVALID_ACCESS_KEY_ID,
                                    "The AWS Access Key Id you provided does not exist in our "
                                    "records."},
-    [S3_AUTH_FAULT_SKEWED] = {{403, "RequestTimeTooSkewed"},
+    [S3_AUTH_FAULT_SKEWED] = {S3_XML_REQUEST_TIME_TOO_SKEWED,
                               "The difference between the request time and the current time is "
                               "too large."},
-    [S3_AUTH_FAULT_EXPIRED] = {{403, "AccessDenied"}, "Request has expired"},
-    [S3_AUTH_FAULT_NOT_YET_VALID] = {{403, "AccessDenied"}, "Request is not valid yet"},
-    [S3_AUTH_FAULT_SIGNATURE] = {{403, "SignatureDoesNotMatch"},
+    [S3_AUTH_FAULT_EXPIRED] = {S3_XML_ACCESS_DENIED, "Request has expired"},
+    [S3_AUTH_FAULT_NOT_YET_VALID] = {S3_XML_ACCESS_DENIED, "Request is not valid yet"},
+    [S3_AUTH_FAULT_SIGNATURE] = {S3_XML_SIGNATURE_DOES_NOT_MATCH,
                                  "The request signature we calculated does not match the "
                                  "signature you provided. Check your key and signing method."},
-    [S3_AUTH_FAULT_UNSIGNED_HEADERS] = {{403, "AccessDenied"},
+    [S3_AUTH_FAULT_UNSIGNED_HEADERS] = {S3_XML_ACCESS_DENIED,
                                         "There were headers present in the request which were "
                                         "not signed"},
 };
 
-const struct s3_auth_error *s3_auth_fault_info(enum s3_auth_fault f)
+enum s3_xml_error s3_auth_fault_error(enum s3_auth_fault f)
 {
     if ((unsigned)f >= S3_AUTH_FAULT_MAX || f == S3_AUTH_FAULT_NONE)
         f = S3_AUTH_FAULT_SIGNATURE;
-    return &faults[f].e;
+    return faults[f].e;
+}
+
+const struct s3_xml_error_info *s3_auth_fault_info(enum s3_auth_fault f)
+{
+    return s3_xml_error_info(s3_auth_fault_error(f));
 }
 
 /* Records why the request is refused; fmt NULL gives the fault's usual message. */

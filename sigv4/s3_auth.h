@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "../common/sc_err.h"
+#include "../proto/s3_xml.h"
 #include "client_keys.h"
 #include "sigv4.h"
 
@@ -89,11 +90,6 @@ struct s3_auth_result {
     char message[256];        /* the error message for the client; "" unless refused */
 };
 
-struct s3_auth_error {
-    int status;       /* HTTP status */
-    const char *code; /* S3 error code */
-};
-
 /*
  * @brief Verifies in (see the rules at the top).
  * @param[out] out filled in every case.
@@ -104,8 +100,11 @@ struct s3_auth_error {
  */
 sc_code s3_auth_verify(const struct s3_auth_input *in, struct s3_auth_result *out);
 
-/* @brief The status and code to answer a fault with; static storage, never NULL. */
-const struct s3_auth_error *s3_auth_fault_info(enum s3_auth_fault f);
+/* @brief The entry of the S3 error table (proto/s3_xml.h) to answer a fault with. */
+enum s3_xml_error s3_auth_fault_error(enum s3_auth_fault f);
+
+/* @brief That entry's status, code and usual message; static storage, never NULL. */
+const struct s3_xml_error_info *s3_auth_fault_info(enum s3_auth_fault f);
 
 /*
  * @brief True for the query parameters of a presigned URL (X-Amz-Algorithm,

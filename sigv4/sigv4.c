@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../common/buf.h"
 #include "../common/uri.h"
 
 #define ALGORITHM    "AWS4-HMAC-SHA256"
@@ -27,60 +28,6 @@
 #define AMZ_DATE_LEN 16
 #define DATE_LEN     8
 #define PAYLOAD_HEX  64
-
-/* ---- growable string ---------------------------------------------------- */
-
-struct sbuf {
-    char *data;
-    size_t len;
-    size_t cap;
-    bool failed; /* an allocation failed; later appends are no-ops */
-};
-
-static void sb_append(struct sbuf *sb, const char *s, size_t n)
-{
-    if (sb->failed)
-        return;
-    if (sb->len + n + 1 > sb->cap) {
-        size_t cap = sb->cap ? sb->cap : 256;
-        while (cap < sb->len + n + 1)
-            cap *= 2;
-        char *p = realloc(sb->data, cap);
-        if (p == NULL) {
-            sb->failed = true;
-            return;
-        }
-        sb->data = p;
-        sb->cap = cap;
-    }
-    memcpy(sb->data + sb->len, s, n);
-    sb->len += n;
-    sb->data[sb->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *sb, const char *s)
-{
-    sb_append(sb, s, strlen(s));
-}
-
-static void sb_putc(struct sbuf *sb, char c)
-{
-    sb_append(sb, &c, 1);
-}
-
-/* Hands the string to *out (never NULL on success) or frees it on failure. */
-static sc_code sb_finish(struct sbuf *sb, char **out)
-{
-    *out = NULL;
-    if (!sb->failed && sb->data == NULL)
-        sb_append(sb, "", 0);
-    if (sb->failed) {
-        free(sb->data);
-        return SC_ENOMEM;
-    }
-    *out = sb->data;
-    return SC_OK;
-}
 
 /* ---- small checks ------------------------------------------------------- */
 
@@ -353,7 +300,7 @@ static sc_code canonical_query(const char *query, bool plus_is_space, char **out
 {
     struct qparam *params = NULL;
     size_t n = 0;
-    struct sbuf sb = {0};
+    struct sc_buf sb = SC_BUF_INIT;
     if (out == NULL)
         return SC_EINVAL;
     *out = NULL;
@@ -367,13 +314,13 @@ static sc_code canonical_query(const char *query, bool plus_is_space, char **out
     qsort(params, n, sizeof(*params), qparam_cmp);
     for (size_t i = 0; i < n; i++) {
         if (i > 0)
-            sb_putc(&sb, '&');
-        sb_puts(&sb, params[i].name);
-        sb_putc(&sb, '=');
-        sb_puts(&sb, params[i].value);
+            sc_buf_putc(&sb, '&');
+        sc_buf_puts(&sb, params[i].name);
+        sc_buf_putc(&sb, '=');
+        sc_buf_puts(&sb, params[i].value);
     }
     free_params(params, n);
-    return sb_finish(&sb, out);
+    return sc_buf_take(&sb, out, NULL);
 }
 
 sc_code sigv4_canonical_query(const char *query, char **out)
@@ -469,7 +416,7 @@ static bool has_header(const struct hdr *h, size_t n, const char *name)
 }
 
 /* Appends v with its ends trimmed and inner runs of spaces and tabs made one space. */
-static void append_trimmed(struct sbuf *sb, const char *v)
+static void append_trimmed(struct sc_buf *sb, const char *v)
 {
     bool pending_space = false, started = false;
     for (; *v; v++) {
@@ -478,32 +425,33 @@ static void append_trimmed(struct sbuf *sb, const char *v)
             continue;
         }
         if (pending_space)
-            sb_putc(sb, ' ');
-        sb_putc(sb, *v);
+            sc_buf_putc(sb, ' ');
+        sc_buf_putc(sb, *v);
         pending_space = false;
         started = true;
     }
 }
 
 /* "name:v1,v2\n" per distinct name, then the "a;b;c" list into signed. */
-static void append_headers(struct sbuf *sb, struct sbuf *signed_h, const struct hdr *h, size_t n)
+static void append_headers(struct sc_buf *sb, struct sc_buf *signed_h, const struct hdr *h,
+                           size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         bool repeat = i > 0 && strcmp(h[i].name, h[i - 1].name) == 0;
         if (repeat) {
-            sb_putc(sb, ',');
+            sc_buf_putc(sb, ',');
         } else {
             if (i > 0) {
-                sb_putc(sb, '\n');
-                sb_putc(signed_h, ';');
+                sc_buf_putc(sb, '\n');
+                sc_buf_putc(signed_h, ';');
             }
-            sb_puts(sb, h[i].name);
-            sb_putc(sb, ':');
-            sb_puts(signed_h, h[i].name);
+            sc_buf_puts(sb, h[i].name);
+            sc_buf_putc(sb, ':');
+            sc_buf_puts(signed_h, h[i].name);
         }
         append_trimmed(sb, h[i].value);
     }
-    sb_putc(sb, '\n');
+    sc_buf_putc(sb, '\n');
 }
 
 /* ---- canonical request -------------------------------------------------- */
@@ -533,7 +481,7 @@ static sc_code check_required(const struct hdr *h, size_t n, bool s3_mode)
 static sc_code build_canonical(const struct sigv4_request *req, bool s3_mode, bool required,
                                char **request, char **signed_headers)
 {
-    struct sbuf sb = {0}, sh = {0};
+    struct sc_buf sb = SC_BUF_INIT, sh = SC_BUF_INIT;
     struct hdr *h = NULL;
     char *path = NULL, *query = NULL;
     *request = NULL;
@@ -549,22 +497,22 @@ static sc_code build_canonical(const struct sigv4_request *req, bool s3_mode, bo
         rc = sigv4_canonical_query(req->query, &query);
     if (rc != SC_OK)
         goto out;
-    sb_puts(&sb, req->method);
-    sb_putc(&sb, '\n');
-    sb_puts(&sb, path);
-    sb_putc(&sb, '\n');
-    sb_puts(&sb, query);
-    sb_putc(&sb, '\n');
+    sc_buf_puts(&sb, req->method);
+    sc_buf_putc(&sb, '\n');
+    sc_buf_puts(&sb, path);
+    sc_buf_putc(&sb, '\n');
+    sc_buf_puts(&sb, query);
+    sc_buf_putc(&sb, '\n');
     append_headers(&sb, &sh, h, req->n_headers);
-    sb_putc(&sb, '\n');
-    sb_append(&sb, sh.data ? sh.data : "", sh.len);
-    sb_putc(&sb, '\n');
-    sb_puts(&sb, req->payload_hash);
-    rc = sb_finish(&sb, request);
+    sc_buf_putc(&sb, '\n');
+    sc_buf_append(&sb, sh.data ? sh.data : "", sh.len);
+    sc_buf_putc(&sb, '\n');
+    sc_buf_puts(&sb, req->payload_hash);
+    rc = sc_buf_take(&sb, request, NULL);
     if (rc == SC_OK)
-        rc = sb_finish(&sh, signed_headers);
+        rc = sc_buf_take(&sh, signed_headers, NULL);
     else
-        free(sh.data);
+        sc_buf_free(&sh);
     if (rc != SC_OK) {
         free(*request);
         *request = NULL;
@@ -600,7 +548,7 @@ sc_code sigv4_string_to_sign(const char *canonical_request, const struct sigv4_k
 {
     unsigned char digest[SHA256_LEN];
     char hex[2 * SHA256_LEN + 1];
-    struct sbuf sb = {0};
+    struct sc_buf sb = SC_BUF_INIT;
     if (out == NULL)
         return SC_EINVAL;
     *out = NULL;
@@ -610,17 +558,17 @@ sc_code sigv4_string_to_sign(const char *canonical_request, const struct sigv4_k
     if (rc != SC_OK)
         return rc;
     hex_encode(digest, SHA256_LEN, hex);
-    sb_puts(&sb, ALGORITHM "\n");
-    sb_puts(&sb, amz_date);
-    sb_putc(&sb, '\n');
-    sb_append(&sb, amz_date, DATE_LEN);
-    sb_putc(&sb, '/');
-    sb_puts(&sb, key->region);
-    sb_putc(&sb, '/');
-    sb_puts(&sb, key->service);
-    sb_puts(&sb, "/" SCOPE_TAIL "\n");
-    sb_puts(&sb, hex);
-    return sb_finish(&sb, out);
+    sc_buf_puts(&sb, ALGORITHM "\n");
+    sc_buf_puts(&sb, amz_date);
+    sc_buf_putc(&sb, '\n');
+    sc_buf_append(&sb, amz_date, DATE_LEN);
+    sc_buf_putc(&sb, '/');
+    sc_buf_puts(&sb, key->region);
+    sc_buf_putc(&sb, '/');
+    sc_buf_puts(&sb, key->service);
+    sc_buf_puts(&sb, "/" SCOPE_TAIL "\n");
+    sc_buf_puts(&sb, hex);
+    return sc_buf_take(&sb, out, NULL);
 }
 
 /* ---- signing key and signature ------------------------------------------ */

@@ -1,6 +1,5 @@
 /*
- * store.c - opening and closing the store, its counters, and the translation
- * of LMDB codes into sc_code.
+ * store.c - opening and closing the store, and its counters.
  *
  * The LMDB environment lives in cfg->dir with flags MDB_NOTLS (a read view
  * owns its reader slot, so it can be closed on any thread) and MDB_NORDAHEAD
@@ -40,62 +39,14 @@
 #define N_LOCKS             5 /* see init_locks() */
 #define LOCK_FILE           "s3cached.lock"
 
-sc_code st_lmdb_err(int mdb_rc, const char *what)
-{
-    switch (mdb_rc) {
-    case MDB_SUCCESS:
-        return SC_OK;
-    case MDB_NOTFOUND:
-        return SC_ENOTFOUND;
-    case MDB_MAP_FULL:
-        return SC_EFULL;
-    case MDB_READERS_FULL:
-        return SC_EBUSY;
-    case ENOMEM:
-        sc_err("store: %s: %s", what, mdb_strerror(mdb_rc));
-        return SC_ENOMEM;
-    default:
-        sc_err("store: %s: %s", what, mdb_strerror(mdb_rc));
-        return SC_EIO;
-    }
-}
-
-static bool refused(int err)
-{
-    return err == EACCES || err == EPERM || err == EROFS;
-}
-
-/*
- * The file system refused this process the cache: a volume owned by root, files left by a
- * gateway that ran as another user, a read-only mount. Names the directory, who we are and the
- * fix, instead of a bare I/O error from deep inside LMDB.
- */
-static sc_code report_refused(const char *dir, const char *what, int err)
-{
-    unsigned uid = (unsigned)geteuid(), gid = (unsigned)getegid();
-    struct stat sb;
-    if (err == EROFS)
-        sc_err("store: cannot write %s %s: read-only file system; mount a writable volume there",
-               what, dir);
-    else if (stat(dir, &sb) == 0)
-        sc_err("store: cannot write %s %s as uid %u gid %u (the directory is owned by uid %u "
-               "gid %u, mode %04o): give it to this user (chown -R %u:%u %s) or run as its owner",
-               what, dir, uid, gid, (unsigned)sb.st_uid, (unsigned)sb.st_gid,
-               (unsigned)(sb.st_mode & 07777), uid, gid, dir);
-    else
-        sc_err("store: cannot write %s %s as uid %u gid %u: %s", what, dir, uid, gid,
-               strerror(err));
-    return SC_EACCES;
-}
-
 /* The directory must be writable (and searchable) with this process's effective ids. */
 static sc_code check_writable(const char *dir)
 {
     if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) == 0)
         return SC_OK;
     int err = errno;
-    if (refused(err))
-        return report_refused(dir, "the cache directory", err);
+    if (st_refused(err))
+        return st_report_refused(dir, "the cache directory", err);
     sc_err("store: %s: %s", dir, strerror(err));
     return SC_EIO;
 }
@@ -115,11 +66,11 @@ static sc_code make_dirs(const char *dir)
         path[i] = '\0';
         if (mkdir(path, 0700) != 0 && errno != EEXIST) {
             int err = errno;
-            if (refused(err)) {
+            if (st_refused(err)) {
                 char *slash = strrchr(path, '/'); /* the parent refused the new directory */
                 if (slash != NULL && slash != path)
                     *slash = '\0';
-                return report_refused(slash == path ? "/" : path, "into the directory", err);
+                return st_report_refused(slash == path ? "/" : path, "into the directory", err);
             }
             sc_err("store: mkdir %s: %s", path, strerror(err));
             return SC_EIO;
@@ -194,8 +145,8 @@ static sc_code open_env(store *st, const struct store_config *cfg)
         mrc = mdb_env_open(st->env, cfg->dir, MDB_NOTLS | MDB_NORDAHEAD, 0600);
     if (mrc == 0)
         mrc = mdb_reader_check(st->env, &dead);
-    if (refused(mrc)) /* the directory is writable, its files are not */
-        return report_refused(cfg->dir, "the cache files in", mrc);
+    if (st_refused(mrc)) /* the directory is writable, its files are not */
+        return st_report_refused(cfg->dir, "the cache files in", mrc);
     if (mrc != 0)
         return st_lmdb_err(mrc, "opening the environment");
     if (dead > 0)

@@ -2,12 +2,20 @@
  * store_int.h - the store's private state and the functions the files of
  * store/ share. Nothing outside store/ includes it.
  *
- *   store.c        open, close, statistics, LMDB error translation
- *   store_scan.c   the start-up scan: rebuild counters and policy, drop leftovers
+ *   store.c        open, close, statistics
+ *   store_prefix.c removing every object under a prefix (store_remove_prefix)
  *   store_read.c   read views (store_obj_*)
+ *   store_scan.c   the start-up scan: rebuild counters and policy, drop leftovers
  *   store_writer.c the job queue, the writer thread, batching, map-full retries
  *   store_txn.c    changes inside one write transaction, mirrored in the policy
  *   store_record.c key and record encodings
+ *   store_err.c    LMDB and errno codes translated into sc_code
+ *
+ * Calls point down this list, never back up (make layers checks it): store.c
+ * starts the scan and the writer and fits the capacity through store_txn.c;
+ * store_prefix.c and store_read.c queue removals through the writer; the scan
+ * and the writer change the database through store_txn.c; all of them use
+ * store_record.c and store_err.c, which call nothing else of store/.
  *
  * Locks (never two held at once):
  *   pol_lock   every call into the policy (readers' on_hit, the writer's others)
@@ -102,10 +110,16 @@ struct st_wtxn {
     size_t cap_undo;
 };
 
-/* store.c */
+/* store_err.c */
 
 /* Translates an LMDB or errno code; logs what failed unless it is an expected outcome. */
 sc_code st_lmdb_err(int mdb_rc, const char *what);
+
+/* True if errno value err is the file system refusing this process (EACCES, EPERM, EROFS). */
+bool st_refused(int err);
+
+/* Logs why the file system refused what ("the cache directory"...) at dir; SC_EACCES. */
+sc_code st_report_refused(const char *dir, const char *what, int err);
 
 /* store_txn.c */
 

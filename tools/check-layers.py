@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """check-layers.py - the layer rules of docs/architecture.md, checked on the source text.
 
-Usage: tools/check-layers.py LAYER=USES,USES ... (the Makefile passes its LAYERS and USES_)
+Usage: tools/check-layers.py [--root DIR] LAYER=USES,USES ... (the Makefile passes its LAYERS
+and USES_; tools/test_check_layers.py shows each fault found in a tree made for it)
 
 Fails (exit 1, one line per fault) when
   - a file includes a project header from a layer its layer may not use (above it, or a
@@ -147,6 +148,9 @@ def circles(graph):
 
 
 def main(argv):
+    global ROOT
+    if argv[:1] == ["--root"]:
+        ROOT, argv = argv[1], argv[2:]
     layers = {}
     for arg in argv:
         name, _, uses = arg.partition("=")

@@ -27,6 +27,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
+#include "../common/hash.h"
 #include "../common/log.h"
 #include "../proto/digest.h"
 #include "../proto/hdrblob.h"
@@ -110,13 +112,7 @@ void fill_table_free(fill_table *t)
 
 static unsigned slot_of(const char *bucket, const char *key)
 {
-    uint32_t h = 2166136261u; /* FNV-1a over bucket, NUL, key */
-    for (const char *p = bucket; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    h *= 16777619u;
-    for (const char *p = key; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
-    return h % N_SLOTS;
+    return (unsigned)(sc_key_hash(bucket, key) % N_SLOTS);
 }
 
 static void fill_unref(fill *f)
@@ -309,13 +305,6 @@ static fill *find(fill_table *t, const char *bucket, const char *key)
     return NULL;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static bool write_counts(const struct fill_write *w, double now)
 {
     return w->count > 0 || now < w->doubt_until;
@@ -331,7 +320,7 @@ static bool write_in_flight(const fill_table *t, const char *bucket, const char 
         if (w->count > 0)
             return true;
         if (now < 0)
-            now = now_seconds();
+            now = sc_now_seconds();
         if (now < w->doubt_until)
             return true;
     }
@@ -607,7 +596,7 @@ sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
 void fill_write_end(fill_table *t, const char *bucket, const char *key, bool in_doubt)
 {
     struct fill_write *gone = NULL;
-    double now = now_seconds();
+    double now = sc_now_seconds();
     pthread_mutex_lock(&t->mu);
     struct fill_write *w = *find_write(t, bucket, key);
     if (w != NULL && w->count > 0) {

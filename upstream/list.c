@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/buf.h"
 #include "../common/uri.h"
 #include "../proto/s3_xml.h"
 
@@ -20,8 +21,7 @@ struct call {
     bool done;
     sc_code rc;
     long status;
-    char *body;
-    size_t len, cap;
+    struct sc_buf body; /* bounded by S3_LIST_MAX_BODY */
 };
 
 static void on_head(void *arg, const struct http_head *head)
@@ -33,23 +33,9 @@ static void on_head(void *arg, const struct http_head *head)
 static bool on_body(void *arg, const char *p, size_t n)
 {
     struct call *c = arg;
-    if (c->len + n > S3_LIST_MAX_BODY) {
-        c->rc = SC_ETOOBIG;
-        return true; /* dropped; the page is refused at the end */
-    }
-    if (c->len + n + 1 > c->cap) {
-        size_t cap = (c->len + n + 1) * 2;
-        char *grown = realloc(c->body, cap);
-        if (grown == NULL) {
-            c->rc = SC_ENOMEM;
-            return true;
-        }
-        c->body = grown;
-        c->cap = cap;
-    }
-    memcpy(c->body + c->len, p, n);
-    c->len += n;
-    c->body[c->len] = '\0';
+    sc_code rc = sc_buf_append(&c->body, p, n);
+    if (rc != SC_OK)
+        c->rc = rc; /* the rest is dropped; the page is refused at the end */
     return true;
 }
 
@@ -91,15 +77,15 @@ static sc_code build_query(const char *prefix, const char *token, char **out)
 /* Takes the <Code> of an S3 error body, for the caller's message. */
 static void note_error(struct call *c, struct s3_list_page *out)
 {
-    const char *p = c->body, *t, *te;
-    if (p && s3_xml_element(&p, c->body + c->len, "Code", &t, &te) == SC_OK)
+    const char *p = c->body.data, *t, *te;
+    if (p && s3_xml_element(&p, c->body.data + c->body.len, "Code", &t, &te) == SC_OK)
         s3_xml_unescape(t, (size_t)(te - t), 128, &out->error_code);
 }
 
 sc_code up_list_page(upstream *up, const char *bucket, const char *prefix, const char *token,
                      struct s3_list_page *out)
 {
-    struct call c = {.rc = SC_OK};
+    struct call c = {.rc = SC_OK, .body = {.max = S3_LIST_MAX_BODY}};
     char *query = NULL;
     memset(out, 0, sizeof(*out));
     sc_code rc = build_query(prefix, token, &query);
@@ -122,13 +108,13 @@ sc_code up_list_page(upstream *up, const char *bucket, const char *prefix, const
         rc = c.rc;
     }
     if (rc == SC_OK && c.status == 200)
-        rc = s3_list_parse(c.body ? c.body : "", c.len, out);
+        rc = s3_list_parse(c.body.data ? c.body.data : "", c.body.len, out);
     else if (rc == SC_OK)
         note_error(&c, out);
     out->status = c.status;
     pthread_cond_destroy(&c.cv);
     pthread_mutex_destroy(&c.mu);
-    free(c.body);
+    sc_buf_free(&c.body);
     free(query);
     return rc;
 }

@@ -43,7 +43,7 @@ struct upstream {
     char *host;      /* authority, sent and signed as Host */
     char *base_path; /* path prefix of the base URL, "" if none */
     char *region;
-    struct creds creds; /* our copy; empty access key means anonymous */
+    struct creds *creds; /* our copy; NULL: anonymous */
     CURLM *multi;
     pthread_t thread;
     pthread_mutex_t mu; /* guards cmds and stopping */
@@ -107,13 +107,6 @@ struct up_req {
     up_req *next_waiting;
     up_req *prev_live, *next_live;
 };
-
-static long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 bool up_identity_same(const struct up_identity *a, const struct up_identity *b)
 {
@@ -250,8 +243,8 @@ static sc_code build_headers(up_req *r)
     char date[17];
     sigv4_amz_date(time(NULL), date);
     const char *payload = r->body_length < 0 ? EMPTY_SHA256 : "UNSIGNED-PAYLOAD";
-    const struct creds *creds = r->as.anonymous ? NULL : r->as.creds ? r->as.creds : &up->creds;
-    bool sign = creds != NULL && creds->access_key != NULL && creds->secret_key != NULL;
+    const struct creds *creds = r->as.anonymous ? NULL : r->as.creds ? r->as.creds : up->creds;
+    bool sign = creds != NULL;
     struct sigv4_header signed_h[MAX_RESP_HEADERS];
     size_t n_signed = 0;
     sc_code rc = add_header(&list, "Host", up->host);
@@ -260,9 +253,9 @@ static sc_code build_headers(up_req *r)
     if (sign) {
         signed_h[n_signed++] = (struct sigv4_header){"x-amz-date", date};
         signed_h[n_signed++] = (struct sigv4_header){"x-amz-content-sha256", payload};
-        if (creds->session_token)
+        if (creds_session_token(creds))
             signed_h[n_signed++] =
-                (struct sigv4_header){"x-amz-security-token", creds->session_token};
+                (struct sigv4_header){"x-amz-security-token", creds_session_token(creds)};
         for (size_t i = 1; rc == SC_OK && i < n_signed; i++)
             rc = add_header(&list, signed_h[i].name, signed_h[i].value);
     }
@@ -279,14 +272,9 @@ static sc_code build_headers(up_req *r)
         list = grown ? grown : list;
     }
     if (rc == SC_OK && sign) {
-        /* Credential scope and signature take ~200 bytes; SignedHeaders lists every name. */
-        size_t cap = 256 + strlen(creds->access_key) + strlen(up->region);
-        for (size_t i = 0; i < n_signed; i++)
-            cap += strlen(signed_h[i].name) + 1;
-        char *auth = malloc(cap);
+        char *auth = NULL;
         struct sigv4_request sr = {r->method, r->path, r->query, signed_h, n_signed, payload};
-        struct sigv4_key key = {creds->access_key, creds->secret_key, up->region, "s3"};
-        rc = auth ? sigv4_authorization(&sr, &key, date, true, auth, cap) : SC_ENOMEM;
+        rc = creds_authorization(creds, &sr, up->region, date, &auth);
         if (rc == SC_OK)
             rc = add_header(&list, "Authorization", auth);
         free(auth);
@@ -313,7 +301,7 @@ static int on_curl_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, cur
                             curl_off_t ulnow)
 {
     up_req *r = arg;
-    long now = now_ms();
+    long now = sc_now_ms();
     if (dlnow + ulnow != r->last_moved || r->paused) {
         r->last_moved = dlnow + ulnow;
         r->last_progress_ms = now;
@@ -383,7 +371,7 @@ static sc_code setup_easy(up_req *r)
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_curl_progress);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, r);
     r->last_moved = 0;
-    r->last_progress_ms = now_ms();
+    r->last_progress_ms = sc_now_ms();
     r->excess = false;
     r->tail_held = false;
     r->body_sent = 0;
@@ -458,7 +446,7 @@ static void deliver_head(up_req *r, long status)
             length = v;
     }
     struct http_head head = {status, r->resp, r->n_resp, length};
-    atomic_store(&r->up->last_answer_ms, now_ms());
+    atomic_store(&r->up->last_answer_ms, sc_now_ms());
     sc_hist_observe(&r->up->head_latency, sc_seconds_since(&r->attempt_start));
     r->delivered = true;
     r->body_expected = length;
@@ -520,7 +508,7 @@ static size_t hold_tail(up_req *r)
 {
     r->tail_held = true;
     r->in_watch = true;
-    r->tail_until_ms = now_ms() + TAIL_WATCH_MS;
+    r->tail_until_ms = sc_now_ms() + TAIL_WATCH_MS;
     r->next_watching = r->up->watching;
     r->up->watching = r;
     return CURL_WRITEFUNC_PAUSE;
@@ -583,7 +571,7 @@ static void schedule_retry(up_req *r)
     upstream *up = r->up;
     unsigned cap = 50u << (r->attempt < 5 ? r->attempt : 5); /* 50 ms .. 1.6 s */
     r->attempt++;
-    r->retry_at_ms = now_ms() + (long)(cap / 2 + (unsigned)rand() % (cap / 2 + 1));
+    r->retry_at_ms = sc_now_ms() + (long)(cap / 2 + (unsigned)rand() % (cap / 2 + 1));
     r->next_waiting = up->waiting;
     up->waiting = r;
 }
@@ -636,7 +624,7 @@ static void on_transfer_done(up_req *r, CURLcode cc)
         sc_warn("upstream %s %s failed: %s", r->method, r->path, curl_easy_strerror(cc));
     sc_code rc = translate_curl(cc);
     if (rc != SC_OK && !r->delivered)
-        atomic_store(&r->up->last_unreachable_ms, now_ms());
+        atomic_store(&r->up->last_unreachable_ms, sc_now_ms());
     if (rc != SC_OK || r->excess)
         atomic_fetch_add_explicit(&r->up->failures, 1, memory_order_relaxed);
     if (r->body_short) {
@@ -653,7 +641,7 @@ static void on_transfer_done(up_req *r, CURLcode cc)
 /* Ends the watches that are due or that saw excess; lowers *timeout to the next end. */
 static void watch_tails(upstream *up, long *timeout)
 {
-    long now = now_ms();
+    long now = sc_now_ms();
     up_req **pp = &up->watching;
     while (*pp) {
         up_req *r = *pp;
@@ -673,7 +661,7 @@ static void watch_tails(upstream *up, long *timeout)
 
 static void run_due_retries(upstream *up, long *timeout)
 {
-    long now = now_ms();
+    long now = sc_now_ms();
     up_req **pp = &up->waiting;
     while (*pp) {
         up_req *r = *pp;
@@ -708,7 +696,7 @@ static void run_command(upstream *up, struct cmd *c)
     case CMD_RESUME:
         if (!r->finished && r->in_multi && !r->in_watch) {
             r->paused = false;
-            r->last_progress_ms = now_ms();
+            r->last_progress_ms = sc_now_ms();
             curl_easy_pause(r->easy, CURLPAUSE_CONT);
         }
         break;
@@ -928,16 +916,7 @@ static sc_code parse_base(upstream *up, const char *url)
 
 static sc_code copy_creds(upstream *up, const struct creds *c)
 {
-    if (c == NULL || c->access_key == NULL || c->secret_key == NULL)
-        return SC_OK;
-    up->creds.access_key = strdup(c->access_key);
-    up->creds.secret_key = strdup(c->secret_key);
-    if (c->session_token)
-        up->creds.session_token = strdup(c->session_token);
-    if (!up->creds.access_key || !up->creds.secret_key ||
-        (c->session_token && !up->creds.session_token))
-        return SC_ENOMEM;
-    return SC_OK;
+    return c == NULL ? SC_OK : creds_copy(c, &up->creds);
 }
 
 static void upstream_destroy(upstream *up)
@@ -945,7 +924,7 @@ static void upstream_destroy(upstream *up)
     if (up->multi)
         curl_multi_cleanup(up->multi); /* closes the sockets, through upsock_close() */
     upsock_table_free(&up->socks);
-    creds_clear(&up->creds);
+    creds_free(up->creds);
     free(up->base_url);
     free(up->host);
     free(up->base_path);

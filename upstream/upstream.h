@@ -35,7 +35,7 @@ typedef struct up_req up_req;
 struct up_config {
     const char *base_url; /* http(s)://host[:port], no trailing '/' */
     const char *region;
-    const struct creds *creds; /* NULL or empty: anonymous requests */
+    const struct creds *creds; /* NULL: anonymous requests */
     unsigned retries;          /* extra attempts for idempotent requests */
     bool insecure_tls;         /* skip certificate verification */
     long connect_timeout_ms;

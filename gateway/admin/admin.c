@@ -60,7 +60,7 @@ static enum MHD_Result respond_json(struct gw_req *q, int status, json_t *o)
     char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     if (text == NULL)
-        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     return respond_json_text(q, status, text, NULL);
 }
 
@@ -139,7 +139,7 @@ static enum MHD_Result create_manifest(struct gw_req *q)
     sc_code rc =
         mf_create(q->g->manifests, q->admin.body ? q->admin.body : "", q->admin.len, &reply, &err);
     if (rc == SC_ENOMEM && reply == NULL && err.code == API_OK)
-        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
         return respond_api_err(q, &err);
     char *text = json_dumps(reply, JSON_COMPACT);
@@ -159,7 +159,7 @@ static enum MHD_Result post_importance(struct gw_req *q)
     sc_code rc =
         importance_req_parse(q->admin.body ? q->admin.body : "", q->admin.len, NULL, &ir, &err);
     if (rc == SC_ENOMEM)
-        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
         return respond_api_err(q, &err);
     size_t scored = 0;
@@ -233,7 +233,7 @@ static enum MHD_Result post_invalidate(struct gw_req *q)
     struct api_err err = {0};
     sc_code rc = invalidate_parse(q->admin.body ? q->admin.body : "", q->admin.len, &r, &err);
     if (rc == SC_ENOMEM && err.code == API_OK)
-        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, "Out of memory, please retry");
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
         return respond_api_err(q, &err);
     uint64_t removed = 0;

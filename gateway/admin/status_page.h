@@ -1,5 +1,5 @@
 /*
- * status_page.h - the status page (gateway/status_page.html) as compiled into the binary.
+ * status_page.h - the status page (gateway/admin/status_page.html) as compiled into the binary.
  *
  * The Makefile runs tools/embed on status_page.html and compiles the result
  * (build/gen/status_page.c), which defines these. The page is self-contained: one inline

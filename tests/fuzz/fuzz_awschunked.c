@@ -1,5 +1,5 @@
 /*
- * fuzz_awschunked.c - the aws-chunked upload decoder (gateway/awschunked.h).
+ * fuzz_awschunked.c - the aws-chunked upload decoder (proto/awschunked.h).
  *
  * Input: '\n'-separated fields: x-amz-decoded-content-length in decimal
  * (empty: not sent), a string of digits that sets the slice and buffer sizes

@@ -1,5 +1,5 @@
 /*
- * fuzz_cond.c - conditional headers (gateway/cond.h) against an object.
+ * fuzz_cond.c - conditional headers (proto/cond.h) against an object.
  *
  * Input: '\n'-separated fields: the object's ETag, its Last-Modified in
  * seconds (a leading '-' for negative), "1" for GET/HEAD, then If-Match,

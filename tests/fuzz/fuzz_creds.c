@@ -1,5 +1,5 @@
 /*
- * fuzz_creds.c - the shared credentials file parser (gateway/creds.h).
+ * fuzz_creds.c - the shared credentials file parser (sigv4/creds.h).
  *
  * Input: the file. When its first line is "#profile=NAME" (a comment to the
  * parser) NAME is the AWS_PROFILE; otherwise the profile is "default". The
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../sigv4/creds.h"
+#include "../../sigv4/sigv4_int.h"
 #include "fuzz.h"
 
 struct env {
@@ -45,11 +46,6 @@ static void check_value(const char *v, const char *file, size_t len)
     FZ_CHECK(found);
 }
 
-static bool empty(const struct creds *c)
-{
-    return c->access_key == NULL && c->secret_key == NULL && c->session_token == NULL;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct fz f;
@@ -68,25 +64,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FZ_CHECK(write(fd, file, len) == (ssize_t)len);
     snprintf(e.path, sizeof(e.path), "/proc/self/fd/%d", fd);
 
-    struct creds c, c2;
+    struct creds *c = NULL, *c2 = NULL;
     sc_code rc = creds_load_from(fake_getenv, &e, &c);
     sc_code rc2 = creds_load_from(fake_getenv, &e, &c2);
     FZ_CHECK(rc == rc2);
     if (rc != SC_OK) {
         FZ_CHECK(rc == SC_EINVAL || rc == SC_ENOMEM);
-        FZ_CHECK(empty(&c) && empty(&c2));
+        FZ_CHECK(c == NULL && c2 == NULL); /* nothing handed out */
     } else {
-        check_value(c.access_key, file, len);
-        check_value(c.secret_key, file, len);
-        if (c.session_token != NULL)
-            check_value(c.session_token, file, len);
-        FZ_CHECK(strcmp(c.access_key, c2.access_key) == 0);
-        FZ_CHECK(strcmp(c.secret_key, c2.secret_key) == 0);
-        FZ_CHECK((c.session_token == NULL) == (c2.session_token == NULL));
+        check_value(c->access_key, file, len);
+        check_value(c->secret_key, file, len);
+        if (c->session_token != NULL)
+            check_value(c->session_token, file, len);
+        FZ_CHECK(strcmp(c->access_key, c2->access_key) == 0);
+        FZ_CHECK(strcmp(c->secret_key, c2->secret_key) == 0);
+        FZ_CHECK((c->session_token == NULL) == (c2->session_token == NULL));
     }
-    creds_clear(&c);
-    creds_clear(&c2);
-    FZ_CHECK(empty(&c));
+    creds_free(c);
+    creds_free(c2);
     close(fd);
     free(profile);
     free(file);

@@ -1,5 +1,5 @@
 /*
- * fuzz_hdrblob.c - stored header blobs (gateway/hdrblob.h): read back from
+ * fuzz_hdrblob.c - stored header blobs (proto/hdrblob.h): read back from
  * the cache on every hit, so a damaged record must never be read past its end.
  *
  * Input: the blob, any bytes.

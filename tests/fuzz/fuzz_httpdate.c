@@ -1,5 +1,5 @@
 /*
- * fuzz_httpdate.c - HTTP dates (gateway/httpdate.h), as found in
+ * fuzz_httpdate.c - HTTP dates (proto/httpdate.h), as found in
  * If-Modified-Since, If-Unmodified-Since and an upstream's Last-Modified.
  *
  * Input: the field value. Invariants: a refusal leaves the output untouched;

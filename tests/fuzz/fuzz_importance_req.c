@@ -1,6 +1,6 @@
 /*
  * fuzz_importance_req.c - POST /_s3cached/importance bodies
- * (gateway/importance_req.h).
+ * (manifest/importance_req.h).
  *
  * Input: the body. Limits are small (200 minibatches, 2000 samples).
  * Invariants: an error zeroes the result and sets an API error with a
@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             FZ_CHECK(plan_bucket_valid(s->bucket, strlen(s->bucket)));
             FZ_CHECK(s->bucket == r.samples[first].bucket); /* one bucket per minibatch */
             FZ_CHECK(s->key[0] != '\0' && strlen(s->key) <= limits.max_key_len);
-            FZ_CHECK(s->khash == policy_key_hash(s->bucket, s->key));
+            FZ_CHECK(s->khash == sc_key_hash(s->bucket, s->key));
             FZ_CHECK(isfinite(s->loss));
         }
         check_batch(r.samples + first, end - first);

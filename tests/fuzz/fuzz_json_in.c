@@ -1,5 +1,5 @@
 /*
- * fuzz_json_in.c - bounded loading of admin API bodies (gateway/json_in.h)
+ * fuzz_json_in.c - bounded loading of admin API bodies (proto/json_in.h)
  * and the excerpts its callers quote in error messages.
  *
  * Input: one byte for the depth limit (1..8), then the body.

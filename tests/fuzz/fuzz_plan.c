@@ -1,5 +1,5 @@
 /*
- * fuzz_plan.c - manifest bodies (gateway/plan.h, POST /_s3cached/manifests)
+ * fuzz_plan.c - manifest bodies (manifest/plan.h, POST /_s3cached/manifests)
  * and, for prefix manifests, the keys their listing returns.
  *
  * Input: the JSON body up to the first NUL byte; after it, '\n'-separated
@@ -78,7 +78,7 @@ static void check_keys(const struct plan *p)
     for (uint32_t i = 0; i < n; i++) {
         keys[i] = plan_key(p, i);
         FZ_CHECK(keys[i][0] != '\0' && strlen(keys[i]) <= limits.max_key_len);
-        FZ_CHECK(plan_key_hash(p, i) == policy_key_hash(plan_params(p)->bucket, keys[i]));
+        FZ_CHECK(plan_key_hash(p, i) == sc_key_hash(plan_params(p)->bucket, keys[i]));
     }
     if (plan_params(p)->form == PLAN_FORM_PREFIX) {
         for (uint32_t i = 1; i < n; i++)

@@ -1,5 +1,5 @@
 /*
- * fuzz_range.c - the Range header (gateway/range.h) against an object size.
+ * fuzz_range.c - the Range header (proto/range.h) against an object size.
  *
  * Input: the object size in decimal, '\n', then the header value (no '\n':
  * the header is absent). Invariants: the result is one of the three; WHOLE is

@@ -1,6 +1,6 @@
 /*
  * fuzz_s3_delete.c - the keys of a DeleteObjects request body
- * (gateway/s3_delete.h), as a client sends it.
+ * (proto/s3_delete.h), as a client sends it.
  *
  * Input: the body. Invariants: a refusal leaves the list empty; an accepted
  * body yields at most S3_DELETE_MAX_KEYS keys of at most 1024 bytes, no more

@@ -1,5 +1,5 @@
 /*
- * fuzz_s3_list.c - ListObjectsV2 pages (gateway/s3_list.h) as the upstream
+ * fuzz_s3_list.c - ListObjectsV2 pages (proto/s3_list.h) as the upstream
  * sends them, for prefix manifests.
  *
  * Input: the response body. Invariants: a refusal leaves the page zeroed; an

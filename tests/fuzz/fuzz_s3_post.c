@@ -1,5 +1,5 @@
 /*
- * fuzz_s3_post.c - the key of a browser-form POST upload (gateway/s3_post.h).
+ * fuzz_s3_post.c - the key of a browser-form POST upload (proto/s3_post.h).
  *
  * Input: the Content-Type on the first line, then the body. Invariants: a
  * refusal leaves both results NULL; an accepted form yields a key of at most

@@ -1,5 +1,5 @@
 /*
- * fuzz_s3_target.c - request targets (gateway/s3_target.h): method, Host and
+ * fuzz_s3_target.c - request targets (proto/s3_target.h): method, Host and
  * the request-target as a client sends them.
  *
  * Input: four '\n'-separated fields: method, Host (empty: absent), the

@@ -1,5 +1,5 @@
 /*
- * fuzz_s3_xml.c - the XML helpers of gateway/s3_xml.h: escaping what goes
+ * fuzz_s3_xml.c - the XML helpers of proto/s3_xml.h: escaping what goes
  * into error bodies, finding elements and unescaping their text in what comes
  * back from clients and the upstream.
  *

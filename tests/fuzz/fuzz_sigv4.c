@@ -1,5 +1,5 @@
 /*
- * fuzz_sigv4.c - SigV4 canonicalization and signing (gateway/sigv4.h) of what
+ * fuzz_sigv4.c - SigV4 canonicalization and signing (sigv4/sigv4.h) of what
  * a client controls: the method, the path, the query (presigned URLs
  * included) and the x-amz-* headers the gateway forwards and signs.
  *

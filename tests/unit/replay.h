@@ -46,7 +46,7 @@ static inline uint64_t replay_khash(uint32_t obj)
 {
     char key[32];
     replay_key(obj, key, sizeof(key));
-    return policy_key_hash("b", key);
+    return sc_key_hash("b", key);
 }
 
 /* A new policy instance, and every object size bytes (tests may change r->size). */

@@ -1,5 +1,5 @@
-/* test_api_err.c - admin API errors (gateway/api_err.h) and bounded JSON loading
- * (gateway/json_in.h). */
+/* test_api_err.c - admin API errors (proto/api_err.h) and bounded JSON loading
+ * (proto/json_in.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

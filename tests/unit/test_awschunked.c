@@ -1,4 +1,4 @@
-/* test_awschunked.c - the aws-chunked decoder (gateway/awschunked.h). */
+/* test_awschunked.c - the aws-chunked decoder (proto/awschunked.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

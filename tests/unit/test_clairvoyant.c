@@ -43,7 +43,7 @@ static const char *name(unsigned k)
 
 static uint64_t khash(unsigned k)
 {
-    return policy_key_hash("b", name(k));
+    return sc_key_hash("b", name(k));
 }
 
 /* A sealed future of keys k0..; the caller owns the reference. */

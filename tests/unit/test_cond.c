@@ -1,4 +1,4 @@
-/* test_cond.c - conditional request evaluation (gateway/cond.h). */
+/* test_cond.c - conditional request evaluation (proto/cond.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /*
  * test_creds.c - credential loading from a fake environment and real
- * temporary credentials files (gateway/creds.h).
+ * temporary credentials files (sigv4/creds.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../sigv4/creds.h"
+#include "../../sigv4/sigv4_int.h"
 
 /* A fake environment: up to 8 NAME=value pairs. */
 struct env {
@@ -90,12 +91,12 @@ static void environment_wins_over_file(void **state)
     struct env e = {{{"AWS_ACCESS_KEY_ID", "AKIDENV"},
                      {"AWS_SECRET_ACCESS_KEY", "secretenv"},
                      {"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
-    assert_string_equal(c.access_key, "AKIDENV");
-    assert_string_equal(c.secret_key, "secretenv");
-    assert_null(c.session_token);
-    creds_clear(&c);
+    assert_string_equal(c->access_key, "AKIDENV");
+    assert_string_equal(c->secret_key, "secretenv");
+    assert_null(c->session_token);
+    creds_free(c);
 }
 
 static void environment_session_token_is_loaded(void **state)
@@ -103,10 +104,10 @@ static void environment_session_token_is_loaded(void **state)
     struct env e = {{{"AWS_ACCESS_KEY_ID", "AKIDENV"},
                      {"AWS_SECRET_ACCESS_KEY", "secretenv"},
                      {"AWS_SESSION_TOKEN", "tokenenv"}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
-    assert_string_equal(c.session_token, "tokenenv");
-    creds_clear(&c);
+    assert_string_equal(c->session_token, "tokenenv");
+    creds_free(c);
 }
 
 static void environment_key_without_secret_is_invalid(void **state)
@@ -114,10 +115,9 @@ static void environment_key_without_secret_is_invalid(void **state)
     struct fixture *f = *state;
     write_file(f->file, two_profiles);
     struct env e = {{{"AWS_ACCESS_KEY_ID", "AKIDENV"}, {"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EINVAL);
-    assert_null(c.access_key);
-    assert_null(c.secret_key);
+    assert_null(c); /* nothing handed out */
 }
 
 static void empty_environment_keys_fall_back_to_file(void **state)
@@ -127,10 +127,10 @@ static void empty_environment_keys_fall_back_to_file(void **state)
     struct env e = {{{"AWS_ACCESS_KEY_ID", ""},
                      {"AWS_SECRET_ACCESS_KEY", ""},
                      {"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
-    assert_string_equal(c.access_key, "AKIDDEFAULT");
-    creds_clear(&c);
+    assert_string_equal(c->access_key, "AKIDDEFAULT");
+    creds_free(c);
 }
 
 static void file_default_profile_is_used_without_aws_profile(void **state)
@@ -138,12 +138,12 @@ static void file_default_profile_is_used_without_aws_profile(void **state)
     struct fixture *f = *state;
     write_file(f->file, two_profiles);
     struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
-    assert_string_equal(c.access_key, "AKIDDEFAULT");
-    assert_string_equal(c.secret_key, "secretdefault");
-    assert_null(c.session_token);
-    creds_clear(&c);
+    assert_string_equal(c->access_key, "AKIDDEFAULT");
+    assert_string_equal(c->secret_key, "secretdefault");
+    assert_null(c->session_token);
+    creds_free(c);
 }
 
 static void file_named_profile_is_used_with_its_session_token(void **state)
@@ -151,12 +151,12 @@ static void file_named_profile_is_used_with_its_session_token(void **state)
     struct fixture *f = *state;
     write_file(f->file, two_profiles);
     struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}, {"AWS_PROFILE", "ci"}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
-    assert_string_equal(c.access_key, "AKIDCI");
-    assert_string_equal(c.secret_key, "secretci");
-    assert_string_equal(c.session_token, "tokenci");
-    creds_clear(&c);
+    assert_string_equal(c->access_key, "AKIDCI");
+    assert_string_equal(c->secret_key, "secretci");
+    assert_string_equal(c->session_token, "tokenci");
+    creds_free(c);
 }
 
 static void file_missing_profile_is_invalid(void **state)
@@ -164,9 +164,9 @@ static void file_missing_profile_is_invalid(void **state)
     struct fixture *f = *state;
     write_file(f->file, two_profiles);
     struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}, {"AWS_PROFILE", "prod"}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EINVAL);
-    assert_null(c.access_key);
+    assert_null(c); /* nothing handed out */
 }
 
 static void file_profile_without_secret_is_invalid(void **state)
@@ -175,7 +175,7 @@ static void file_profile_without_secret_is_invalid(void **state)
     write_file(f->file,
                "[default]\naws_access_key_id = AKID\n[other]\naws_secret_access_key = s\n");
     struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EINVAL);
 }
 
@@ -184,7 +184,7 @@ static void file_profile_line_without_equals_is_invalid(void **state)
     struct fixture *f = *state;
     write_file(f->file, "[default]\naws_access_key_id = AKID\naws_secret_access_key s\n");
     struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EINVAL);
 }
 
@@ -202,12 +202,12 @@ static void comments_spaces_and_crlf_are_tolerated(void **state)
                         "\r\n"
                         "region = us-east-1\r\n");
     struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
-    assert_string_equal(c.access_key, "AKIDSPACED");
-    assert_string_equal(c.secret_key, "sec/ret+key");
-    assert_null(c.session_token);
-    creds_clear(&c);
+    assert_string_equal(c->access_key, "AKIDSPACED");
+    assert_string_equal(c->secret_key, "sec/ret+key");
+    assert_null(c->session_token);
+    creds_free(c);
 }
 
 static void later_line_in_profile_overrides_earlier(void **state)
@@ -216,10 +216,10 @@ static void later_line_in_profile_overrides_earlier(void **state)
     write_file(f->file, "[default]\naws_access_key_id = OLD\naws_secret_access_key = s\n"
                         "[x]\n[default]\naws_access_key_id = NEW\n");
     struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
-    assert_string_equal(c.access_key, "NEW");
-    creds_clear(&c);
+    assert_string_equal(c->access_key, "NEW");
+    creds_free(c);
 }
 
 static void home_default_file_is_read(void **state)
@@ -231,10 +231,10 @@ static void home_default_file_is_read(void **state)
     assert_int_equal(mkdir(aws, 0700), 0);
     write_file(file, two_profiles);
     struct env e = {{{"HOME", f->dir}, {"AWS_PROFILE", "ci"}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
-    assert_string_equal(c.access_key, "AKIDCI");
-    creds_clear(&c);
+    assert_string_equal(c->access_key, "AKIDCI");
+    creds_free(c);
 }
 
 static void no_environment_and_no_file_is_not_found(void **state)
@@ -243,24 +243,24 @@ static void no_environment_and_no_file_is_not_found(void **state)
     struct env with_home = {{{"HOME", f->dir}}};
     struct env with_file = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
     struct env empty = {{{NULL, NULL}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &with_home, &c), SC_ENOTFOUND);
     assert_int_equal(creds_load_from(fake_getenv, &with_file, &c), SC_ENOTFOUND);
     assert_int_equal(creds_load_from(fake_getenv, &empty, &c), SC_ENOTFOUND);
-    assert_null(c.access_key);
+    assert_null(c); /* nothing handed out */
 }
 
 static void directory_as_credentials_file_is_an_io_error(void **state)
 {
     struct fixture *f = *state;
     struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->dir}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_EIO);
 }
 
 static void creds_load_reads_the_process_environment(void **state)
 {
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(setenv("AWS_ACCESS_KEY_ID", "AKIDPROC", 1), 0);
     assert_int_equal(setenv("AWS_SECRET_ACCESS_KEY", "secretproc", 1), 0);
     assert_int_equal(unsetenv("AWS_SESSION_TOKEN"), 0);
@@ -268,10 +268,10 @@ static void creds_load_reads_the_process_environment(void **state)
     unsetenv("AWS_ACCESS_KEY_ID");
     unsetenv("AWS_SECRET_ACCESS_KEY");
     assert_int_equal(rc, SC_OK);
-    assert_string_equal(c.access_key, "AKIDPROC");
-    assert_string_equal(c.secret_key, "secretproc");
-    assert_null(c.session_token);
-    creds_clear(&c);
+    assert_string_equal(c->access_key, "AKIDPROC");
+    assert_string_equal(c->secret_key, "secretproc");
+    assert_null(c->session_token);
+    creds_free(c);
 }
 
 static void clear_frees_and_nulls_and_accepts_zeroed_struct(void **state)
@@ -299,12 +299,44 @@ static void lone_cr_ends_a_line(void **state)
     write_file(f->file, "[default]\raws_access_key_id = AKID\raws_secret_access_key = sec\r"
                         "aws_session_token = tok\r\n");
     struct env e = {{{"AWS_SHARED_CREDENTIALS_FILE", f->file}}};
-    struct creds c;
+    struct creds *c = NULL;
     assert_int_equal(creds_load_from(fake_getenv, &e, &c), SC_OK);
-    assert_string_equal(c.access_key, "AKID");
-    assert_string_equal(c.secret_key, "sec");
-    assert_string_equal(c.session_token, "tok");
-    creds_clear(&c);
+    assert_string_equal(c->access_key, "AKID");
+    assert_string_equal(c->secret_key, "sec");
+    assert_string_equal(c->session_token, "tok");
+    creds_free(c);
+}
+
+/* A handle signs exactly as sigv4_authorization() does with the same key pair, and a copy of it
+ * signs the same once the original is gone: the secret is used only inside sigv4/. */
+static void handle_and_its_copy_sign_like_the_key_pair(void **state)
+{
+    struct creds *c = NULL, *copy = NULL;
+    assert_int_equal(
+        creds_new("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "tok", &c), SC_OK);
+    assert_string_equal(creds_access_key(c), "AKIDEXAMPLE");
+    assert_string_equal(creds_session_token(c), "tok");
+    struct sigv4_header h[] = {{"host", "example.amazonaws.com"},
+                               {"x-amz-content-sha256", "UNSIGNED-PAYLOAD"},
+                               {"x-amz-date", "20150830T123600Z"}};
+    struct sigv4_request req = {"GET", "/bucket/key", "", h, 3, "UNSIGNED-PAYLOAD"};
+    struct sigv4_key key = {"AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "us-east-1",
+                            "s3"};
+    char want[512];
+    assert_int_equal(sigv4_authorization(&req, &key, "20150830T123600Z", true, want, sizeof(want)),
+                     SC_OK);
+    char *got = NULL;
+    assert_int_equal(creds_authorization(c, &req, "us-east-1", "20150830T123600Z", &got), SC_OK);
+    assert_string_equal(got, want);
+    free(got);
+    assert_int_equal(creds_copy(c, &copy), SC_OK);
+    creds_free(c);
+    assert_int_equal(creds_authorization(copy, &req, "us-east-1", "20150830T123600Z", &got), SC_OK);
+    assert_string_equal(got, want);
+    assert_string_equal(creds_session_token(copy), "tok");
+    free(got);
+    creds_free(copy);
+    creds_free(NULL);
 }
 
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -329,6 +361,7 @@ int main(void)
         T(creds_load_reads_the_process_environment),
         T(clear_frees_and_nulls_and_accepts_zeroed_struct),
         T(lone_cr_ends_a_line),
+        T(handle_and_its_copy_sign_like_the_key_pair),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* test_digest.c - checking a body against its ETag or full-object checksum, or against the
- * checksum an aws-chunked trailer names (gateway/digest.h). Expected values are the published
+ * checksum an aws-chunked trailer names (proto/digest.h). Expected values are the published
  * check values of each algorithm over "123456789", and the digests of "abc". */
 #include <setjmp.h>
 #include <stdarg.h>

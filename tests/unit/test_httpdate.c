@@ -1,4 +1,4 @@
-/* test_httpdate.c - HTTP date parsing and formatting (gateway/httpdate.h). */
+/* test_httpdate.c - HTTP date parsing and formatting (proto/httpdate.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* test_importance_req.c - importance bodies parsed and scored (gateway/importance_req.h). */
+/* test_importance_req.c - importance bodies parsed and scored (manifest/importance_req.h). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,7 +68,7 @@ static void one_minibatch_ranks_by_ascending_loss(void **state)
     assert_near(find(&r, 0, "d")->score, log(14.0));
     assert_near(find(&r, 0, "d")->loss, 2.0);
     assert_string_equal(find(&r, 0, "a")->bucket, "data");
-    assert_true(find(&r, 0, "a")->khash == policy_key_hash("data", "a"));
+    assert_true(find(&r, 0, "a")->khash == sc_key_hash("data", "a"));
     importance_req_free(&r);
     importance_req_free(&r); /* twice is harmless */
 }
@@ -89,7 +89,7 @@ static void several_minibatches_are_ranked_separately(void **state)
     /* the smallest loss of all ranks first in its own minibatch */
     assert_near(find(&r, 1, "x")->score, log(11.0));
     assert_string_equal(find(&r, 1, "x")->bucket, "b01");
-    assert_true(find(&r, 1, "x")->khash == policy_key_hash("b01", "x"));
+    assert_true(find(&r, 1, "x")->khash == sc_key_hash("b01", "x"));
     importance_req_free(&r);
 }
 

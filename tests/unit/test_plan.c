@@ -1,4 +1,4 @@
-/* test_plan.c - manifests parsed, validated and turned into orders (gateway/plan.h). */
+/* test_plan.c - manifests parsed, validated and turned into orders (manifest/plan.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -685,8 +685,8 @@ static void key_hashes_are_the_policy_hashes(void **state)
     struct plan *p = parse_ok("{\"bucket\":\"b00\",\"keys\":[\"x/1\",\"x/2\"]}");
     uint64_t *h;
     assert_int_equal(plan_key_hashes(p, &h), SC_OK);
-    assert_true(h[0] == policy_key_hash("b00", "x/1"));
-    assert_true(h[1] == policy_key_hash("b00", "x/2"));
+    assert_true(h[0] == sc_key_hash("b00", "x/1"));
+    assert_true(h[1] == sc_key_hash("b00", "x/2"));
     assert_true(plan_key_hash(p, 1) == h[1]);
     free(h);
     plan_free(p);
@@ -759,7 +759,7 @@ static void duplicate_check_reads_nothing_past_the_last_key(void **state)
     memset(c, 'c', 1024);
     memset(e, 'e', 1020);
     a[1024] = b[1024] = c[1024] = '\0';
-    memcpy(e + 1020, "0027", 5); /* the same slot as "dddddddddd" in a 16-slot set */
+    memcpy(e + 1020, "0022", 5); /* sc_bytes_hash: the slot of "dddddddddd" in a 16-slot set */
     snprintf(body, cap,
              "{\"bucket\": \"bkt\", \"keys\": [\"%s\", \"%s\", \"%s\", \"dddddddddd\", \"%s\"]}", a,
              b, c, e);

@@ -1,4 +1,4 @@
-/* test_range.c - Range header resolution (gateway/range.h). */
+/* test_range.c - Range header resolution (proto/range.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

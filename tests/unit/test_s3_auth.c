@@ -1,5 +1,5 @@
 /*
- * test_s3_auth.c - verifying client signatures (gateway/s3_auth.h) against AWS's
+ * test_s3_auth.c - verifying client signatures (sigv4/s3_auth.h) against AWS's
  * published S3 examples, and every way a request is refused.
  *
  * Vectors (key AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY,
@@ -29,6 +29,7 @@
 
 #include "../../sigv4/client_keys.h"
 #include "../../sigv4/s3_auth.h"
+#include "../../sigv4/sigv4_int.h"
 
 /* ---- CRYPTO_memcmp, wrapped --------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-/* test_s3_target.c - request target parsing and classification (gateway/s3_target.h). */
+/* test_s3_target.c - request target parsing and classification (proto/s3_target.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

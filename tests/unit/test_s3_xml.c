@@ -1,4 +1,4 @@
-/* test_s3_xml.c - S3 error bodies and the error table (gateway/s3_xml.h). */
+/* test_s3_xml.c - S3 error bodies and the error table (proto/s3_xml.h). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -194,6 +194,11 @@ static void table_gives_status_and_code(void **state)
         {S3_XML_ACCESS_DENIED, 403, "AccessDenied"},
         {S3_XML_SIGNATURE_DOES_NOT_MATCH, 403, "SignatureDoesNotMatch"},
         {S3_XML_BAD_DIGEST, 400, "BadDigest"},
+        {S3_XML_INVALID_ARGUMENT, 400, "InvalidArgument"},
+        {S3_XML_AUTH_HEADER_MALFORMED, 400, "AuthorizationHeaderMalformed"},
+        {S3_XML_AUTH_QUERY_MALFORMED, 400, "AuthorizationQueryParametersError"},
+        {S3_XML_INVALID_ACCESS_KEY_ID, 403, "InvalidAccessKeyId"},
+        {S3_XML_REQUEST_TIME_TOO_SKEWED, 403, "RequestTimeTooSkewed"},
     };
     assert_int_equal(sizeof(want) / sizeof(want[0]), S3_XML_ERROR_MAX);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -203,6 +208,16 @@ static void table_gives_status_and_code(void **state)
         assert_non_null(info->message);
         assert_true(strlen(info->message) > 0);
     }
+}
+
+/* One entry per S3 code, so that a code always carries the same status and usual message. */
+static void table_has_one_entry_per_code(void **state)
+{
+    (void)state;
+    for (int i = 0; i < S3_XML_ERROR_MAX; i++)
+        for (int j = i + 1; j < S3_XML_ERROR_MAX; j++)
+            assert_string_not_equal(s3_xml_error_info((enum s3_xml_error)i)->code,
+                                    s3_xml_error_info((enum s3_xml_error)j)->code);
 }
 
 static void table_falls_back_to_internal_error(void **state)
@@ -262,6 +277,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(error_body_has_s3_layout),
+        cmocka_unit_test(table_has_one_entry_per_code),
         cmocka_unit_test(error_body_leaves_out_null_fields),
         cmocka_unit_test(error_body_without_code_is_refused),
         cmocka_unit_test(error_body_escapes_every_field),

@@ -1,6 +1,6 @@
 /*
  * test_sigv4.c - SigV4 signing against AWS's published vectors, plus the
- * canonicalization rules and input checks of gateway/sigv4.h.
+ * canonicalization rules and input checks of sigv4/sigv4.h.
  *
  * Vectors:
  *  - the AWS SigV4 test suite (aws-sig-v4-test-suite, 2015 edition: service

@@ -3,6 +3,8 @@
  * reset before each request so no option leaks from one to the next, while
  * its connection cache keeps the gateway's connection open between polls.
  */
+#include "../../common/buf.h"
+#include "../../common/clock.h"
 #include "ctl.h"
 
 #include <stdio.h>
@@ -21,40 +23,10 @@ struct ctl_http {
     char *auth; /* "Authorization: Bearer <token>", or NULL */
 };
 
-/* The reply being collected. */
-struct sink {
-    char *p;
-    size_t len;
-    size_t cap;
-    size_t max;
-    bool too_big;
-    bool nomem;
-};
-
+/* Collects the reply (into a struct sc_buf bounded by max_reply). */
 static size_t on_data(char *data, size_t size, size_t n, void *arg)
 {
-    struct sink *s = arg;
-    size_t add = size * n;
-    if (s->len + add > s->max) {
-        s->too_big = true;
-        return 0;
-    }
-    if (s->len + add + 1 > s->cap) {
-        size_t cap = s->cap ? s->cap : 4096;
-        while (cap < s->len + add + 1)
-            cap *= 2;
-        char *grown = realloc(s->p, cap);
-        if (grown == NULL) {
-            s->nomem = true;
-            return 0;
-        }
-        s->p = grown;
-        s->cap = cap;
-    }
-    memcpy(s->p + s->len, data, add);
-    s->len += add;
-    s->p[s->len] = '\0';
-    return add;
+    return sc_buf_append(arg, data, size * n) == SC_OK ? size * n : 0;
 }
 
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
@@ -97,7 +69,7 @@ out:
     return rc;
 }
 
-static sc_code translate(CURLcode cc, const struct sink *s)
+static sc_code translate(CURLcode cc, const struct sc_buf *s)
 {
     switch (cc) {
     case CURLE_OK:
@@ -120,7 +92,7 @@ static sc_code translate(CURLcode cc, const struct sink *s)
     case CURLE_OUT_OF_MEMORY:
         return SC_ENOMEM;
     case CURLE_WRITE_ERROR:
-        return s->too_big ? SC_ETOOBIG : s->nomem ? SC_ENOMEM : SC_EIO;
+        return s->err != SC_OK ? s->err : SC_EIO;
     default:
         return SC_EIO;
     }
@@ -128,7 +100,7 @@ static sc_code translate(CURLcode cc, const struct sink *s)
 
 /* Sets every option of one request; false if curl refused one. */
 static bool set_options(ctl_http *h, const char *method, const char *url, const char *body,
-                        size_t len, struct curl_slist *headers, struct sink *s)
+                        size_t len, struct curl_slist *headers, struct sc_buf *s)
 {
     CURL *e = h->easy;
     bool ok = curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK &&
@@ -176,23 +148,16 @@ static struct curl_slist *make_headers(const ctl_http *h, bool has_body)
     return list;
 }
 
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
 /* Runs the transfer set up on h->easy; on success hands the body collected in s to reply. */
-static sc_code perform(ctl_http *h, const char *method, const char *url, size_t len, struct sink *s,
-                       struct ctl_http_reply *reply, char *err, size_t err_len)
+static sc_code perform(ctl_http *h, const char *method, const char *url, size_t len,
+                       struct sc_buf *s, struct ctl_http_reply *reply, char *err, size_t err_len)
 {
     char errbuf[CURL_ERROR_SIZE] = "";
     if (curl_easy_setopt(h->easy, CURLOPT_ERRORBUFFER, errbuf) != CURLE_OK)
         return SC_EIO;
     if (h->cfg.debug)
         fprintf(h->cfg.debug, "> %s %s (%zu bytes)\n", method, url, len);
-    double start = now_ms();
+    double start = sc_now_seconds();
     CURLcode cc = curl_easy_perform(h->easy);
     curl_easy_setopt(h->easy, CURLOPT_ERRORBUFFER, NULL); /* errbuf goes out of scope */
     sc_code rc = translate(cc, s);
@@ -205,21 +170,15 @@ static sc_code perform(ctl_http *h, const char *method, const char *url, size_t 
     curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &reply->status);
     if (h->cfg.debug)
         fprintf(h->cfg.debug, "< %ld (%zu bytes in %.0f ms)\n", reply->status, s->len,
-                now_ms() - start);
-    if (s->p == NULL)
-        s->p = calloc(1, 1);
-    if (s->p == NULL)
-        return SC_ENOMEM;
-    reply->body = s->p;
-    reply->len = s->len;
-    s->p = NULL;
-    return SC_OK;
+                (sc_now_seconds() - start) * 1e3);
+    return sc_buf_take(s, &reply->body, &reply->len);
 }
 
 sc_code ctl_http_request(ctl_http *h, const char *method, const char *path, const char *body,
                          size_t len, struct ctl_http_reply *reply, char *err, size_t err_len)
 {
-    struct sink s = {.max = h->cfg.max_reply};
+    struct sc_buf s;
+    sc_buf_init(&s, h->cfg.max_reply);
     sc_code rc = SC_ENOMEM;
     memset(reply, 0, sizeof(*reply));
     snprintf(err, err_len, "out of memory");
@@ -239,7 +198,7 @@ sc_code ctl_http_request(ctl_http *h, const char *method, const char *path, cons
     if (rc == SC_OK)
         err[0] = '\0';
 out:
-    free(s.p);
+    sc_buf_free(&s);
     free(url);
     curl_slist_free_all(headers);
     return rc;

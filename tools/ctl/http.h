@@ -25,7 +25,7 @@ struct ctl_http_config {
     long timeout_ms;                   /* whole request; 0 for none */
     long connect_timeout_ms;           /* 0 for curl's default */
     bool insecure;                     /* do not verify TLS certificates */
-    size_t max_reply;                  /* larger reply bodies fail with SC_ETOOBIG */
+    size_t max_reply;                  /* larger reply bodies fail with SC_ETOOBIG; 0: no bound */
     FILE *debug;                       /* one line per request and reply, or NULL */
     volatile sig_atomic_t *abort_flag; /* once set, transfers stop (SC_ECANCELED); may be NULL */
 };

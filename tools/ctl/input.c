@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/buf.h"
 #include "ctl.h"
 
 #define READ_STEP 65536
@@ -13,41 +14,24 @@
 static sc_code read_all(FILE *f, const char *name, size_t max, char **data, size_t *len, char *err,
                         size_t err_len)
 {
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    sc_code rc = SC_ENOMEM;
-    for (;;) {
-        if (cap - n < READ_STEP + 1) {
-            size_t grown_cap = cap ? cap * 2 : READ_STEP * 2;
-            char *grown = realloc(buf, grown_cap);
-            if (grown == NULL)
-                goto out;
-            buf = grown;
-            cap = grown_cap;
-        }
-        size_t got = fread(buf + n, 1, READ_STEP, f);
-        n += got;
-        if (n > max) {
-            snprintf(err, err_len, "%s is larger than %zu MiB, the gateway's limit", name,
-                     max >> 20);
-            rc = SC_ETOOBIG;
-            goto out;
-        }
-        if (got < READ_STEP)
-            break;
-    }
-    if (ferror(f)) {
+    struct sc_buf buf;
+    char chunk[READ_STEP];
+    size_t got;
+    sc_code rc;
+    sc_buf_init(&buf, max);
+    do {
+        got = fread(chunk, 1, sizeof(chunk), f);
+        rc = sc_buf_append(&buf, chunk, got);
+    } while (rc == SC_OK && got == sizeof(chunk));
+    if (rc == SC_ETOOBIG)
+        snprintf(err, err_len, "%s is larger than %zu MiB, the gateway's limit", name, max >> 20);
+    if (rc == SC_OK && ferror(f)) {
         snprintf(err, err_len, "cannot read %s: %s", name, strerror(errno));
         rc = SC_EIO;
-        goto out;
     }
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    buf = NULL;
-    rc = SC_OK;
-out:
-    free(buf);
+    if (rc == SC_OK)
+        return sc_buf_take(&buf, data, len);
+    sc_buf_free(&buf);
     return rc;
 }
 

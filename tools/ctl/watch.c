@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/clock.h"
 #include "ctl.h"
 
 #define POLL_MS        500
@@ -32,13 +33,6 @@ struct watch {
     size_t shown;             /* columns of the terminal line now on screen */
     double unreachable_since; /* < 0 while the gateway answers */
 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static void sleep_ms(long ms)
 {
@@ -86,7 +80,7 @@ static void show(struct watch *w, const struct prog_snapshot *s)
         tty_show(w, prog_line(line, sizeof(line), s, true, term_width()));
         return;
     }
-    double t = now_s();
+    double t = sc_now_seconds();
     if (!prog_plain_due(w->has_printed ? &w->printed : NULL, w->printed_at, s, t, PLAIN_INTERVAL))
         return;
     fprintf(w->c->out, "%s\n", prog_line(line, sizeof(line), s, false, 0));
@@ -121,7 +115,7 @@ void ctl_print_failures(const json_t *progress, uint64_t failed, FILE *to)
 static void finish(struct watch *w, const struct prog_snapshot *s, const json_t *o)
 {
     char line[PROG_LINE_MAX];
-    prog_summary(line, sizeof(line), s, now_s() - w->start);
+    prog_summary(line, sizeof(line), s, sc_now_seconds() - w->start);
     if (w->c->tty && w->shown > 0) {
         tty_show(w, line);
         tty_end(w);
@@ -140,7 +134,8 @@ static void stopped(struct watch *w, const char *why)
     tty_end(w);
     if (w->latest != NULL) {
         ctl_snapshot_parse(w->latest, &s);
-        fprintf(w->c->out, "%s\n", prog_summary(line, sizeof(line), &s, now_s() - w->start));
+        fprintf(w->c->out, "%s\n",
+                prog_summary(line, sizeof(line), &s, sc_now_seconds() - w->start));
         fflush(w->c->out);
     }
     fprintf(w->c->err,
@@ -161,7 +156,7 @@ static bool poll_failed(struct watch *w, sc_code rc, const struct ctl_api_error 
         return false;
     }
     bool transient = rc == SC_EUPSTREAM || rc == SC_ETIMEOUT;
-    double t = now_s();
+    double t = sc_now_seconds();
     if (transient && w->unreachable_since < 0)
         w->unreachable_since = t;
     if (transient && t - w->unreachable_since < RETRY_WINDOW) {
@@ -208,7 +203,7 @@ static bool poll_once(struct watch *w, enum ctl_exit *ex)
 
 enum ctl_exit ctl_watch(struct ctl_ctx *c, const char *id)
 {
-    struct watch w = {.c = c, .id = id, .start = now_s(), .unreachable_since = -1};
+    struct watch w = {.c = c, .id = id, .start = sc_now_seconds(), .unreachable_since = -1};
     enum ctl_exit ex = CTL_EXIT_ERROR;
     char why[96];
     if (ctl_manifest_path(id, "", &w.path) != SC_OK) {
@@ -216,7 +211,7 @@ enum ctl_exit ctl_watch(struct ctl_ctx *c, const char *id)
         return CTL_EXIT_ERROR;
     }
     while (poll_once(&w, &ex)) {
-        double waited = now_s() - w.start;
+        double waited = sc_now_seconds() - w.start;
         if (!*c->interrupted && c->args->wait_timeout > 0 && waited >= c->args->wait_timeout) {
             snprintf(why, sizeof(why), "not warm after %.0f s (--wait-timeout)", waited);
             stopped(&w, why);

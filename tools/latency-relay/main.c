@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../common/clock.h"
 #include "lrelay.h"
 
 #define MAX_EVENTS   256
@@ -83,13 +84,6 @@ struct relay {
         uint64_t accepted, active, failed, bytes[2], peak_held;
     } st;
 };
-
-static int64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 static struct dir *dir_of_timer(struct lr_timer *t)
 {
@@ -178,7 +172,7 @@ static void flush(struct relay *r, struct conn *c, int s)
     int dst = c->fd[1 - s];
     if (c->dead || (s == CLIENT && c->connecting))
         return;
-    int64_t now = now_ns();
+    int64_t now = sc_now_ns();
     d->want_out = false;
     for (;;) {
         struct iovec iov[MAX_IOV];
@@ -254,7 +248,7 @@ static void drain(struct relay *r, struct conn *c, int s)
             conn_close(r, c);
             return;
         }
-        int64_t now = now_ns();
+        int64_t now = sc_now_ns();
         int64_t from = now > c->open_ns ? now : c->open_ns;
         if (n == 0) {
             lr_chunk_free(&r->pool, k);
@@ -319,7 +313,7 @@ static void accept_all(struct relay *r)
             c->d[s].c = c;
             c->d[s].side = s;
         }
-        c->open_ns = r->o.connect_rtt ? now_ns() + 2 * r->o.delay_ns : 0;
+        c->open_ns = r->o.connect_rtt ? sc_now_ns() + 2 * r->o.delay_ns : 0;
         c->next = r->conns;
         if (r->conns != NULL)
             r->conns->prev = c;
@@ -376,7 +370,7 @@ static void on_conn_event(struct relay *r, struct conn *c, int s, uint32_t ev)
 /* Runs every direction whose release time has come, then arms the timerfd for the next. */
 static void run_timers(struct relay *r)
 {
-    int64_t now = now_ns();
+    int64_t now = sc_now_ns();
     struct lr_timer *t;
     while ((t = lr_heap_min(&r->heap)) != NULL && t->at_ns <= now) {
         lr_heap_remove(&r->heap, t);

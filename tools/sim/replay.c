@@ -22,7 +22,7 @@ struct emu {
     uint64_t next_id; /* ids start at 1; 0 means "not cached" */
     uint64_t *cached; /* per object: its id while cached, else 0 */
     uint32_t *owner;  /* per id: the object it names */
-    uint64_t *khash;  /* per object: policy_key_hash */
+    uint64_t *khash;  /* per object: sc_key_hash */
     double *scores;   /* one minibatch's scores */
 };
 
@@ -48,7 +48,7 @@ static sc_code emu_init(struct emu *e, const struct sim_trace *t, const struct p
     if (e->cached == NULL || e->owner == NULL || e->khash == NULL || e->scores == NULL)
         return SC_ENOMEM;
     for (uint32_t i = 0; i < t->n_objs; i++)
-        e->khash[i] = policy_key_hash(SIM_BUCKET, t->objs[i].key);
+        e->khash[i] = sc_key_hash(SIM_BUCKET, t->objs[i].key);
     return ops->init(capacity, &e->pol);
 }
 

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/hash.h"
+
 #define MIN_CAP 1024u
 #define NO_OBJ  UINT32_MAX
 
@@ -90,17 +92,9 @@ struct names {
     size_t n_slots;  /* a power of two, kept at least twice the objects */
 };
 
-static size_t hash_str(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-    return (size_t)(h ^ (h >> 29));
-}
-
 static size_t name_slot(const struct names *nm, const struct sim_trace *t, const char *key)
 {
-    size_t mask = nm->n_slots - 1, i = hash_str(key) & mask;
+    size_t mask = nm->n_slots - 1, i = (size_t)sc_bytes_hash(key, strlen(key)) & mask;
     while (nm->slots[i] != NO_OBJ && strcmp(t->objs[nm->slots[i]].key, key) != 0)
         i = (i + 1) & mask;
     return i;

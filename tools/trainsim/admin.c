@@ -10,32 +10,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../common/buf.h"
 #include "trainsim.h"
 
 #define MAX_REPLY (512u << 20) /* an order of 10M keys is about 200 MB */
 
-struct reply {
-    char *body;
-    size_t len;
-    bool too_big;
-};
-
+/* Collects the reply's body (into a struct sc_buf bounded by MAX_REPLY). */
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
-    struct reply *r = arg;
-    size_t add = size * n;
-    if (r->len + add > MAX_REPLY) {
-        r->too_big = true;
-        return 0;
-    }
-    char *grown = realloc(r->body, r->len + add + 1);
-    if (grown == NULL)
-        return 0;
-    memcpy(grown + r->len, p, add);
-    r->body = grown;
-    r->len += add;
-    r->body[r->len] = '\0';
-    return add;
+    return sc_buf_append(arg, p, size * n) == SC_OK ? size * n : 0;
 }
 
 /* The request's headers: the admin token if set, and the body's type. NULL is a valid list. */
@@ -78,17 +61,19 @@ static void free_headers(struct curl_slist *list)
 
 /*
  * One request: GET, or POST of a JSON body. *status is the HTTP status (0 if
- * none came); r->body is NUL-terminated ("" when empty) and the caller's.
+ * none came); *reply is the body, NUL-terminated ("" when empty) and the caller's, or NULL
+ * on failure.
  */
 static sc_code http_call(const char *url, const char *post_json, long timeout_s, long *status,
-                         struct reply *r)
+                         char **reply)
 {
     struct curl_slist *h = NULL;
+    struct sc_buf r;
     CURL *c = curl_easy_init();
     *status = 0;
-    memset(r, 0, sizeof(*r));
-    r->body = calloc(1, 1);
-    sc_code rc = c && r->body ? admin_headers(post_json != NULL, &h) : SC_ENOMEM;
+    *reply = NULL;
+    sc_buf_init(&r, MAX_REPLY);
+    sc_code rc = c ? admin_headers(post_json != NULL, &h) : SC_ENOMEM;
     if (rc != SC_OK)
         goto out;
     if (post_json) {
@@ -101,18 +86,17 @@ static sc_code http_call(const char *url, const char *post_json, long timeout_s,
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
     CURLcode cc = curl_easy_perform(c);
-    rc = r->too_big ? SC_ETOOBIG : cc == CURLE_OK ? SC_OK : SC_EUPSTREAM;
+    rc = r.err == SC_ETOOBIG ? SC_ETOOBIG : cc == CURLE_OK ? SC_OK : SC_EUPSTREAM;
     if (cc == CURLE_OK)
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
 out:
     free_headers(h);
     curl_easy_cleanup(c);
-    if (rc != SC_OK) {
-        free(r->body);
-        r->body = NULL;
-    }
+    if (rc == SC_OK)
+        return sc_buf_take(&r, reply, NULL);
+    sc_buf_free(&r);
     return rc;
 }
 
@@ -137,11 +121,11 @@ sc_code ts_stats_parse(const char *json, struct ts_counters *out)
 sc_code ts_stats_fetch(const char *url, struct ts_counters *out)
 {
     long status = 0;
-    struct reply r;
-    sc_code rc = http_call(url, NULL, 10, &status, &r);
+    char *reply = NULL;
+    sc_code rc = http_call(url, NULL, 10, &status, &reply);
     if (rc == SC_OK)
-        rc = status == 200 ? ts_stats_parse(r.body, out) : SC_EUPSTREAM;
-    free(r.body);
+        rc = status == 200 ? ts_stats_parse(reply, out) : SC_EUPSTREAM;
+    free(reply);
     return rc;
 }
 
@@ -162,29 +146,29 @@ sc_code ts_manifest_register(const char *endpoint, const struct ts_dataset *d, c
                              uint32_t epochs, uint64_t seed, char *id, size_t id_len)
 {
     long status = 0;
-    struct reply r = {0};
+    char *reply = NULL;
     json_t *root = NULL;
     char *body = NULL;
     char *url = admin_url(endpoint, "manifests");
     sc_code rc = url ? ts_manifest_body(d, bucket, epochs, seed, &body) : SC_ENOMEM;
     if (rc == SC_OK)
-        rc = http_call(url, body, 300, &status, &r);
+        rc = http_call(url, body, 300, &status, &reply);
     if (rc != SC_OK) {
         fprintf(stderr, "s3cached-trainsim: POST %s: %s\n", url ? url : "", sc_strerror(rc));
         goto out;
     }
     json_error_t jerr;
-    root = json_loads(r.body, 0, &jerr);
+    root = json_loads(reply, 0, &jerr);
     const char *got = json_string_value(json_object_get(root, "id"));
     if (status != 201 || got == NULL || strlen(got) >= id_len) {
-        fprintf(stderr, "s3cached-trainsim: POST %s answered %ld: %.500s\n", url, status, r.body);
+        fprintf(stderr, "s3cached-trainsim: POST %s answered %ld: %.500s\n", url, status, reply);
         rc = SC_EUPSTREAM;
         goto out;
     }
     snprintf(id, id_len, "%s", got);
 out:
     json_decref(root);
-    free(r.body);
+    free(reply);
     free(body);
     free(url);
     return rc;
@@ -195,15 +179,15 @@ sc_code ts_manifest_order(const char *endpoint, const char *id, uint32_t epoch,
 {
     char what[256], why[512];
     long status = 0;
-    struct reply r = {0};
+    char *reply = NULL;
     *order = NULL;
     snprintf(what, sizeof(what), "manifests/%s/order?epoch=%u", id, epoch);
     char *url = admin_url(endpoint, what);
     sc_code rc = url ? SC_OK : SC_ENOMEM;
     for (int tries = 0; rc == SC_OK && tries < 600; tries++) {
-        free(r.body);
-        rc = http_call(url, NULL, 300, &status, &r);
-        if (rc != SC_OK || status != 400 || strstr(r.body, "still listing") == NULL)
+        free(reply);
+        rc = http_call(url, NULL, 300, &status, &reply);
+        if (rc != SC_OK || status != 400 || strstr(reply, "still listing") == NULL)
             break;
         usleep(100 * 1000); /* a prefix manifest answers once its listing ends */
     }
@@ -212,15 +196,15 @@ sc_code ts_manifest_order(const char *endpoint, const char *id, uint32_t epoch,
         goto out;
     }
     if (status != 200) {
-        fprintf(stderr, "s3cached-trainsim: GET %s answered %ld: %.500s\n", url, status, r.body);
+        fprintf(stderr, "s3cached-trainsim: GET %s answered %ld: %.500s\n", url, status, reply);
         rc = SC_EUPSTREAM;
         goto out;
     }
-    rc = ts_order_parse(d, r.body, order, len, why, sizeof(why));
+    rc = ts_order_parse(d, reply, order, len, why, sizeof(why));
     if (rc != SC_OK)
         fprintf(stderr, "s3cached-trainsim: GET %s: %s\n", url, why);
 out:
-    free(r.body);
+    free(reply);
     free(url);
     return rc;
 }

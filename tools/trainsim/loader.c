@@ -95,7 +95,7 @@ static void take_done(struct epoch_run *r, ts_pool *p)
 
 static void show_progress(struct epoch_run *r, struct ts_progress *pr, int64_t start, bool force)
 {
-    double s = (double)(ts_now_ns() - start) / 1e9;
+    double s = (double)(sc_now_ns() - start) / 1e9;
     double stall = (double)r->stall_ns / 1e9;
     ts_progress_show(
         pr, force,
@@ -120,7 +120,7 @@ static sc_code run(struct epoch_run *r, ts_pool *p, struct ts_progress *pr, int6
     sc_code rc = SC_OK;
     r->idle_since_ns = start;
     for (;;) {
-        int64_t now = ts_now_ns();
+        int64_t now = sc_now_ns();
         consume(r, now);
         if (r->next_batch == r->n_batches && !r->computing)
             return SC_OK;
@@ -148,11 +148,11 @@ sc_code ts_load_epoch(ts_pool *p, const struct ts_loader *l, const uint32_t *ord
         goto out;
     for (uint32_t pos = 0; pos < len; pos++)
         r.left[pos / l->batch]++;
-    int64_t start = ts_now_ns();
+    int64_t start = sc_now_ns();
     rc = run(&r, p, pr, start);
     if (rc != SC_OK)
         goto out;
-    int64_t end = r.compute_end_ns > start ? r.compute_end_ns : ts_now_ns();
+    int64_t end = r.compute_end_ns > start ? r.compute_end_ns : sc_now_ns();
     show_progress(&r, pr, start, true);
     ts_progress_done(pr);
     e->wall_s = (double)(end - start) / 1e9;

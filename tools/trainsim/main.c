@@ -60,13 +60,13 @@ static sc_code epoch_order(struct train *t, uint32_t e, uint32_t **order, uint32
 static bool stats_after(const char *url, const struct ts_counters *before, uint64_t gets,
                         struct ts_counters *after)
 {
-    int64_t deadline = ts_now_ns() + 2000000000ll;
+    int64_t deadline = sc_now_ns() + 2000000000ll;
     for (;;) {
         if (ts_stats_fetch(url, after) != SC_OK)
             return false;
         uint64_t counted = (after->hits + after->misses + after->bypasses) -
                            (before->hits + before->misses + before->bypasses);
-        if (counted >= gets || ts_now_ns() > deadline)
+        if (counted >= gets || sc_now_ns() > deadline)
             return true;
         usleep(20 * 1000);
     }

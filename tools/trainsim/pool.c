@@ -182,7 +182,7 @@ static void finish(struct slot *s, enum ts_outcome outcome)
         .latency_us = total_us > UINT32_MAX ? UINT32_MAX : (uint32_t)total_us,
         .retries = s->attempts - 1,
         .responded = s->status != 0,
-        .at_ns = ts_now_ns(),
+        .at_ns = sc_now_ns(),
     };
     s->finished = true;
     p->done[(p->done_head + p->done_len) % p->n_slots] = (uint32_t)(s - p->slots);
@@ -251,7 +251,7 @@ static void attempt_ended(struct slot *s, CURLcode cc)
         return;
     }
     if (retryable(cc, s->status) && s->attempts <= TS_RETRIES) {
-        s->retry_at_ns = ts_now_ns() + ((int64_t)100000000 << (s->attempts - 1));
+        s->retry_at_ns = sc_now_ns() + ((int64_t)100000000 << (s->attempts - 1));
         return;
     }
     if (cc != CURLE_OK)
@@ -392,7 +392,7 @@ static void collect(ts_pool *p)
 sc_code ts_pool_run(ts_pool *p, int timeout_ms)
 {
     int running = 0;
-    int retry_ms = start_due_retries(p, ts_now_ns());
+    int retry_ms = start_due_retries(p, sc_now_ns());
     if (curl_multi_perform(p->multi, &running) != CURLM_OK)
         return SC_EUPSTREAM;
     collect(p);
@@ -403,7 +403,7 @@ sc_code ts_pool_run(ts_pool *p, int timeout_ms)
         wait = retry_ms;
     if (wait > 0 && curl_multi_poll(p->multi, NULL, 0, wait, NULL) != CURLM_OK)
         return SC_EUPSTREAM;
-    start_due_retries(p, ts_now_ns());
+    start_due_retries(p, sc_now_ns());
     if (curl_multi_perform(p->multi, &running) != CURLM_OK)
         return SC_EUPSTREAM;
     collect(p);

@@ -17,14 +17,14 @@ void ts_progress_init(struct ts_progress *p, bool quiet)
     memset(p, 0, sizeof(*p));
     p->quiet = quiet;
     p->tty = isatty(STDERR_FILENO) == 1;
-    p->last_ns = ts_now_ns();
+    p->last_ns = sc_now_ns();
 }
 
 void ts_progress_show(struct ts_progress *p, bool force, const char *fmt, ...)
 {
     if (p->quiet)
         return;
-    int64_t now = ts_now_ns();
+    int64_t now = sc_now_ns();
     if (!force && now - p->last_ns < (p->tty ? TTY_EVERY_NS : PLAIN_EVERY_NS))
         return;
     p->last_ns = now;

@@ -1,6 +1,6 @@
 /*
  * s3req.c - the URL and headers of one object request: path-style addressing,
- * the key percent-encoded once, and SigV4 (gateway/sigv4.c) when credentials
+ * the key percent-encoded once, and SigV4 (sigv4/sigv4.c) when credentials
  * are in the environment.
  */
 #include <openssl/crypto.h>

@@ -9,7 +9,7 @@
 static void show(struct ts_progress *pr, const struct ts_seed_result *r, uint32_t total,
                  int64_t start, bool force)
 {
-    double s = (double)(ts_now_ns() - start) / 1e9;
+    double s = (double)(sc_now_ns() - start) / 1e9;
     ts_progress_show(pr, force, "seed  %" PRIu64 "/%u objects  %.1f MB  %.0f obj/s  %.1f MB/s%s",
                      r->objects, total, (double)r->bytes / 1e6,
                      s > 0 ? (double)r->objects / s : 0.0, s > 0 ? (double)r->bytes / s / 1e6 : 0.0,
@@ -19,7 +19,7 @@ static void show(struct ts_progress *pr, const struct ts_seed_result *r, uint32_
 sc_code ts_seed(ts_pool *p, const struct ts_dataset *d, struct ts_progress *pr,
                 struct ts_seed_result *r)
 {
-    int64_t start = ts_now_ns();
+    int64_t start = sc_now_ns();
     uint32_t next = 0;
     struct ts_done done;
     *r = (struct ts_seed_result){0};
@@ -46,6 +46,6 @@ sc_code ts_seed(ts_pool *p, const struct ts_dataset *d, struct ts_progress *pr,
     }
     show(pr, r, d->objects, start, true);
     ts_progress_done(pr);
-    r->wall_s = (double)(ts_now_ns() - start) / 1e9;
+    r->wall_s = (double)(sc_now_ns() - start) / 1e9;
     return SC_OK;
 }

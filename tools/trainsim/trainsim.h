@@ -28,6 +28,7 @@
 
 #include <curl/curl.h>
 
+#include "../../common/clock.h"
 #include "../../common/sc_err.h"
 
 #define TS_DEFAULT_PREFIX "trainsim/"
@@ -45,14 +46,6 @@ enum {
     TS_EXIT_CORRUPT = 3, /* a body differed from the expected bytes */
     TS_EXIT_FAILED = 4,  /* a request failed after its retries */
 };
-
-/* Monotonic clock in nanoseconds. */
-static inline int64_t ts_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
 
 /* ---- dataset.c ------------------------------------------------------------------------------ */
 

@@ -1,7 +1,7 @@
 """The gateway's deterministic sampling order, computed locally in pure Python.
 
 This is the contract of docs/manifests.md ("The deterministic order"): the gateway
-(gateway/plan_order.c), this module and any other implementation derive the same
+(manifest/plan_order.c), this module and any other implementation derive the same
 order from the same fields, so a trainer can check the gateway or work without it.
 
 For each epoch e (0-based) over a dataset of n samples (indices 0..n-1):

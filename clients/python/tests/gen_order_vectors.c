@@ -1,6 +1,6 @@
 /*
  * gen_order_vectors.c - prints the orders the gateway's own plan code (plan_parse and
- * plan_epoch_order, gateway/plan_order.c) computes for many shapes, as JSON.
+ * plan_epoch_order, manifest/plan_order.c) computes for many shapes, as JSON.
  * gen_order_vectors.sh builds it against build/obj and writes order_vectors.json, which
  * test_order.py compares s3cached.order with.
  */

@@ -17,7 +17,7 @@ except ImportError:
 class Vectors(unittest.TestCase):
     def test_matches_the_gateway_on_every_vector(self):
         # order_vectors.json: written by gen_order_vectors.sh, which runs the gateway's
-        # plan_parse() and plan_epoch_order() (gateway/plan_order.c) on each shape.
+        # plan_parse() and plan_epoch_order() (manifest/plan_order.c) on each shape.
         with open(os.path.join(_path.HERE, "order_vectors.json")) as f:
             vectors = json.load(f)
         self.assertGreater(len(vectors), 400)
