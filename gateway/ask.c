@@ -25,7 +25,7 @@ static void on_done(void *arg, sc_code result)
 {
     struct gw_ask *a = arg;
     a->result = result;
-    MHD_resume_connection(a->q->conn); /* the access handler reads the answer */
+    MHD_resume_connection(a->q->conn); /* the step that waits reads the answer */
 }
 
 static const struct up_handler ask_handler = {

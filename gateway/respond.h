@@ -11,8 +11,7 @@
 #include "../proto/s3_xml.h"
 #include "gw.h"
 
-/* Sends an S3 XML error and marks the request responded. Returns what the access handler returns.
- */
+/* Sends an S3 XML error (q->status is set). Returns what libmicrohttpd is told. */
 enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
                                  const char *message);
 
