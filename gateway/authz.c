@@ -12,15 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "respond.h"
-
-static int64_t now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec;
-}
 
 /* The identity as the answers are filed: the access key, or "" for anonymous. */
 static const char *who(const struct gw_req *q)
@@ -38,7 +32,8 @@ void gw_authz_record(struct gw_req *q, bool allowed)
 {
     if (!gw_authz_needed(q))
         return;
-    authz_cache_put(q->g->authz, who(q), q->tgt.bucket, q->tgt.key, allowed, now_s());
+    authz_cache_put(q->g->authz, who(q), q->tgt.bucket, q->tgt.key, allowed,
+                    (int64_t)sc_now_seconds());
     if (allowed)
         q->authorized = true;
 }
@@ -64,7 +59,8 @@ bool gw_authz_admit(struct gw_req *q, struct gw_next *next)
 {
     if (!gw_authz_needed(q) || q->authorized)
         return true;
-    switch (authz_cache_get(q->g->authz, who(q), q->tgt.bucket, q->tgt.key, now_s())) {
+    switch (authz_cache_get(q->g->authz, who(q), q->tgt.bucket, q->tgt.key,
+                            (int64_t)sc_now_seconds())) {
     case AUTHZ_ALLOWED:
         q->authorized = true;
         return true;

@@ -31,6 +31,7 @@
 #include "../upstream/relay.h"
 #include "ask.h"
 #include "../proto/s3_target.h"
+#include "../common/buf.h"
 #include "../common/stats.h"
 #include "../upstream/upstream.h"
 
@@ -161,9 +162,7 @@ struct gw_req {
     struct upload *upload; /* the pass-through transfer (proxy.c) */
     /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX; admin.c). */
     struct {
-        char *body;
-        size_t len, cap;
-        bool too_big;
+        struct sc_buf body; /* its err is SC_ETOOBIG (or SC_ENOMEM) once it could not keep all */
     } admin;
     struct gw_cleanup cleanups[GW_CLEANUPS_MAX]; /* run in reverse order (req.h) */
     unsigned n_cleanups;

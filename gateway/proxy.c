@@ -37,6 +37,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../common/buf.h"
 #include "../common/log.h"
 #include "../proto/awschunked.h"
 #include "../proto/digest.h"
@@ -77,11 +78,10 @@ struct upload {
     fill_table *fills;         /* where it is noted */
     store *st;
     char *write_bucket, *write_key;
-    bool delete_objects; /* DeleteObjects: its answer lists what the upstream deleted */
-    bool holding;        /* the answer is kept from the client until read (upstream thread) */
-    char *answer;        /* what is held */
-    size_t answer_len;
-    char *tee; /* the body's first tee_cap bytes, to learn which keys it writes */
+    bool delete_objects;  /* DeleteObjects: its answer lists what the upstream deleted */
+    bool holding;         /* the answer is kept from the client until read (upstream thread) */
+    struct sc_buf answer; /* what is held, up to S3_DELETE_MAX_ANSWER bytes */
+    char *tee;            /* the body's first tee_cap bytes, to learn which keys it writes */
     size_t tee_len, tee_cap;
     bool tee_overflow; /* the body was longer than tee_cap */
     int64_t announced; /* the body length the upstream is told */
@@ -128,7 +128,7 @@ static void upload_unref(struct upload *u)
     write_end(u); /* a write never submitted */
     free(u->write_bucket);
     free(u->write_key);
-    free(u->answer);
+    sc_buf_free(&u->answer);
     relay_unref(u->relay);
     up_req_release(u->req);
     body_check_release(&u->check);
@@ -178,22 +178,14 @@ static void on_head(void *arg, const struct http_head *head)
 /* Keeps answer bytes from the client (upstream thread); false once too many to hold. */
 static bool hold_answer(struct upload *u, const char *p, size_t n)
 {
-    if (n > S3_DELETE_MAX_ANSWER - u->answer_len)
-        return false;
-    char *grown = realloc(u->answer, u->answer_len + n);
-    if (grown == NULL)
-        return false;
-    memcpy(grown + u->answer_len, p, n);
-    u->answer = grown;
-    u->answer_len += n;
-    return true;
+    return sc_buf_append(&u->answer, p, n) == SC_OK;
 }
 
 /* Lets the held answer go to the client; it is no longer held. */
 static bool release_answer(struct upload *u)
 {
     u->holding = false;
-    return u->answer_len == 0 || relay_push(u->relay, u->answer, u->answer_len);
+    return u->answer.len == 0 || relay_push(u->relay, u->answer.data, u->answer.len);
 }
 
 static bool on_body(void *arg, const char *p, size_t n)
@@ -215,7 +207,7 @@ static bool on_body(void *arg, const char *p, size_t n)
 static void drop_answered_keys(struct upload *u)
 {
     struct s3_delete_keys keys;
-    if (s3_delete_keys_parse(u->answer, u->answer_len, &keys) == SC_OK) {
+    if (s3_delete_keys_parse(u->answer.data, u->answer.len, &keys) == SC_OK) {
         for (size_t i = 0; i < keys.n; i++)
             if (store_remove_queued(u->st, u->write_bucket, keys.keys[i]) != SC_OK)
                 sc_err("could not drop cached %s/%s", u->write_bucket, keys.keys[i]);
@@ -658,6 +650,7 @@ static struct upload *upload_new(struct gw_req *q)
     pthread_mutex_init(&u->mu, NULL);
     atomic_init(&u->refs, 1);
     u->q = q;
+    sc_buf_init(&u->answer, S3_DELETE_MAX_ANSWER);
     u->relay = relay_new(RELAY_WINDOW);
     if (u->relay == NULL) {
         upload_unref(u);

@@ -58,6 +58,7 @@
 #include "admin/admin.h"
 #include "auth.h"
 #include "authz.h"
+#include "framing.h"
 #include "probe.h"
 #include "proxy.h"
 #include "req.h"
@@ -149,175 +150,6 @@ static struct gw_next step_authenticate(struct gw_req *q)
     return GW_NEXT(q->has_body ? GW_STEP_BODY : GW_STEP_ROUTE);
 }
 
-/* ---- request framing ------------------------------------------------------- */
-
-/* What the headers say about where the request's body ends. */
-struct framing {
-    const char *content_length; /* the first Content-Length */
-    bool lengths_differ;        /* another Content-Length with a different value */
-    unsigned transfer_encodings;
-    bool chunked;          /* the (last) Transfer-Encoding is exactly "chunked" */
-    bool folded;           /* a header line was continued on the next one (obs-fold) */
-    bool bad_name;         /* a header name that is not a token ("Content-Length : 4") */
-    unsigned decided_seen; /* bit i: decided_headers[i] came once */
-    const char *duplicate; /* a decided-on header that came twice, or NULL */
-    bool bad_value;        /* a control character (CR, NUL...) but HTAB in a header value */
-};
-
-/*
- * Headers the gateway reads (with libmicrohttpd's lookup, which gives the first line) to
- * decide something: who may do what, which bytes, which bucket, how the body ends. Every
- * line is forwarded, so a second line would reach the upstream undecided (a copy source
- * in a bucket the client key may not read, another range): two lines of one are refused.
- */
-static const char *const decided_headers[] = {
-    "Host",
-    "Authorization",
-    "x-amz-date",
-    "x-amz-content-sha256",
-    "x-amz-decoded-content-length",
-    "x-amz-trailer",
-    "x-amz-copy-source",
-    "x-amz-copy-source-range",
-    "Range",
-    "If-Match",
-    "If-None-Match",
-    "If-Modified-Since",
-    "If-Unmodified-Since",
-    "x-amz-checksum-mode",
-    "Content-Type",
-    "Origin",
-    "Sec-Fetch-Site",
-};
-
-/* Notes name if it is a decided-on header, and whether it came before. */
-static void note_decided(struct framing *f, const char *name)
-{
-    for (size_t i = 0; i < sizeof(decided_headers) / sizeof(decided_headers[0]); i++) {
-        if (strcasecmp(name, decided_headers[i]) != 0)
-            continue;
-        if (f->decided_seen & (1u << i))
-            f->duplicate = decided_headers[i];
-        f->decided_seen |= 1u << i;
-        return;
-    }
-}
-
-/* True if name is an RFC 9110 token: no blank, control character or separator. */
-static bool is_token(const char *name)
-{
-    if (*name == '\0')
-        return false;
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        if (*p <= 0x20 || *p >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", *p) != NULL)
-            return false;
-    return true;
-}
-
-/*
- * True if libmicrohttpd joined a continuation line (obs-fold, RFC 9112 5.2) into this header.
- * It parses a line in place ("name\0 value") but appends a continuation to the *name*, in a
- * new block of its memory pool (0.9.75: "x-amz-meta-a: one" CRLF " two" arrives as
- * "x-amz-meta-atwo: one"), so the value no longer follows its name and the blanks after
- * the colon. tests/integration/test_framing.py fails if a newer libmicrohttpd changes this.
- */
-static bool header_was_folded(const char *name, const char *value)
-{
-    const char *after_colon = name + strlen(name) + 1;
-    if ((uintptr_t)value < (uintptr_t)after_colon)
-        return true;
-    for (const char *p = after_colon; p < value; p++)
-        if (*p != ' ' && *p != '\t')
-            return true;
-    return false;
-}
-
-/*
- * True if a header value holds a control character other than HTAB (RFC 9110 5.5): a bare CR
- * or an LF some servers end a line at, a DEL. Forwarded, the upstream could read it otherwise
- * than it was signed. (A NUL is not seen: libmicrohttpd 0.9.75 ends the value there.)
- */
-static bool value_has_control(const char *value, size_t size)
-{
-    for (size_t i = 0; i < size; i++) {
-        unsigned char c = (unsigned char)value[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return true;
-    }
-    return false;
-}
-
-static enum MHD_Result note_value(void *cls, enum MHD_ValueKind kind, const char *name,
-                                  size_t name_size, const char *value, size_t value_size)
-{
-    struct framing *f = cls;
-    if (value != NULL && value_has_control(value, value_size))
-        f->bad_value = true;
-    return MHD_YES;
-}
-
-static enum MHD_Result note_framing(void *cls, enum MHD_ValueKind kind, const char *name,
-                                    const char *value)
-{
-    struct framing *f = cls;
-    if (!is_token(name))
-        f->bad_name = true;
-    note_decided(f, name);
-    if (value == NULL)
-        return MHD_YES;
-    if (header_was_folded(name, value))
-        f->folded = true;
-    if (strcasecmp(name, "Content-Length") == 0) {
-        if (f->content_length == NULL)
-            f->content_length = value;
-        else if (strcmp(f->content_length, value) != 0)
-            f->lengths_differ = true;
-    } else if (strcasecmp(name, "Transfer-Encoding") == 0) {
-        f->transfer_encodings++;
-        f->chunked = strcasecmp(value, "chunked") == 0;
-    }
-    return MHD_YES;
-}
-
-/*
- * Why the end of the request's body is ambiguous, or NULL if it is not. libmicrohttpd
- * frames a body by Transfer-Encoding while the upstream would be told the Content-Length:
- * any difference between the two would let body bytes become a request of their own on
- * a reused upstream connection (smuggling). RFC 9112 6.1 and 6.3. A header the gateway
- * decides on in two lines is refused too (decided_headers); the reason may be put in msg.
- */
-static const char *framing_fault(struct gw_req *q, char *msg, size_t cap)
-{
-    struct framing f = {.content_length = NULL};
-    MHD_get_connection_values(q->conn, MHD_HEADER_KIND, note_framing, &f);
-    if (f.duplicate != NULL) {
-        snprintf(msg, cap, "The request has more than one %s header.", f.duplicate);
-        return msg;
-    }
-    MHD_get_connection_values_n(q->conn, MHD_HEADER_KIND, note_value, &f);
-    if (f.bad_value)
-        return "A header value holds a control character.";
-    if (f.folded)
-        return "A header line continued on the next line (obs-fold) is not accepted.";
-    if (f.bad_name) /* a blank before the colon: some servers would still read the header */
-        return "A header name is not a valid token.";
-    if (f.lengths_differ)
-        return "The request has Content-Length headers with different values.";
-    if (f.transfer_encodings > 0 && f.content_length != NULL)
-        return "The request has both Transfer-Encoding and Content-Length.";
-    if (f.transfer_encodings > 1 || (f.transfer_encodings == 1 && !f.chunked))
-        return "Transfer-Encoding other than chunked is not accepted.";
-    return NULL;
-}
-
-/* True if the client announced a request body. */
-static bool has_body(struct gw_req *q)
-{
-    const char *cl = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Content-Length");
-    const char *te = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Transfer-Encoding");
-    return te != NULL || (cl != NULL && strcmp(cl, "0") != 0);
-}
-
 /* GW_STEP_HEAD, the first call: the request is counted, its kind of probe decided, its
  * framing checked (refused before any body byte is read, and the connection closed). */
 static struct gw_next step_head(struct gw_req *q)
@@ -327,10 +159,10 @@ static struct gw_next step_head(struct gw_req *q)
     sc_stat_add(q->g->stats.requests, 1);
     q->probe = gw_is_probe(q);
     char why[96];
-    const char *fault = framing_fault(q, why, sizeof(why));
+    const char *fault = gw_framing_fault(q, why, sizeof(why));
     if (fault != NULL)
         return GW_SENT(gw_respond_known_error(q, S3_XML_INVALID_REQUEST, fault));
-    q->has_body = has_body(q);
+    q->has_body = gw_framing_has_body(q);
     /* With a body: refuse a bad target or signature now, not after reading the body. */
     return q->has_body ? GW_NEXT(GW_STEP_PARSE) : GW_WAIT(GW_STEP_GATE);
 }
@@ -463,7 +295,7 @@ static enum MHD_Result run_steps(struct gw_req *q)
 static void guard_request(struct gw_req *q, size_t upload_size)
 {
     if (q->step == GW_STEP_HEAD)
-        conn_guard_head_in(q->g->guard, q->guard, has_body(q));
+        conn_guard_head_in(q->g->guard, q->guard, gw_framing_has_body(q));
     else if (upload_size == 0)
         conn_guard_body_in(q->g->guard, q->guard);
 }

@@ -92,7 +92,7 @@ static enum MHD_Result not_allowed(struct gw_req *q)
 /* A body over the bound was read and dropped: say so, whatever the endpoint. */
 static bool body_refused(struct gw_req *q, enum MHD_Result *ret)
 {
-    if (!q->admin.too_big)
+    if (q->admin.body.err == SC_OK)
         return false;
     *ret = respond_problem(q, API_TOO_LARGE, "the request body is larger than 64 MiB");
     return true;
@@ -102,32 +102,18 @@ static bool body_refused(struct gw_req *q, enum MHD_Result *ret)
 static void free_body(void *arg)
 {
     struct gw_req *q = arg;
-    free(q->admin.body);
-    q->admin.body = NULL;
+    sc_buf_free(&q->admin.body);
 }
 
 void gw_admin_collect(struct gw_req *q, const char *data, size_t n)
 {
-    if (q->admin.too_big || q->admin.len + n > GW_ADMIN_BODY_MAX) {
-        q->admin.too_big = true;
-        return;
-    }
-    if (q->admin.len + n + 1 > q->admin.cap) {
-        size_t cap = q->admin.cap ? q->admin.cap : 64 * 1024;
-        while (cap < q->admin.len + n + 1)
-            cap *= 2;
-        char *grown = realloc(q->admin.body, cap);
-        if (grown == NULL) {
-            q->admin.too_big = true; /* refused as too large rather than crash */
-            return;
-        }
-        q->admin.body = grown;
-        q->admin.cap = cap;
+    if (q->admin.body.data == NULL && q->admin.body.err == SC_OK) {
+        sc_buf_init(&q->admin.body, GW_ADMIN_BODY_MAX);
         gw_req_cleanup_add(q, free_body, q);
     }
-    memcpy(q->admin.body + q->admin.len, data, n);
-    q->admin.len += n;
-    q->admin.body[q->admin.len] = '\0';
+    /* Past the bound (or out of memory) the rest is read and dropped, and refused as too
+     * large rather than crash (body_refused). */
+    sc_buf_append(&q->admin.body, data, n);
 }
 
 /* ---- endpoints --------------------------------------------------------------- */
@@ -136,8 +122,8 @@ static enum MHD_Result create_manifest(struct gw_req *q)
 {
     struct api_err err = {0};
     json_t *reply = NULL;
-    sc_code rc =
-        mf_create(q->g->manifests, q->admin.body ? q->admin.body : "", q->admin.len, &reply, &err);
+    sc_code rc = mf_create(q->g->manifests, q->admin.body.data ? q->admin.body.data : "",
+                           q->admin.body.len, &reply, &err);
     if (rc == SC_ENOMEM && reply == NULL && err.code == API_OK)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
@@ -156,8 +142,8 @@ static enum MHD_Result post_importance(struct gw_req *q)
 {
     struct importance_req ir;
     struct api_err err = {0};
-    sc_code rc =
-        importance_req_parse(q->admin.body ? q->admin.body : "", q->admin.len, NULL, &ir, &err);
+    sc_code rc = importance_req_parse(q->admin.body.data ? q->admin.body.data : "",
+                                      q->admin.body.len, NULL, &ir, &err);
     if (rc == SC_ENOMEM)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
@@ -231,7 +217,8 @@ static enum MHD_Result post_invalidate(struct gw_req *q)
 {
     struct invalidate_req r;
     struct api_err err = {0};
-    sc_code rc = invalidate_parse(q->admin.body ? q->admin.body : "", q->admin.len, &r, &err);
+    sc_code rc =
+        invalidate_parse(q->admin.body.data ? q->admin.body.data : "", q->admin.body.len, &r, &err);
     if (rc == SC_ENOMEM && err.code == API_OK)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
