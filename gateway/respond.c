@@ -32,8 +32,9 @@ enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp
     return ret;
 }
 
-enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
-                                 const char *message)
+/* An S3 XML error body of code and message, for q's resource and request id. */
+static enum MHD_Result respond_error(struct gw_req *q, int status, const char *code,
+                                     const char *message)
 {
     char *body = NULL;
     size_t len = 0;
@@ -53,7 +54,7 @@ enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
 enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message)
 {
     const struct s3_xml_error_info *info = s3_xml_error_info(e);
-    return gw_respond_error(q, info->status, info->code, message ? message : info->message);
+    return respond_error(q, info->status, info->code, message ? message : info->message);
 }
 
 struct MHD_Response *gw_buffer_response(const char *content_type, void *body, size_t len,

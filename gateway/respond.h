@@ -11,14 +11,11 @@
 #include "../proto/s3_xml.h"
 #include "gw.h"
 
-/* Sends an S3 XML error (q->status is set). Returns what libmicrohttpd is told. */
-enum MHD_Result gw_respond_error(struct gw_req *q, int status, const char *code,
-                                 const char *message);
-
 /*
  * Sends the S3 XML error of the gateway's error table (s3_xml.h) for e, with its
- * usual message, or message when one helps more. Every error the gateway answers itself
- * comes from the table.
+ * usual message, or message when one helps more (q->status is set). Every S3 error the
+ * gateway answers itself goes through here, so a code always has one status and one
+ * usual message; errors the upstream sent are relayed as they came (deliver.c).
  */
 enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message);
 
