@@ -85,17 +85,6 @@ struct MHD_Response *gw_deliver_stream(struct gw_req *q, uint64_t start, uint64_
                                              64 * 1024, read_relay, q, NULL);
 }
 
-static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
-{
-    return MHD_CONTENT_READER_END_OF_STREAM;
-}
-
-struct MHD_Response *gw_deliver_no_body(uint64_t len)
-{
-    return MHD_create_response_from_callback(len == GW_DELIVER_UNBOUNDED ? MHD_SIZE_UNKNOWN : len,
-                                             4096, no_body, NULL, NULL);
-}
-
 void gw_deliver_relayed_headers(struct MHD_Response *resp, const struct relay_head *h)
 {
     for (size_t i = 0; i < h->n_headers; i++) {
@@ -111,7 +100,7 @@ enum MHD_Result gw_deliver_as_upstream(struct gw_req *q, const struct relay_head
     uint64_t len = h->content_length >= 0 ? (uint64_t)h->content_length : GW_DELIVER_UNBOUNDED;
     if (bodiless && !head)
         len = 0;
-    struct MHD_Response *resp = head ? gw_deliver_no_body(len) : gw_deliver_stream(q, 0, len);
+    struct MHD_Response *resp = head ? gw_response_head(len) : gw_deliver_stream(q, 0, len);
     if (resp == NULL)
         return MHD_NO;
     gw_deliver_relayed_headers(resp, h);

@@ -1,7 +1,9 @@
 /*
  * req.h - what every step may do with its request besides answering: register a
- * cleanup for the state it owns (as nginx's ngx_pool_cleanup_add), and suspend or
- * resume the connection through q->waiter.
+ * cleanup for the state it owns (as nginx's ngx_pool_cleanup_add), and the waiter that
+ * suspends the connection while a relay has nothing for it and resumes it when bytes
+ * come (q->waiter, handed to relay.h). A HEAD asked upstream (ask.h) suspends and
+ * resumes the connection itself, around that one question.
  */
 #ifndef GW_REQ_H
 #define GW_REQ_H

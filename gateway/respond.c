@@ -70,3 +70,32 @@ struct MHD_Response *gw_buffer_response(const char *content_type, void *body, si
     MHD_add_response_header(resp, "Cache-Control", "no-store");
     return resp;
 }
+
+struct MHD_Response *gw_response_empty(void)
+{
+    return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+}
+
+static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+struct MHD_Response *gw_response_head(uint64_t len)
+{
+    return MHD_create_response_from_callback(len == GW_LENGTH_UNKNOWN ? MHD_SIZE_UNKNOWN : len,
+                                             4096, no_body, NULL, NULL);
+}
+
+struct MHD_Response *gw_response_iovec(const struct iovec *iov, size_t n, void (*release)(void *),
+                                       void *arg)
+{
+    struct MHD_IoVec *miov = calloc(n ? n : 1, sizeof(*miov));
+    if (miov == NULL)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        miov[i] = (struct MHD_IoVec){iov[i].iov_base, iov[i].iov_len};
+    struct MHD_Response *resp = MHD_create_response_from_iovec(miov, (unsigned)n, release, arg);
+    free(miov); /* libmicrohttpd copied the vector, not the bytes */
+    return resp;
+}

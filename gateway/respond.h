@@ -1,12 +1,16 @@
 /*
- * respond.h - the one place a response is built and queued. Every step answers
- * through these; each returns what libmicrohttpd is told (MHD_NO closes the
- * connection), which a step turns into its result with GW_SENT() (gw.h).
+ * respond.h - the one place a response is queued, and where every response whose body is
+ * in memory (an error, the API's JSON, a hit in LMDB's map, none at all) is built; bodies
+ * streamed from a relay are built by deliver.h. The senders return what libmicrohttpd is
+ * told (MHD_NO closes the connection), which a step turns into its result with GW_SENT()
+ * (step.h).
  */
 #ifndef GW_RESPOND_H
 #define GW_RESPOND_H
 
 #include <microhttpd.h>
+#include <stdint.h>
+#include <sys/uio.h>
 
 #include "../proto/s3_xml.h"
 #include "gw.h"
@@ -34,5 +38,24 @@ void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp);
 /* Queues resp with status, adds common headers, destroys the caller's reference. At most once
  * per request (asserted); q->status says it was done. */
 enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp);
+
+/* The length a response announces when it is not known (sent until the connection ends). */
+#define GW_LENGTH_UNKNOWN UINT64_MAX
+
+/* @brief A response without a body and without Content-Length's promise of one (a 304).
+ * NULL when out of memory. */
+struct MHD_Response *gw_response_empty(void);
+
+/* @brief The response to a HEAD: it announces len bytes (GW_LENGTH_UNKNOWN: unknown) and sends
+ * none. NULL when out of memory. */
+struct MHD_Response *gw_response_head(uint64_t len);
+
+/*
+ * @brief A response whose body is the n byte ranges of iov, sent without copying them: they
+ * must stay valid until release(arg) is called, when libmicrohttpd is done with them (also if
+ * the client goes away). On failure (NULL) release is not called.
+ */
+struct MHD_Response *gw_response_iovec(const struct iovec *iov, size_t n, void (*release)(void *),
+                                       void *arg);
 
 #endif

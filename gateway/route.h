@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "../proto/s3_target.h"
-#include "gw.h"
+#include "step.h"
 
 /*
  * @brief After the body bytes of a call are taken (GW_STEP_GATE): a probe is answered

@@ -81,7 +81,7 @@ static enum MHD_Result respond_bodiless(struct gw_req *q, const struct answer *a
         q->x_cache = q->x_cache ? q->x_cache : "MISS";
         return gw_respond_known_error(q, S3_XML_INVALID_RANGE, NULL);
     }
-    struct MHD_Response *resp = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *resp = gw_response_empty();
     if (resp == NULL)
         return MHD_NO;
     if (etag)
@@ -116,19 +116,15 @@ static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const str
     uint32_t chunk = q->g->cfg->chunk_size;
     size_t max_iov = (size_t)(a->len / chunk) + 2;
     struct iovec *iov = calloc(max_iov, sizeof(*iov));
-    struct MHD_IoVec *miov = calloc(max_iov, sizeof(*miov));
     size_t n = 0;
     struct MHD_Response *resp = NULL;
-    *rc = iov && miov ? store_obj_iov(obj, a->start, a->len, iov, max_iov, &n) : SC_ENOMEM;
+    *rc = iov ? store_obj_iov(obj, a->start, a->len, iov, max_iov, &n) : SC_ENOMEM;
     if (*rc == SC_OK) {
-        for (size_t i = 0; i < n; i++)
-            miov[i] = (struct MHD_IoVec){iov[i].iov_base, iov[i].iov_len};
-        resp = MHD_create_response_from_iovec(miov, (unsigned)n, close_view, obj);
+        resp = gw_response_iovec(iov, n, close_view, obj);
         if (resp == NULL)
             *rc = SC_ENOMEM;
     }
     free(iov);
-    free(miov); /* libmicrohttpd copied the vector, not the bytes */
     return resp;
 }
 
@@ -152,7 +148,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     }
     bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
     sc_code rc = SC_OK;
-    struct MHD_Response *resp = head ? gw_deliver_no_body(a.len) : hit_body(q, obj, &a, &rc);
+    struct MHD_Response *resp = head ? gw_response_head(a.len) : hit_body(q, obj, &a, &rc);
     if (resp == NULL) {
         q->x_cache = NULL;
         store_obj_close(obj);
@@ -368,7 +364,7 @@ static struct gw_next respond_from_fill(struct gw_req *q, const struct relay_hea
         !relay_reached(q->deliver.relay, a.start) && fetch_range(q, &a, etag) == SC_OK)
         return GW_NEXT(GW_STEP_FILL_HEAD); /* now the range's head */
     struct MHD_Response *resp =
-        head ? gw_deliver_no_body(a.len) : gw_deliver_stream(q, a.start, a.len);
+        head ? gw_response_head(a.len) : gw_deliver_stream(q, a.start, a.len);
     if (resp == NULL)
         return GW_CLOSE;
     /* A range that ends near the end of the object waits for the fill's verdict before its

@@ -4,7 +4,7 @@
  *
  * libmicrohttpd calls gw_access() once when the headers are in, once per slice of body,
  * once more at the end, and again whenever a suspended connection is resumed. Each call
- * runs the steps of the table below from q->step (gw.h), one function per step, until one
+ * runs the steps of the table below from q->step (step.h), one function per step, until one
  * says to wait or that the request is answered. A step returns what comes next (struct
  * gw_next) and never calls another step; only run_steps() moves q->step and tells
  * libmicrohttpd MHD_YES or MHD_NO. The path of a request:

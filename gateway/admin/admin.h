@@ -16,8 +16,8 @@
 /* What a 401 from the admin API asks for, in its WWW-Authenticate header. */
 #define GW_ADMIN_CHALLENGE "Bearer realm=\"s3cached admin API\""
 
-/* @brief Keeps n more bytes of q's body in q->admin, up to GW_ADMIN_BODY_MAX (then
- * q->admin.too_big). Freed when q is finished. */
+/* @brief Keeps n more bytes of q's body in q->admin.body, up to GW_ADMIN_BODY_MAX (past it,
+ * q->admin.body.err is SC_ETOOBIG and gw_admin() answers 413). Freed when q is finished. */
 void gw_admin_collect(struct gw_req *q, const char *data, size_t n);
 
 /* @brief Answers an admin API request (GW_STEP_ADMIN), its body collected whole.
