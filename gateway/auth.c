@@ -23,6 +23,8 @@
 #include "respond.h"
 #include "../sigv4/s3_auth.h"
 #include "web_origin.h"
+#include "config.h"
+#include "../sigv4/client_keys.h"
 
 #define MAX_HEADERS 128
 

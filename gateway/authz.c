@@ -15,6 +15,9 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "respond.h"
+#include "config.h"
+#include "../sigv4/client_keys.h"
+#include "authz_cache.h"
 
 /* The identity as the answers are filed: the access key, or "" for anonymous. */
 static const char *who(const struct gw_req *q)

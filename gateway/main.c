@@ -20,6 +20,11 @@
 #include "../sigv4/creds.h"
 #include "gw.h"
 #include "server.h"
+#include "../sigv4/client_keys.h"
+#include "../store/store.h"
+#include "../manifest/manifest.h"
+#include "../upstream/fill.h"
+#include "authz_cache.h"
 
 #define S3CACHED_VERSION "0.1.0"
 

@@ -10,6 +10,10 @@
 #include <string.h>
 
 #include "gw.h"
+#include "config.h"
+#include "../store/store.h"
+#include "../manifest/manifest.h"
+#include "conn_guard.h"
 
 static const char *const op_names[GW_OP_N] = {
     [GW_OP_GET_OBJECT] = "GetObject",

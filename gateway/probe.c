@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "respond.h"
+#include "config.h"
 
 static enum MHD_Result respond_plain(struct gw_req *q, int status, const char *text)
 {

@@ -46,6 +46,8 @@
 #include "deliver.h"
 #include "req.h"
 #include "respond.h"
+#include "../store/store.h"
+#include "../upstream/fill.h"
 
 #define PIPE_SIZE    (256 * 1024)
 #define RELAY_WINDOW (1024 * 1024)

@@ -1,5 +1,6 @@
 /* req.c - a request's cleanups and its connection's waiter (see req.h). */
 #include "req.h"
+#include "conn_guard.h"
 
 #include <assert.h>
 

@@ -8,6 +8,9 @@
 #include "../common/log.h"
 #include "authz.h"
 #include "respond.h"
+#include "config.h"
+#include "../store/store.h"
+#include "../upstream/fill.h"
 
 bool gw_reval_due(const struct gw_req *q, int64_t stored_at)
 {

@@ -35,6 +35,10 @@
 #include "req.h"
 #include "respond.h"
 #include "revalidate.h"
+#include "config.h"
+#include "../store/store.h"
+#include "../manifest/manifest.h"
+#include "../upstream/fill.h"
 
 /* A range of a miss starting within this many bytes is read from the fill as it arrives. */
 #define FILL_RANGE_SLACK (256 * 1024)

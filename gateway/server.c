@@ -66,6 +66,8 @@
 #include "revalidate.h"
 #include "route.h"
 #include "serve.h"
+#include "config.h"
+#include "conn_guard.h"
 
 #define MAX_TARGET_LEN (8 * 1024)
 /* Bounds the request line and headers; libmicrohttpd zeroes it for every request. */

@@ -18,6 +18,7 @@
 #include "web_origin.h"
 
 #include "gw.h"
+#include "config.h"
 
 /* The host part of a Host header ("name:port", "[v6]:port"), copied into buf. */
 static const char *host_name(const char *host, char *buf, size_t cap)

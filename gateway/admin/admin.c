@@ -25,6 +25,7 @@
 #include <strings.h>
 
 #include <openssl/crypto.h>
+#include <jansson.h>
 
 #include "admin.h"
 
@@ -35,6 +36,10 @@
 #include "stats_json.h"
 #include "../../manifest/importance_req.h"
 #include "../../proto/invalidate_req.h"
+#include "../config.h"
+#include "../../store/store.h"
+#include "../../manifest/manifest.h"
+#include "../../upstream/fill.h"
 
 #define PREFIX "/_s3cached/"
 #define ID_MAX 23

@@ -1,5 +1,6 @@
 /* stats.c - the JSON view of the gateway's counters (see stats_json.h). */
 #include "stats_json.h"
+#include "../../store/store.h"
 
 #include <jansson.h>
 
