@@ -257,7 +257,7 @@ enum MHD_Result gw_authenticate(struct gw_req *q)
     return ret;
 }
 
-const char *gw_identity_name(const struct gw_req *q)
+const char *gw_auth_identity_name(const struct gw_req *q)
 {
     if (q->anonymous)
         return "anonymous";

@@ -59,6 +59,6 @@ sc_code gw_auth_check_listener(const struct gw *g);
 enum MHD_Result gw_authenticate(struct gw_req *q);
 
 /* @brief The identity for logs: the access key, "anonymous", or NULL when not verified. */
-const char *gw_identity_name(const struct gw_req *q);
+const char *gw_auth_identity_name(const struct gw_req *q);
 
 #endif

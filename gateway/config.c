@@ -173,7 +173,7 @@ static sc_code parse_with_unit(const char *s, const struct unit *units, uint64_t
     return SC_OK;
 }
 
-sc_code gw_parse_duration(const char *s, uint64_t *seconds)
+sc_code gw_config_parse_duration(const char *s, uint64_t *seconds)
 {
     static const struct unit units[] = {{"s", 1}, {"m", 60}, {"h", 3600}, {"d", 86400}, {NULL, 0}};
     const char *rest = NULL;
@@ -182,7 +182,7 @@ sc_code gw_parse_duration(const char *s, uint64_t *seconds)
     return SC_OK;
 }
 
-sc_code gw_parse_size(const char *s, uint64_t *out)
+sc_code gw_config_parse_size(const char *s, uint64_t *out)
 {
     static const struct unit units[] = {
         {"kK", KIB}, {"mM", MIB}, {"gG", GIB}, {"tT", 1024 * GIB}, {NULL, 0}};
@@ -258,8 +258,8 @@ static sc_code apply(struct gw_config *cfg, const struct opt *o, const char *val
     case OPT_SIZE:
     case OPT_UINT:
     case OPT_DURATION:
-        if ((o->type == OPT_SIZE       ? gw_parse_size(value, &n)
-             : o->type == OPT_DURATION ? gw_parse_duration(value, &n)
+        if ((o->type == OPT_SIZE       ? gw_config_parse_size(value, &n)
+             : o->type == OPT_DURATION ? gw_config_parse_duration(value, &n)
                                        : parse_uint(value, &n)) != SC_OK)
             return SC_EINVAL;
         if (n < o->min || n > o->max)

@@ -75,13 +75,13 @@ void gw_config_usage(const char *prog);
  * an optional trailing 'B' or "iB" is accepted).
  * @return SC_OK or SC_EINVAL (garbage, overflow).
  */
-sc_code gw_parse_size(const char *s, uint64_t *out);
+sc_code gw_config_parse_size(const char *s, uint64_t *out);
 
 /*
  * @brief Parses a duration: a whole number with an optional unit s, m, h or d
  * (seconds without one), e.g. 90, 30s, 10m, 1h, 7d.
  * @return SC_OK or SC_EINVAL (garbage, overflow).
  */
-sc_code gw_parse_duration(const char *s, uint64_t *seconds);
+sc_code gw_config_parse_duration(const char *s, uint64_t *seconds);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * conn_guard.c - the slow-client watchdog (see conn_guard.h): a list of connections under one
- * lock, a thread that looks at each twice a second, and guard_judge(), which decides.
+ * lock, a thread that looks at each twice a second, and conn_guard_judge(), which decides.
  */
 #include "conn_guard.h"
 
@@ -105,8 +105,8 @@ static enum guard_verdict judge_response(struct guard_track *t, const struct gua
                                                                                : GUARD_OK;
 }
 
-enum guard_verdict guard_judge(struct guard_track *t, const struct guard_sample *s,
-                               const struct guard_limits *lim)
+enum guard_verdict conn_guard_judge(struct guard_track *t, const struct guard_sample *s,
+                                    const struct guard_limits *lim)
 {
     switch (t->phase) {
     case GUARD_IDLE:
@@ -175,7 +175,7 @@ static void look_at_all(struct conn_guard *cg)
             continue;
         struct guard_sample s;
         look(c, now, &s);
-        enum guard_verdict v = guard_judge(&c->track, &s, &cg->lim);
+        enum guard_verdict v = conn_guard_judge(&c->track, &s, &cg->lim);
         if (v != GUARD_OK)
             cut(cg, c, v);
     }

@@ -129,7 +129,7 @@ struct guard_sample {
  * was the one waited for, that moved fewer than min_rate bytes a second ends the connection;
  * otherwise a new window begins.
  */
-enum guard_verdict guard_judge(struct guard_track *t, const struct guard_sample *s,
-                               const struct guard_limits *lim);
+enum guard_verdict conn_guard_judge(struct guard_track *t, const struct guard_sample *s,
+                                    const struct guard_limits *lim);
 
 #endif

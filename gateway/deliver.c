@@ -8,7 +8,7 @@
 #include "req.h"
 #include "respond.h"
 
-/* The upstream's request ids pass: its error bodies name them (gw_add_common_headers). */
+/* The upstream's request ids pass: its error bodies name them (gw_respond_common_headers). */
 static const char *const dropped_response_headers[] = {
     "connection",     "keep-alive", "transfer-encoding",
     "content-length", "upgrade",    "proxy-authenticate",
@@ -100,11 +100,11 @@ enum MHD_Result gw_deliver_as_upstream(struct gw_req *q, const struct relay_head
     uint64_t len = h->content_length >= 0 ? (uint64_t)h->content_length : GW_DELIVER_UNBOUNDED;
     if (bodiless && !head)
         len = 0;
-    struct MHD_Response *resp = head ? gw_response_head(len) : gw_deliver_stream(q, 0, len);
+    struct MHD_Response *resp = head ? gw_respond_head(len) : gw_deliver_stream(q, 0, len);
     if (resp == NULL)
         return MHD_NO;
     gw_deliver_relayed_headers(resp, h);
-    return gw_queue(q, (int)h->status, resp);
+    return gw_respond_queue(q, (int)h->status, resp);
 }
 
 enum MHD_Result gw_deliver_refuse_lie(struct gw_req *q, const char *what, long status)

@@ -27,7 +27,7 @@ static const char *const op_names[GW_OP_N] = {
     [GW_OP_OTHER] = "Other",
 };
 
-enum gw_op gw_op_of(const char *method, const struct s3_target *target)
+enum gw_op gw_metrics_op_of(const char *method, const struct s3_target *target)
 {
     if (target == NULL || method == NULL)
         return GW_OP_OTHER;

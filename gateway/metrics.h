@@ -34,7 +34,7 @@ struct gw_metrics {
 };
 
 /* @brief The operation label of a request; target may be NULL (not parsed). */
-enum gw_op gw_op_of(const char *method, const struct s3_target *target);
+enum gw_op gw_metrics_op_of(const char *method, const struct s3_target *target);
 
 /* @brief Counts one finished request. Any thread. */
 void gw_metrics_request(struct gw_metrics *m, enum gw_op op, unsigned status, double seconds);

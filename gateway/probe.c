@@ -15,9 +15,9 @@
 
 static enum MHD_Result respond_plain(struct gw_req *q, int status, const char *text)
 {
-    struct MHD_Response *resp = gw_buffer_response("text/plain; charset=utf-8", (void *)text,
-                                                   strlen(text), MHD_RESPMEM_PERSISTENT);
-    return resp ? gw_queue(q, status, resp) : MHD_NO;
+    struct MHD_Response *resp = gw_respond_buffer("text/plain; charset=utf-8", (void *)text,
+                                                  strlen(text), MHD_RESPMEM_PERSISTENT);
+    return resp ? gw_respond_queue(q, status, resp) : MHD_NO;
 }
 
 /*
@@ -56,9 +56,9 @@ static enum MHD_Result respond_metrics(struct gw_req *q)
     char *text = gw_metrics_text(q->g, &len);
     if (text == NULL)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
-    struct MHD_Response *resp = gw_buffer_response("text/plain; version=0.0.4; charset=utf-8", text,
-                                                   len, MHD_RESPMEM_MUST_FREE);
-    return resp ? gw_queue(q, 200, resp) : MHD_NO;
+    struct MHD_Response *resp = gw_respond_buffer("text/plain; version=0.0.4; charset=utf-8", text,
+                                                  len, MHD_RESPMEM_MUST_FREE);
+    return resp ? gw_respond_queue(q, 200, resp) : MHD_NO;
 }
 
 static enum MHD_Result answer(struct gw_req *q)

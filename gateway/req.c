@@ -35,7 +35,7 @@ static void wake_connection(void *arg)
     MHD_resume_connection(q->conn);
 }
 
-void gw_waiter_init(struct gw_req *q)
+void gw_req_waiter_init(struct gw_req *q)
 {
     q->waiter = (struct relay_waiter){park_connection, wake_connection, q, NULL, false};
 }

@@ -21,6 +21,6 @@ void gw_req_cleanup_add(struct gw_req *q, void (*fn)(void *arg), void *arg);
 void gw_req_cleanup_run(struct gw_req *q);
 
 /* @brief Sets q->waiter to suspend and resume q's connection (relay.h's relay_waiter). */
-void gw_waiter_init(struct gw_req *q);
+void gw_req_waiter_init(struct gw_req *q);
 
 #endif

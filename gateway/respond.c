@@ -6,7 +6,7 @@
 
 #include "../common/log.h"
 
-void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp)
+void gw_respond_common_headers(struct gw_req *q, struct MHD_Response *resp)
 {
     /* A response relayed from the upstream keeps the upstream's ids, which its error body
      * names too; the gateway's own (the access log's) then goes beside them. */
@@ -21,11 +21,11 @@ void gw_add_common_headers(struct gw_req *q, struct MHD_Response *resp)
         MHD_add_response_header(resp, "X-Cache", q->x_cache);
 }
 
-enum MHD_Result gw_queue(struct gw_req *q, int status, struct MHD_Response *resp)
+enum MHD_Result gw_respond_queue(struct gw_req *q, int status, struct MHD_Response *resp)
 {
     assert(q->status == 0 && q->step != GW_STEP_RESPONDED); /* one response per request */
     assert(status > 0);
-    gw_add_common_headers(q, resp);
+    gw_respond_common_headers(q, resp);
     enum MHD_Result ret = MHD_queue_response(q->conn, (unsigned)status, resp);
     q->status = (unsigned)status;
     MHD_destroy_response(resp);
@@ -48,7 +48,7 @@ static enum MHD_Result respond_error(struct gw_req *q, int status, const char *c
     }
     MHD_add_response_header(resp, "Content-Type", "application/xml");
     sc_debug("%s %s -> %d %s", q->method, q->target, status, code);
-    return gw_queue(q, status, resp);
+    return gw_respond_queue(q, status, resp);
 }
 
 enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, const char *message)
@@ -57,8 +57,8 @@ enum MHD_Result gw_respond_known_error(struct gw_req *q, enum s3_xml_error e, co
     return respond_error(q, info->status, info->code, message ? message : info->message);
 }
 
-struct MHD_Response *gw_buffer_response(const char *content_type, void *body, size_t len,
-                                        enum MHD_ResponseMemoryMode mode)
+struct MHD_Response *gw_respond_buffer(const char *content_type, void *body, size_t len,
+                                       enum MHD_ResponseMemoryMode mode)
 {
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, mode);
     if (resp == NULL) {
@@ -71,7 +71,7 @@ struct MHD_Response *gw_buffer_response(const char *content_type, void *body, si
     return resp;
 }
 
-struct MHD_Response *gw_response_empty(void)
+struct MHD_Response *gw_respond_empty(void)
 {
     return MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 }
@@ -81,14 +81,14 @@ static ssize_t no_body(void *cls, uint64_t pos, char *buf, size_t max)
     return MHD_CONTENT_READER_END_OF_STREAM;
 }
 
-struct MHD_Response *gw_response_head(uint64_t len)
+struct MHD_Response *gw_respond_head(uint64_t len)
 {
     return MHD_create_response_from_callback(len == GW_LENGTH_UNKNOWN ? MHD_SIZE_UNKNOWN : len,
                                              4096, no_body, NULL, NULL);
 }
 
-struct MHD_Response *gw_response_iovec(const struct iovec *iov, size_t n, void (*release)(void *),
-                                       void *arg)
+struct MHD_Response *gw_respond_iovec(const struct iovec *iov, size_t n, void (*release)(void *),
+                                      void *arg)
 {
     struct MHD_IoVec *miov = calloc(n ? n : 1, sizeof(*miov));
     if (miov == NULL)

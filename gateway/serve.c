@@ -85,7 +85,7 @@ static enum MHD_Result respond_bodiless(struct gw_req *q, const struct answer *a
         q->x_cache = q->x_cache ? q->x_cache : "MISS";
         return gw_respond_known_error(q, S3_XML_INVALID_RANGE, NULL);
     }
-    struct MHD_Response *resp = gw_response_empty();
+    struct MHD_Response *resp = gw_respond_empty();
     if (resp == NULL)
         return MHD_NO;
     if (etag)
@@ -93,7 +93,7 @@ static enum MHD_Result respond_bodiless(struct gw_req *q, const struct answer *a
     if (last_modified)
         MHD_add_response_header(resp, "Last-Modified", last_modified);
     (void)size;
-    return gw_queue(q, 304, resp);
+    return gw_respond_queue(q, 304, resp);
 }
 
 static void add_range_headers(struct MHD_Response *resp, const struct answer *a, uint64_t size)
@@ -124,7 +124,7 @@ static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const str
     struct MHD_Response *resp = NULL;
     *rc = iov ? store_obj_iov(obj, a->start, a->len, iov, max_iov, &n) : SC_ENOMEM;
     if (*rc == SC_OK) {
-        resp = gw_response_iovec(iov, n, close_view, obj);
+        resp = gw_respond_iovec(iov, n, close_view, obj);
         if (resp == NULL)
             *rc = SC_ENOMEM;
     }
@@ -152,7 +152,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     }
     bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
     sc_code rc = SC_OK;
-    struct MHD_Response *resp = head ? gw_response_head(a.len) : hit_body(q, obj, &a, &rc);
+    struct MHD_Response *resp = head ? gw_respond_head(a.len) : hit_body(q, obj, &a, &rc);
     if (resp == NULL) {
         q->x_cache = NULL;
         store_obj_close(obj);
@@ -177,7 +177,7 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     }
     sc_stat_add(q->g->stats.hits, 1);
     count_read(q, GW_READ_HIT, head ? 0 : a.len);
-    *ret = gw_queue(q, a.status, resp);
+    *ret = gw_respond_queue(q, a.status, resp);
     return SC_OK;
 }
 
@@ -264,7 +264,7 @@ static enum MHD_Result range_from_fill(struct gw_req *q, const struct relay_head
     relay_hold_from(q->deliver.relay, &q->deliver.cursor, a.start + a.len - 1);
     add_object_headers(q, resp, fill_head, 206);
     add_range_headers(resp, &a, (uint64_t)fill_head->content_length);
-    return gw_queue(q, 206, resp);
+    return gw_respond_queue(q, 206, resp);
 }
 
 static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_head *h)
@@ -294,7 +294,7 @@ static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_h
         return MHD_NO;
     add_object_headers(q, resp, fh, 206);
     add_range_headers(resp, &a, size);
-    return gw_queue(q, 206, resp);
+    return gw_respond_queue(q, 206, resp);
 }
 
 /* Leaves the fill q reads, if any. */
@@ -368,7 +368,7 @@ static struct gw_next respond_from_fill(struct gw_req *q, const struct relay_hea
         !relay_reached(q->deliver.relay, a.start) && fetch_range(q, &a, etag) == SC_OK)
         return GW_NEXT(GW_STEP_FILL_HEAD); /* now the range's head */
     struct MHD_Response *resp =
-        head ? gw_response_head(a.len) : gw_deliver_stream(q, a.start, a.len);
+        head ? gw_respond_head(a.len) : gw_deliver_stream(q, a.start, a.len);
     if (resp == NULL)
         return GW_CLOSE;
     /* A range that ends near the end of the object waits for the fill's verdict before its
@@ -378,7 +378,7 @@ static struct gw_next respond_from_fill(struct gw_req *q, const struct relay_hea
         relay_hold_from(q->deliver.relay, &q->deliver.cursor, a.start + a.len - 1);
     add_object_headers(q, resp, h, a.status);
     add_range_headers(resp, &a, size);
-    return GW_SENT(gw_queue(q, a.status, resp));
+    return GW_SENT(gw_respond_queue(q, a.status, resp));
 }
 
 struct gw_next gw_serve_fill_head(struct gw_req *q)

@@ -343,14 +343,15 @@ static void *on_request_start(void *cls, const char *uri, struct MHD_Connection 
     uint64_t n = atomic_fetch_add(&request_counter, 1);
     snprintf(q->request_id, sizeof(q->request_id), "%08X%08X", (unsigned)(uintptr_t)g ^ 0x5ca1ab1e,
              (unsigned)n);
-    gw_waiter_init(q);
+    gw_req_waiter_init(q);
     return q;
 }
 
 /* Adds a finished request, seconds after it arrived, to the metrics. */
 static void count_request(struct gw_req *q, double seconds)
 {
-    enum gw_op op = q->probe ? GW_OP_PROBE : gw_op_of(q->method, q->have_target ? &q->tgt : NULL);
+    enum gw_op op =
+        q->probe ? GW_OP_PROBE : gw_metrics_op_of(q->method, q->have_target ? &q->tgt : NULL);
     gw_metrics_request(&q->g->metrics, op, q->status, seconds);
 }
 
@@ -367,7 +368,7 @@ static void log_access(struct gw_req *q, double seconds)
         .status = q->status,
         .bytes = q->bytes_out,
         .cache = q->x_cache,
-        .identity = gw_identity_name(q),
+        .identity = gw_auth_identity_name(q),
         .seconds = seconds,
     };
     sc_log_access(&a);

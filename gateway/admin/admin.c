@@ -49,14 +49,14 @@ static enum MHD_Result respond_json_text(struct gw_req *q, int status, char *tex
                                          const char *location)
 {
     struct MHD_Response *resp =
-        gw_buffer_response("application/json", text, strlen(text), MHD_RESPMEM_MUST_FREE);
+        gw_respond_buffer("application/json", text, strlen(text), MHD_RESPMEM_MUST_FREE);
     if (resp == NULL)
         return MHD_NO;
     if (status == 401)
         MHD_add_response_header(resp, "WWW-Authenticate", GW_ADMIN_CHALLENGE);
     if (location != NULL)
         MHD_add_response_header(resp, "Location", location);
-    return gw_queue(q, status, resp);
+    return gw_respond_queue(q, status, resp);
 }
 
 /* Sends o (taking it) with status; NULL means out of memory. */

@@ -23,8 +23,8 @@ enum MHD_Result gw_status_page(struct gw_req *q, int status)
              gw_status_page_script_hash, gw_status_page_style_hash);
     /* The bytes are constant: libmicrohttpd points at them, no copy. */
     struct MHD_Response *resp =
-        gw_buffer_response("text/html; charset=utf-8", (void *)gw_status_page_html,
-                           gw_status_page_html_len, MHD_RESPMEM_PERSISTENT);
+        gw_respond_buffer("text/html; charset=utf-8", (void *)gw_status_page_html,
+                          gw_status_page_html_len, MHD_RESPMEM_PERSISTENT);
     if (resp == NULL)
         return MHD_NO;
     MHD_add_response_header(resp, "Content-Security-Policy", csp);
@@ -33,5 +33,5 @@ enum MHD_Result gw_status_page(struct gw_req *q, int status)
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     if (status == 401)
         MHD_add_response_header(resp, "WWW-Authenticate", GW_ADMIN_CHALLENGE);
-    return gw_queue(q, status, resp);
+    return gw_respond_queue(q, status, resp);
 }

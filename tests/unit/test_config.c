@@ -92,51 +92,51 @@ static void admin_token_comes_from_the_environment(void **state)
 static void durations_accept_units(void **state)
 {
     uint64_t v;
-    assert_int_equal(gw_parse_duration("90", &v), SC_OK);
+    assert_int_equal(gw_config_parse_duration("90", &v), SC_OK);
     assert_int_equal(v, 90);
-    assert_int_equal(gw_parse_duration("30s", &v), SC_OK);
+    assert_int_equal(gw_config_parse_duration("30s", &v), SC_OK);
     assert_int_equal(v, 30);
-    assert_int_equal(gw_parse_duration("10m", &v), SC_OK);
+    assert_int_equal(gw_config_parse_duration("10m", &v), SC_OK);
     assert_int_equal(v, 600);
-    assert_int_equal(gw_parse_duration("1h", &v), SC_OK);
+    assert_int_equal(gw_config_parse_duration("1h", &v), SC_OK);
     assert_int_equal(v, 3600);
-    assert_int_equal(gw_parse_duration("7d", &v), SC_OK);
+    assert_int_equal(gw_config_parse_duration("7d", &v), SC_OK);
     assert_int_equal(v, 7 * 86400);
 }
 
 static void durations_refuse_garbage(void **state)
 {
     uint64_t v;
-    assert_int_equal(gw_parse_duration("", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_duration("h", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_duration("5w", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_duration("5mm", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_duration("-5s", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_duration("99999999999999999999d", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_duration("999999999999999999d", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_duration("", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_duration("h", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_duration("5w", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_duration("5mm", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_duration("-5s", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_duration("99999999999999999999d", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_duration("999999999999999999d", &v), SC_EINVAL);
 }
 
 static void sizes_accept_binary_suffixes(void **state)
 {
     uint64_t v;
-    assert_int_equal(gw_parse_size("512M", &v), SC_OK);
+    assert_int_equal(gw_config_parse_size("512M", &v), SC_OK);
     assert_int_equal(v, 512ull << 20);
-    assert_int_equal(gw_parse_size("20G", &v), SC_OK);
+    assert_int_equal(gw_config_parse_size("20G", &v), SC_OK);
     assert_int_equal(v, 20ull << 30);
-    assert_int_equal(gw_parse_size("64KiB", &v), SC_OK);
+    assert_int_equal(gw_config_parse_size("64KiB", &v), SC_OK);
     assert_int_equal(v, 64ull << 10);
-    assert_int_equal(gw_parse_size("1234", &v), SC_OK);
+    assert_int_equal(gw_config_parse_size("1234", &v), SC_OK);
     assert_int_equal(v, 1234);
 }
 
 static void sizes_refuse_garbage_and_overflow(void **state)
 {
     uint64_t v;
-    assert_int_equal(gw_parse_size("", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_size("-1G", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_size("12X", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_size("99999999999T", &v), SC_EINVAL);
-    assert_int_equal(gw_parse_size("99999999999999999999999", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_size("", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_size("-1G", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_size("12X", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_size("99999999999T", &v), SC_EINVAL);
+    assert_int_equal(gw_config_parse_size("99999999999999999999999", &v), SC_EINVAL);
 }
 
 static void defaults_are_loopback_and_aws(void **state)

@@ -1,4 +1,4 @@
-/* test_conn_guard.c - when the slow-client guard ends a connection (guard_judge). */
+/* test_conn_guard.c - when the slow-client guard ends a connection (conn_guard_judge). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,7 +21,7 @@ static enum guard_verdict look(struct guard_track *t, double now, uint64_t bytes
 {
     struct guard_sample s = {
         .now = now, .have_bytes = true, .bytes = bytes, .unread = unread, .held = held};
-    return guard_judge(t, &s, &LIM);
+    return conn_guard_judge(t, &s, &LIM);
 }
 
 static struct guard_track new_connection(void)
@@ -69,9 +69,9 @@ static void no_byte_count_times_the_head_from_the_end_of_the_last_request(void *
 {
     struct guard_track t = {.phase = GUARD_IDLE, .have_mark = false};
     struct guard_sample s = {.now = 5.0, .have_bytes = false};
-    assert_int_equal(guard_judge(&t, &s, &LIM), GUARD_OK);
+    assert_int_equal(conn_guard_judge(&t, &s, &LIM), GUARD_OK);
     s.now = 7.0;
-    assert_int_equal(guard_judge(&t, &s, &LIM), GUARD_SLOW_HEAD);
+    assert_int_equal(conn_guard_judge(&t, &s, &LIM), GUARD_SLOW_HEAD);
 }
 
 static void head_bound_zero_never_cuts(void **state)
@@ -80,7 +80,7 @@ static void head_bound_zero_never_cuts(void **state)
     off.head_seconds = 0;
     struct guard_track t = {.phase = GUARD_HEAD, .since = 0};
     struct guard_sample s = {.now = 1000.0, .have_bytes = true, .bytes = 1};
-    assert_int_equal(guard_judge(&t, &s, &off), GUARD_OK);
+    assert_int_equal(conn_guard_judge(&t, &s, &off), GUARD_OK);
 }
 
 static void body_below_rate_over_a_window_is_cut(void **state)
@@ -127,7 +127,7 @@ static void time_the_gateway_holds_the_connection_is_not_counted(void **state)
 static enum guard_verdict look_out(struct guard_track *t, double now, uint64_t acked, bool unsent)
 {
     struct guard_sample s = {.now = now, .have_bytes = true, .acked = acked, .unsent = unsent};
-    return guard_judge(t, &s, &LIM);
+    return conn_guard_judge(t, &s, &LIM);
 }
 
 static void response_waiting_on_the_gateway_is_never_cut(void **state)
@@ -163,7 +163,7 @@ static void rate_zero_never_cuts_a_body(void **state)
     struct guard_track t = {.phase = GUARD_BODY, .have_mark = false};
     for (double now = 0; now < 100; now += 0.5) {
         struct guard_sample s = {.now = now, .have_bytes = true, .bytes = 1};
-        assert_int_equal(guard_judge(&t, &s, &off), GUARD_OK);
+        assert_int_equal(conn_guard_judge(&t, &s, &off), GUARD_OK);
     }
 }
 
