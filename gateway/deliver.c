@@ -58,7 +58,7 @@ const struct relay_head *gw_deliver_head(struct gw_req *q, bool *failed)
 static ssize_t read_relay(void *cls, uint64_t pos, char *buf, size_t max)
 {
     struct gw_req *q = cls;
-    if (q->deliver.len != GW_DELIVER_UNBOUNDED) {
+    if (q->deliver.len != GW_LENGTH_UNKNOWN) {
         uint64_t left = q->deliver.start + q->deliver.len - q->deliver.cursor.pos;
         if (left == 0)
             return MHD_CONTENT_READER_END_OF_STREAM;
@@ -81,7 +81,7 @@ struct MHD_Response *gw_deliver_stream(struct gw_req *q, uint64_t start, uint64_
     q->deliver.start = start;
     q->deliver.len = len;
     relay_attach(q->deliver.relay, &q->deliver.cursor, start);
-    return MHD_create_response_from_callback(len == GW_DELIVER_UNBOUNDED ? MHD_SIZE_UNKNOWN : len,
+    return MHD_create_response_from_callback(len == GW_LENGTH_UNKNOWN ? MHD_SIZE_UNKNOWN : len,
                                              64 * 1024, read_relay, q, NULL);
 }
 
@@ -97,7 +97,7 @@ enum MHD_Result gw_deliver_as_upstream(struct gw_req *q, const struct relay_head
 {
     bool bodiless = h->status == 204 || h->status == 304 || h->status < 200;
     bool head = strcmp(q->method, "HEAD") == 0;
-    uint64_t len = h->content_length >= 0 ? (uint64_t)h->content_length : GW_DELIVER_UNBOUNDED;
+    uint64_t len = h->content_length >= 0 ? (uint64_t)h->content_length : GW_LENGTH_UNKNOWN;
     if (bodiless && !head)
         len = 0;
     struct MHD_Response *resp = head ? gw_respond_head(len) : gw_deliver_stream(q, 0, len);

@@ -16,9 +16,6 @@
 #include "gw.h"
 #include "respond.h"
 
-/* A length that is not known: the body ends when the relay ends. */
-#define GW_DELIVER_UNBOUNDED GW_LENGTH_UNKNOWN
-
 /* @brief Makes r the relay q reads (a reference is taken), after letting go of the one it
  * read before; the cleanup that lets go when q is finished is registered here. */
 void gw_deliver_use(struct gw_req *q, relay *r);
@@ -31,7 +28,7 @@ void gw_deliver_drop(struct gw_req *q);
 const struct relay_head *gw_deliver_head(struct gw_req *q, bool *failed);
 
 /* @brief A response that streams [start, start + len) of the relay's body (len may be
- * GW_DELIVER_UNBOUNDED). NULL when out of memory. */
+ * GW_LENGTH_UNKNOWN). NULL when out of memory. */
 struct MHD_Response *gw_deliver_stream(struct gw_req *q, uint64_t start, uint64_t len);
 
 /* @brief Adds the upstream's response headers that pass to resp. */

@@ -72,7 +72,8 @@ struct up_request {
 #define UP_READ_PAUSE ((size_t)-1)
 
 struct up_handler {
-    /* The final response head (after any retries). */
+    /* The final response head (after any retries); head and its headers are valid only
+     * during the call: copy what is kept. */
     void (*on_head)(void *arg, const struct http_head *head);
     /* Body bytes: take all n and return true, or none and return false to pause. */
     bool (*on_body)(void *arg, const char *p, size_t n);
