@@ -44,12 +44,34 @@ typedef struct store_obj store_obj;
  */
 #define STORE_MAX_CHUNKS 1024u
 
+/*
+ * Block objects. An object larger than the block size is cached as a block object: one
+ * metadata record (size, stored-at time, header blob with the ETag, block size) and any
+ * subset of its aligned blocks (block i holds bytes [i * block_size, min(size, (i + 1) *
+ * block_size))), each one LMDB value of its raw bytes followed by the CRC32C of them (so a
+ * block can be sent from the data file as one contiguous range). Blocks are named by the
+ * object's id, which is bound to one ETag: blocks of two versions can never be read as one.
+ * Every block is its own entry for the policy (id STORE_BLOCK_ID(object id, index), size
+ * its length, the object's bucket and key), so eviction and capacity work per block; the
+ * record goes when its last block goes (or when it is removed, replaced or touched as a
+ * whole object would be).
+ */
+#define STORE_DEFAULT_BLOCK_SIZE (8u * 1024u * 1024u)
+#define STORE_BLOCK_MIN          (1024u * 1024u)
+#define STORE_BLOCK_MAX          (64u * 1024u * 1024u)
+#define STORE_BLOCKS_MAX         (1u << 24) /* blocks in one object (16 TiB at 1 MiB blocks) */
+/* A block's policy id: top bit set, the object id, the block index (never reused). */
+#define STORE_BLOCK_ID(obj_id, idx) ((1ull << 63) | ((uint64_t)(obj_id) << 24) | (uint64_t)(idx))
+#define STORE_ID_IS_BLOCK(id)       (((id) >> 63) != 0)
+
 struct store_config {
     const char *dir;                 /* created if missing */
     uint64_t capacity_bytes;         /* bound on the sum of cached body sizes */
     uint32_t chunk_size;             /* 0 means STORE_DEFAULT_CHUNK_SIZE; else 1 KiB..64 MiB */
     bool verify_checksums;           /* check each chunk's CRC32C when served */
     unsigned max_readers;            /* concurrent read views; 0 means 512 */
+    uint32_t block_size;             /* block objects' block size; 0 means STORE_DEFAULT_BLOCK_SIZE;
+                                        else STORE_BLOCK_MIN..STORE_BLOCK_MAX */
     const struct policy_ops *policy; /* eviction policy; required */
 };
 
@@ -58,7 +80,9 @@ struct store_stats {
     uint64_t used_bytes; /* sum of cached body sizes */
     uint64_t capacity_bytes;
     uint64_t evictions; /* objects removed to make room */
-    uint64_t corrupt;   /* chunks that failed their checksum */
+    uint64_t corrupt;   /* chunks or blocks that failed their checksum */
+    uint64_t blocks;    /* blocks cached (of block objects; also counted in used_bytes) */
+    uint64_t block_objects; /* block objects with metadata cached (included in objects) */
 };
 
 /*
@@ -77,7 +101,8 @@ sc_code store_open(const struct store_config *cfg, store **out);
 void store_close(store *st);
 
 /*
- * @brief Opens a read view on a cached object and counts a hit with the policy.
+ * @brief Opens a read view on a cached object and counts a hit with the policy (for a
+ * block object, hits are counted per block by store_obj_block()).
  * The view holds an LMDB read transaction: close it promptly (bounded by the
  * gateway's connection timeout), on any thread.
  * @param[out] out the view, owned by the caller; release with store_obj_close().
@@ -89,7 +114,8 @@ sc_code store_obj_open(store *st, const char *bucket, const char *key, store_obj
 
 /*
  * @brief Whether (bucket, key) is cached, and its size, without counting a
- * read with the policy (for the prefetcher's bookkeeping).
+ * read with the policy (for the prefetcher's bookkeeping). A block object counts as
+ * cached only when every one of its blocks is.
  * @return SC_OK, SC_ENOTFOUND, SC_EINVAL (bad names), SC_EBUSY, SC_EIO.
  */
 sc_code store_peek(store *st, const char *bucket, const char *key, uint64_t *size);
@@ -120,6 +146,31 @@ int64_t store_obj_stored_at(const store_obj *obj);
 sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *iov, size_t max_iov,
                       size_t *n_iov);
 
+/* @brief True if the object is a block object (read it with store_obj_block()); false for
+ * a whole object (store_obj_iov()). */
+bool store_obj_is_blocks(const store_obj *obj);
+
+/* @brief The block size of a block object (0 for a whole object). */
+uint32_t store_obj_block_size(const store_obj *obj);
+
+/*
+ * @brief Points at block idx of a block object inside the map, without copying, checked
+ * against its CRC32C first when the store verifies checksums, and counts a hit on the
+ * block with the policy.
+ * @param[out] data the block's bytes, valid until store_obj_close(). @param[out] len its
+ *             length (block_size, or less for the last block).
+ * @return SC_OK, SC_ENOTFOUND (this block is not cached in this view), SC_EINVAL (not a
+ *         block object, or idx past the last block), SC_ECORRUPT (checksum failed: the
+ *         block is queued for removal), SC_EIO.
+ */
+sc_code store_obj_block(store_obj *obj, uint32_t idx, const void **data, uint32_t *len);
+
+/*
+ * @brief Counts the blocks in [first, last] cached in this view (no checksum, no hit).
+ * @return the count; 0 for a whole object.
+ */
+uint64_t store_obj_blocks_cached(store_obj *obj, uint32_t first, uint32_t last);
+
 /* @brief Ends the read view. NULL is a no-op. */
 void store_obj_close(store_obj *obj);
 
@@ -145,6 +196,35 @@ typedef void (*store_done_fn)(void *arg, sc_code result);
  */
 sc_code store_put(store *st, const char *bucket, const char *key, const void *hdrs, size_t hdrs_len,
                   const void *body, uint64_t size, store_done_fn done, void *arg);
+
+/*
+ * @brief Queues the metadata of a block object: size bytes (over the block size), header
+ * blob hdrs (copied; it must hold the object's ETag, hdrblob.h). If the cached record is a
+ * block object with the same ETag and size, it is kept with its blocks (nothing changes);
+ * anything else cached under (bucket, key) is replaced (its blocks dropped). done may be NULL.
+ * @return SC_OK (queued), SC_EINVAL (bad names, no ETag in hdrs, size not over the block
+ *         size or over STORE_BLOCKS_MAX blocks), SC_ETOOBIG (hdrs over STORE_HDRS_MAX),
+ *         SC_ECANCELED (closing), SC_ENOMEM. On error done is not called.
+ * @note Outcomes through done: SC_OK, SC_ENOMEM, SC_EIO.
+ */
+sc_code store_put_meta(store *st, const char *bucket, const char *key, const void *hdrs,
+                       size_t hdrs_len, uint64_t size, store_done_fn done, void *arg);
+
+/*
+ * @brief Queues block idx of the block object (bucket, key) at version etag (the ETag
+ * header's value, quotes included). data (len bytes) must stay valid and unchanged until
+ * done is called. Stored only if, when the writer applies it, the record under (bucket, key)
+ * is a block object with that ETag and len is the length of its block idx; an already
+ * cached block is kept. The policy admits it and victims are evicted for it as for a put.
+ * @return SC_OK (queued), SC_EINVAL (bad names or arguments), SC_ECANCELED, SC_ENOMEM.
+ *         On error done is not called.
+ * @note Outcomes through done: SC_OK (stored, or was already), SC_ECANCELED (no such
+ *       record: removed, replaced or of another ETag), SC_EMISMATCH (wrong length),
+ *       SC_EFULL, SC_ENOMEM, SC_EIO.
+ */
+sc_code store_put_block(store *st, const char *bucket, const char *key, const char *etag,
+                        uint32_t idx, const void *data, uint32_t len, store_done_fn done,
+                        void *arg);
 
 /*
  * @brief Removes the cached copy of (bucket, key) if any, and waits until the
