@@ -30,6 +30,9 @@
 #   CLOUD_DATA      s3rver's data directory
 #   CLOUD_JSON      the settings, as JSON, for the results file
 # cloud_etags must run after objects are added (it maps each key to its MD5 for nginx).
+# cloud_bytes_back prints the bytes the relay has carried back from the cloud so far: the one
+# counter every path to the cloud (direct, the gateway, nginx) goes through, HTTP headers
+# included.
 # Everything (processes, namespace, veth pair, qdiscs) goes away on exit, Ctrl-C included.
 # A namespace left over by a killed run (s3cb-PID with PID gone) is removed at the next start.
 # Needs root (CAP_NET_ADMIN) for the namespace and the qdiscs.
@@ -131,25 +134,21 @@ cloud_etags() {
     say "cloud: ETag map of $(wc -l <"$map") objects"
 }
 
-# Puts a trainsim dataset in the bucket: cloud_seed PREFIX OBJECTS [more trainsim dataset
-# options, e.g. --size 4M]. s3rver takes about 250 PUTs/s, so a seeded dataset is kept in
+# Puts N objects under PREFIX in the bucket, once: cloud_seed_with PREFIX N ID COMMAND...
+# COMMAND puts them (through CLOUD_SEED_URL); ID names what it puts (the same ID, the same
+# objects). Seeding is slow (s3rver takes about 250 PUTs/s), so the objects are kept in
 # $BENCH_DATA_CACHE (default build/bench-data; `make clean` removes it) and hard-linked into
-# the next cloud that wants the same objects (the same options and at most as many objects).
-# Then refreshes the ETag map.
-cloud_seed() {
-    local prefix="$1" n="$2"
-    shift 2
-    [ -x "$TRAINSIM_BIN" ] || die "$TRAINSIM_BIN is missing: make build/s3cached-trainsim"
+# the next cloud that wants the same ID and at most as many objects. Then refreshes the ETag map.
+cloud_seed_with() {
+    local prefix="$1" n="$2" id="$3"
+    shift 3
     case "$prefix" in
     */) ;;
     *) die "cloud_seed: the prefix must end with / (it is kept as a directory)" ;;
     esac
     local sub="$CLOUD_BUCKET/${prefix%/}"
     local root="${BENCH_DATA_CACHE:-$REPO/build/bench-data}" key have=0
-    # The objects' bytes are trainsim's: a change to its generator must not reuse old ones.
-    local gen="$REPO/tools/trainsim/dataset.c"
-    [ -f "$gen" ] || gen="$TRAINSIM_BIN"
-    key="$(printf '%s|%s|%s|%s' "$CLOUD_BUCKET" "$prefix" "$*" "$(md5sum <"$gen")" | md5sum | cut -c1-16)"
+    key="$(printf '%s|%s|%s' "$CLOUD_BUCKET" "$prefix" "$id" | md5sum | cut -c1-16)"
     local cached="$root/$key"
     [ -f "$cached/objects" ] && have="$(cat "$cached/objects")"
     if [ "$have" -ge "$n" ]; then
@@ -158,14 +157,12 @@ cloud_seed() {
         say "cloud: $n objects under $prefix linked from $cached ($have seeded there)"
     else
         local t0=$SECONDS
-        "$TRAINSIM_BIN" seed --endpoint "$CLOUD_SEED_URL" --bucket "$CLOUD_BUCKET" \
-            --prefix "$prefix" --objects "$n" "$@" --workers 32 --quiet ||
-            die "seeding $n objects under $prefix failed"
+        "$@" || die "seeding $n objects under $prefix failed"
         say "cloud: seeded $n objects under $prefix in $((SECONDS - t0)) s"
         rm -rf "$cached.tmp" "$cached"
         mkdir -p "$(dirname "$cached.tmp/data/$sub")"
         if cp -al "$CLOUD_DATA/$sub" "$(dirname "$cached.tmp/data/$sub")/" 2>/dev/null; then
-            printf '%s %s\n' "$prefix" "$*" >"$cached.tmp/options"
+            printf '%s %s\n' "$prefix" "$id" >"$cached.tmp/options"
             echo "$n" >"$cached.tmp/objects"
             mv "$cached.tmp" "$cached"
         else
@@ -173,6 +170,68 @@ cloud_seed() {
         fi
     fi
     cloud_etags
+}
+
+# Puts a trainsim dataset in the bucket: cloud_seed PREFIX OBJECTS [more trainsim dataset
+# options, e.g. --size 4M], kept for the next run as cloud_seed_with says.
+cloud_seed() {
+    local prefix="$1" n="$2"
+    shift 2
+    [ -x "$TRAINSIM_BIN" ] || die "$TRAINSIM_BIN is missing: make build/s3cached-trainsim"
+    # The objects' bytes are trainsim's: a change to its generator must not reuse old ones.
+    local gen="$REPO/tools/trainsim/dataset.c"
+    [ -f "$gen" ] || gen="$TRAINSIM_BIN"
+    cloud_seed_with "$prefix" "$n" "$*|$(md5sum <"$gen")" \
+        "$TRAINSIM_BIN" seed --endpoint "$CLOUD_SEED_URL" --bucket "$CLOUD_BUCKET" \
+        --prefix "$prefix" --objects "$n" "$@" --workers 32 --quiet
+}
+
+# Puts random objects in the bucket: cloud_seed_random PREFIX OBJECTS SIZE (bytes), keys
+# PREFIX%08u.bin like trainsim's, each with one signed PUT (trainsim's objects stop at 1 GiB;
+# these may be larger, up to S3's 5 GiB for one PUT). Kept for the next run (cloud_seed_with).
+cloud_seed_random() {
+    local prefix="$1" n="$2" size="$3"
+    cloud_seed_with "$prefix" "$n" "random $size" cloud_put_random "$prefix" "$n" "$size"
+}
+
+cloud_put_random() { # PREFIX OBJECTS SIZE: the PUTs of cloud_seed_random
+    local prefix="$1" n="$2" size="$3" i
+    for ((i = 0; i < n; i++)); do
+        head -c "$size" /dev/urandom >"$WORK/cloud/put.bin"
+        curl -fsS -o /dev/null --aws-sigv4 "aws:amz:$AWS_REGION:s3" \
+            --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+            -T "$WORK/cloud/put.bin" "$CLOUD_SEED_URL/$CLOUD_BUCKET/$(printf '%s%08d.bin' "$prefix" "$i")" ||
+            { rm -f "$WORK/cloud/put.bin"; return 1; }
+    done
+    rm -f "$WORK/cloud/put.bin"
+}
+
+# The bytes the relay has carried from the cloud back to its clients so far (headers and
+# bodies of every path through CLOUD_URL). The relay prints its counters on SIGUSR1.
+cloud_bytes_back() {
+    local log="$WORK/cloud/relay.log" n0 i
+    n0="$(grep -c 'bytes .* back' "$log" || true)"
+    kill -USR1 "$CLOUD_RELAY_PID"
+    for i in $(seq 200); do
+        [ "$(grep -c 'bytes .* back' "$log" || true)" -gt "$n0" ] && break
+        sleep 0.01
+    done
+    [ "$i" -lt 200 ] || die "the relay did not print its counters"
+    grep 'bytes .* back' "$log" | tail -n 1 | sed -n 's/.* to the target, \([0-9]*\) back.*/\1/p'
+}
+
+# cloud_bytes_back once nothing has moved for half a second (fills and read-ahead that go on
+# after the client has its bytes are counted too), at most 60 s.
+cloud_bytes_back_settled() {
+    local a b i
+    a="$(cloud_bytes_back)"
+    for i in $(seq 120); do
+        sleep 0.5
+        b="$(cloud_bytes_back)"
+        [ "$b" = "$a" ] && break
+        a="$b"
+    done
+    echo "$b"
 }
 
 cloud_write_nginx_conf() {
@@ -197,7 +256,10 @@ http {
     map_hash_max_size 1048576;
     map_hash_bucket_size 128;
     map \$uri \$s3_etag { include $dir/etags.map; }
+    # The same, by the request's own path (before try_files has found the file): for If-Match.
+    map \$uri._S3rver_object \$s3_etag_of_key { include $dir/etags.map; }
     upstream s3rver { server 127.0.0.1:$CLOUD_S3RVER_PORT; keepalive 32; }
+    upstream cloud_self { server $CLOUD_IP_NS:80; keepalive 32; }
     server {
         listen $CLOUD_IP_NS:80 backlog=4096;
         root $CLOUD_DATA;
@@ -205,10 +267,29 @@ http {
         location / {
             error_page 418 = @s3rver;
             if (\$request_method !~ ^(GET|HEAD)\$) { return 418; }
+            error_page 419 = @if_match;
             if (\$args != "") { return 418; }
+            if (\$http_if_match != "") { return 419; }
             add_header ETag \$s3_etag always;
             add_header x-amz-request-id nginx-static always;
             try_files \$uri._S3rver_object @s3rver;
+        }
+        # S3 answers 412 to an If-Match that names another ETag, and the object to one that
+        # names its own. nginx's own check compares with nginx's ETag, which is off here (the
+        # map's is added later, by add_header), so it would refuse every If-Match: the check
+        # is made here, then the request asks this server again without it (over loopback).
+        location @if_match {
+            set \$if_match_ok 0;
+            if (\$http_if_match = \$s3_etag_of_key) { set \$if_match_ok 1; }
+            if (\$http_if_match = "*") { set \$if_match_ok 1; }
+            if (\$s3_etag_of_key = "") { set \$if_match_ok 1; }   # no such object: s3rver's 404
+            if (\$if_match_ok = 0) { return 412; }
+            proxy_pass http://cloud_self;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host \$http_host;
+            proxy_set_header If-Match "";
+            proxy_buffering off;
         }
         location @s3rver {
             proxy_pass http://s3rver;
@@ -298,7 +379,7 @@ cloud_up() {
     local port
     port="$(free_port)"
     "$RELAY_BIN" --listen "127.0.0.1:$port" --target "$CLOUD_IP_NS:80" \
-        --delay-ms "$CLOUD_DELAY_MS" --window "$CLOUD_WINDOW" --quiet &
+        --delay-ms "$CLOUD_DELAY_MS" --window "$CLOUD_WINDOW" --quiet 2>>"$WORK/cloud/relay.log" &
     CLOUD_RELAY_PID=$!
     bench_track "$CLOUD_RELAY_PID"
     CLOUD_URL="http://127.0.0.1:$port"

@@ -1,11 +1,13 @@
 # bench/lib/nginx.sh - sourced after common.sh: nginx as the comparison, configured the way
 # people cache S3 with it, and tuned as fairly as we know how.
 #
-#   nginx_proxy_cache_start NAME PORT UPSTREAM_HOST:PORT MAX_SIZE WORKERS [count]
+#   nginx_proxy_cache_start NAME PORT UPSTREAM_HOST:PORT MAX_SIZE WORKERS [count] [slice=SIZE]
 #       a caching reverse proxy (proxy_cache) on 127.0.0.1:PORT in front of UPSTREAM; its
 #       cache lives in $WORK/NAME/cache, on the same disk as the gateway's. With "count", an
 #       access log of one $upstream_cache_status per request ($WORK/NAME/cache.log, read
-#       with nginx_cache_counts) gives the hit ratio.
+#       with nginx_cache_counts) gives the hit ratio. With "slice=SIZE" (e.g. slice=8m), the
+#       slice module caches large objects as aligned SIZE pieces, each fetched with its own
+#       Range request: how nginx caches large objects and ranges (below).
 #   nginx_static_start NAME PORT ROOT WORKERS
 #       static files under ROOT (the reference row of the hit benchmark, and a fast origin).
 # Both set NGX_PID (the master), NGX_URL and NGX_DIR.
@@ -38,6 +40,12 @@
 #                                 at the upstream; nginx cannot re-sign as the gateway does, so
 #                                 it forwards the client's own Authorization
 #   add_header X-Cache $upstream_cache_status   HIT/MISS, to check the warm-up
+# With slice=SIZE (ngx_http_slice_module, in Debian's nginx), as its documentation sets it up:
+#   slice SIZE                    a request is served as the SIZE-aligned slices it covers
+#   proxy_cache_key $uri$slice_range   each slice is cached on its own
+#   proxy_set_header Range $slice_range   and fetched from the upstream with its own range
+#   proxy_cache_valid 200 206 365d     a slice is a 206 from the upstream
+#                                 X-Cache is then the status of the first slice a request covers
 
 nginx_start_conf() { # NAME: runs $WORK/NAME/nginx.conf
     local dir="$WORK/$1"
@@ -50,14 +58,28 @@ nginx_start_conf() { # NAME: runs $WORK/NAME/nginx.conf
 }
 
 nginx_proxy_cache_start() {
-    local name="$1" port="$2" upstream="$3" max_size="$4" workers="$5" count="${6:-}"
+    local name="$1" port="$2" upstream="$3" max_size="$4" workers="$5" opt
     local dir="$WORK/$name" log="access_log off;"
+    local key='proxy_cache_key $uri;' valid='proxy_cache_valid 200 365d;'
+    shift 5
     mkdir -p "$dir/cache"
     chmod 755 "$dir"
-    if [ "$count" = count ]; then
-        log="log_format st '\$upstream_cache_status';
+    for opt in "$@"; do
+        case "$opt" in
+        count)
+            log="log_format st '\$upstream_cache_status';
     access_log $dir/cache.log st buffer=64k flush=1s;"
-    fi
+            ;;
+        slice=*)
+            nginx -V 2>&1 | grep -q with-http_slice_module || die "this nginx has no slice module"
+            key="slice ${opt#slice=};
+            proxy_cache_key \$uri\$slice_range;
+            proxy_set_header Range \$slice_range;"
+            valid='proxy_cache_valid 200 206 365d;'
+            ;;
+        *) die "nginx_proxy_cache_start: unknown option $opt" ;;
+        esac
+    done
     cat >"$dir/nginx.conf" <<NGX
 # nginx as a caching reverse proxy for S3 (bench/lib/nginx.sh says why each line is there).
 worker_processes $workers;
@@ -89,8 +111,8 @@ http {
             proxy_set_header Connection "";
             proxy_set_header Host \$http_host;
             proxy_cache s3;
-            proxy_cache_key \$uri;
-            proxy_cache_valid 200 365d;
+            $key
+            $valid
             proxy_cache_lock on;
             proxy_cache_lock_timeout 60s;
             proxy_cache_lock_age 60s;
