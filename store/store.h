@@ -198,17 +198,19 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
                   const void *body, uint64_t size, store_done_fn done, void *arg);
 
 /*
- * @brief Queues the metadata of a block object: size bytes (over the block size), header
- * blob hdrs (copied; it must hold the object's ETag, hdrblob.h). If the cached record is a
- * block object with the same ETag and size, it is kept with its blocks (nothing changes);
+ * @brief Queues the metadata of a block object: size bytes (over the block size), version
+ * etag (the ETag header's value, also in the header blob hdrs; both copied). If the cached
+ * record is a block object with the same ETag, size and block size, it is kept with its
+ * blocks (nothing changes);
  * anything else cached under (bucket, key) is replaced (its blocks dropped). done may be NULL.
  * @return SC_OK (queued), SC_EINVAL (bad names, no ETag in hdrs, size not over the block
  *         size or over STORE_BLOCKS_MAX blocks), SC_ETOOBIG (hdrs over STORE_HDRS_MAX),
  *         SC_ECANCELED (closing), SC_ENOMEM. On error done is not called.
  * @note Outcomes through done: SC_OK, SC_ENOMEM, SC_EIO.
  */
-sc_code store_put_meta(store *st, const char *bucket, const char *key, const void *hdrs,
-                       size_t hdrs_len, uint64_t size, store_done_fn done, void *arg);
+sc_code store_put_meta(store *st, const char *bucket, const char *key, const char *etag,
+                       const void *hdrs, size_t hdrs_len, uint64_t size, store_done_fn done,
+                       void *arg);
 
 /*
  * @brief Queues block idx of the block object (bucket, key) at version etag (the ETag
