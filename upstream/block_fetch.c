@@ -217,6 +217,8 @@ static void on_done(void *arg, sc_code rc)
     block_fetch *f = arg;
     const char *body = NULL;
     uint64_t len = 0;
+    if (rc == SC_OK && f->good_head)
+        relay_finish(f->relay, SC_OK); /* complete unless the length is short (relay_body) */
     bool complete = rc == SC_OK && f->good_head && relay_body(f->relay, &body, &len) == SC_OK &&
                     len == f->len;
     if (!complete) {
@@ -229,7 +231,6 @@ static void on_done(void *arg, sc_code rc)
         finish(f, why);
         return;
     }
-    relay_finish(f->relay, SC_OK);
     const struct block_ctx *ctx = f->t->ctx;
     if (store_put_block(ctx->st, f->bucket, f->key, f->etag, f->idx, body, f->len, on_stored, f) !=
         SC_OK)
