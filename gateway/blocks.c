@@ -25,6 +25,9 @@
 #include "req.h"
 #include "respond.h"
 
+/* Answers over more blocks than this judge X-Cache by the store alone. */
+#define JUDGE_BLOCKS_MAX 1024
+
 /* Bytes libmicrohttpd asks for at a time. */
 #define BLOCKS_READ_CHUNK (256 * 1024)
 
@@ -47,7 +50,9 @@ struct gw_blocks {
     /* the answer */
     bool answered;
     struct answer a;
-    uint32_t last; /* its last block */
+    uint32_t last;       /* its last block */
+    uint32_t ahead_last; /* the last block fetched ahead: last, or beyond for a sequential
+                            reader (readahead.h) */
     /* the block being sent */
     bool have;
     uint32_t cur;
@@ -262,8 +267,8 @@ static void keep_ahead(struct gw_req *q, uint32_t idx)
     struct gw_blocks *b = q->blocks;
     unsigned p = q->g->cfg->fetch_parallelism;
     uint64_t until = (uint64_t)idx + p - 1;
-    if (until > b->last)
-        until = b->last;
+    if (until > b->ahead_last)
+        until = b->ahead_last;
     if (b->next_ahead <= idx)
         b->next_ahead = idx + 1;
     if (b->next_ahead > until)
@@ -352,14 +357,26 @@ static void count(struct gw_req *q, bool hit, uint64_t bytes)
     gw_buckets_count(&q->g->buckets, q->tgt.bucket, hit ? GW_READ_HIT : GW_READ_MISS, bytes);
 }
 
-/* X-Cache from how many of the answer's blocks the store holds at this version. */
+/*
+ * X-Cache from how many of the answer's blocks need no upstream work: held by the store at
+ * this version, or arrived whole in a fetch still being stored.
+ */
 static void judge_cached(struct gw_req *q, uint32_t first)
 {
     struct gw_blocks *b = q->blocks;
     store_obj *obj = view_of_version(q);
-    uint64_t cached = obj ? store_obj_blocks_cached(obj, first, b->last) : 0;
-    store_obj_close(obj);
     uint64_t all = (uint64_t)b->last - first + 1;
+    uint64_t cached = obj ? store_obj_blocks_cached(obj, first, b->last) : 0;
+    if (cached < all && all <= JUDGE_BLOCKS_MAX) {
+        cached = 0;
+        for (uint32_t i = first; i <= b->last; i++) {
+            struct block_ref ref = ref_of(q, i);
+            if ((obj != NULL && store_obj_blocks_cached(obj, i, i) == 1) ||
+                block_fetch_arrived(q->g->block_fetches, &ref))
+                cached++;
+        }
+    }
+    store_obj_close(obj);
     q->x_cache = cached == all ? "HIT" : cached > 0 ? "PARTIAL" : "MISS";
 }
 
@@ -403,6 +420,14 @@ static bool begin(struct gw_req *q, struct gw_next *next)
     }
     uint32_t first = (uint32_t)(b->a.start / b->block_size);
     b->last = (uint32_t)((b->a.start + b->a.len - 1) / b->block_size);
+    b->ahead_last = b->last;
+    if (gw_readahead_note(&q->g->readahead, q->tgt.bucket, q->tgt.key, b->a.start,
+                          b->a.start + b->a.len)) {
+        /* A sequential reader: the next fetch-parallelism blocks after this range too. */
+        uint64_t beyond = (uint64_t)b->last + q->g->cfg->fetch_parallelism;
+        uint32_t count = block_count(b->size, b->block_size);
+        b->ahead_last = beyond < count ? (uint32_t)beyond : count - 1;
+    }
     judge_cached(q, first);
     sc_code rc = open_source(q, first, b->a.start - (uint64_t)first * b->block_size);
     if (rc != SC_OK) {

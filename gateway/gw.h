@@ -27,6 +27,7 @@
 #include "ask.h"
 #include "bucket_stats.h"
 #include "metrics.h"
+#include "readahead.h"
 #include "step.h"
 
 /* Held by pointer only: each file that calls into one includes its header. */
@@ -49,6 +50,7 @@ struct gw {
     struct origin origin;
     fill_table *fills;
     block_table *block_fetches; /* blocks of large objects being fetched (block_fetch.h) */
+    struct gw_readahead readahead; /* large objects read range after range (readahead.h) */
     mf_registry *manifests;
     struct sc_stats stats;
     struct gw_buckets buckets; /* object reads per bucket, for the status page */

@@ -204,11 +204,13 @@ static int run(struct gw *g)
     creds = NULL;
     if (rc != SC_OK)
         goto out;
-    fctx = (struct fill_ctx){&g->origin, g->st, &g->stats, g->cfg->max_object_size, 1024 * 1024,
-                             g->cfg->block_size};
     bctx = (struct block_ctx){&g->origin, g->st, &g->stats};
-    if (fill_table_new(&fctx, &g->fills) != SC_OK ||
-        block_table_new(&bctx, &g->block_fetches) != SC_OK || start_manifests(g) != SC_OK ||
+    if (block_table_new(&bctx, &g->block_fetches) != SC_OK)
+        goto out;
+    fctx = (struct fill_ctx){&g->origin,          g->st, &g->stats, g->cfg->max_object_size,
+                             1024 * 1024,         g->cfg->block_size, g->block_fetches,
+                             g->cfg->fetch_parallelism};
+    if (fill_table_new(&fctx, &g->fills) != SC_OK || start_manifests(g) != SC_OK ||
         server_start(g) != SC_OK)
         goto out;
     sc_info("s3cached %s listening on %s:%u, upstream %s, cache %s (%llu bytes, policy %s)",
@@ -269,7 +271,9 @@ int main(int argc, char **argv)
     }
     struct gw g = {.cfg = &cfg};
     gw_buckets_init(&g.buckets);
+    gw_readahead_init(&g.readahead);
     int status = run(&g);
+    gw_readahead_destroy(&g.readahead);
     gw_buckets_destroy(&g.buckets);
     up_global_cleanup();
     gw_config_free(&cfg);

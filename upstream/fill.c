@@ -60,6 +60,7 @@ struct fill {
     int64_t length;             /* its Content-Length, or -1 */
     bool no_etag;               /* a 200 without an ETag: never cached */
     bool large;                 /* cached by blocks: the fill stops at its head */
+    char *etag;                 /* then its ETag (upstream thread, before the end) */
     bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
     struct fill_watch *watches; /* notified when the fill ends (table lock) */
     fill *next;
@@ -124,6 +125,7 @@ static void fill_unref(fill *f)
     up_req_release(f->req);
     body_check_release(&f->check);
     free(f->hdrs);
+    free(f->etag);
     free(f->bucket);
     free(f->key);
     free(f);
@@ -149,23 +151,64 @@ static void unlist_locked(fill *f)
     pthread_mutex_unlock(&f->t->mu);
 }
 
-/* Tells every watcher how the fill ended, once. */
+static void tell_watches(struct fill_watch *w, const struct fill_result *r)
+{
+    while (w) {
+        struct fill_watch *next = w->next;
+        w->fn(w->arg, r);
+        free(w);
+        w = next;
+    }
+}
+
+/* Watchers of a large object, told once its blocks are fetched. */
+struct block_warm {
+    struct fill_watch *watches;
+    uint64_t size;
+};
+
+static void on_warmed(void *arg, sc_code rc, uint64_t bytes)
+{
+    struct block_warm *bw = arg;
+    struct fill_result r = {.rc = rc, .status = 200, .size = bw->size};
+    (void)bytes;
+    tell_watches(bw->watches, &r);
+    free(bw);
+}
+
+/* Hands a large object's watchers to a fetch of its blocks; false if it cannot start. */
+static bool warm_by_blocks(fill *f, struct fill_watch *w)
+{
+    const struct fill_ctx *ctx = f->t->ctx;
+    struct block_warm *bw = malloc(sizeof(*bw));
+    if (bw == NULL || ctx->blocks == NULL || f->etag == NULL) {
+        free(bw);
+        return false;
+    }
+    *bw = (struct block_warm){w, (uint64_t)f->length};
+    struct block_ref ref = {f->bucket, f->key, f->etag, (uint64_t)f->length, ctx->block_size, 0};
+    static const struct up_identity gateway = {0}; /* prefetches are the gateway's */
+    if (block_fetch_object(ctx->blocks, &ref, &gateway, ctx->parallelism, on_warmed, bw) == SC_OK)
+        return true;
+    free(bw);
+    return false;
+}
+
+/* Tells every watcher how the fill ended, once (a large object: once its blocks are in). */
 static void notify(fill *f, sc_code rc)
 {
     pthread_mutex_lock(&f->t->mu);
     struct fill_watch *w = f->watches;
     f->watches = NULL;
     pthread_mutex_unlock(&f->t->mu);
+    bool large = f->large && rc == SC_ETOOBIG;
+    if (w != NULL && large && warm_by_blocks(f, w))
+        return;
     struct fill_result r = {.rc = rc,
                             .status = f->status,
                             .size = f->length > 0 ? (uint64_t)f->length : 0,
-                            .large = f->large && rc == SC_ETOOBIG};
-    while (w) {
-        struct fill_watch *next = w->next;
-        w->fn(w->arg, &r);
-        free(w);
-        w = next;
-    }
+                            .large = large};
+    tell_watches(w, &r);
 }
 
 /* Why a fill that was not stored ended, for its watchers. */
@@ -265,8 +308,10 @@ static void on_head(void *arg, const struct http_head *head)
     f->cacheable = head->status == 200 && head->content_length >= 0 &&
                    (uint64_t)head->content_length <= ctx->max_object_size && !f->no_etag &&
                    !f->large;
-    if (f->large)
+    if (f->large) {
+        f->etag = strdup(http_header_get(head->headers, head->n_headers, "ETag"));
         record_large(f, head);
+    }
     if (f->cacheable &&
         hdrblob_encode(head->headers, head->n_headers, &f->hdrs, &f->hdrs_len) != SC_OK)
         f->cacheable = false;

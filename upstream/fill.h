@@ -23,7 +23,8 @@
  * An object larger than the block size is a large object: the fill records its metadata
  * in the store (store_put_meta, unless a write to it is in flight) and goes no further
  * than its head; its readers read it by blocks (block_fetch.h), and once they have all
- * left, its transfer is canceled.
+ * left, its transfer is canceled. A prefetch of a large object fetches its blocks
+ * (block_fetch_object) before it reports.
  */
 #ifndef GW_FILL_H
 #define GW_FILL_H
@@ -32,6 +33,7 @@
 #include <stdint.h>
 
 #include "../store/store.h"
+#include "block_fetch.h"
 #include "origin.h"
 #include "relay.h"
 #include "../common/stats.h"
@@ -46,6 +48,8 @@ struct fill_ctx {
     uint64_t max_object_size;
     size_t window;       /* bytes buffered ahead of the slowest reader of an uncacheable object */
     uint32_t block_size; /* larger objects are cached in blocks (block_fetch.h), not by fills */
+    block_table *blocks; /* where a prefetch of a large object fetches its blocks */
+    unsigned parallelism; /* blocks of one large object prefetched at once */
 };
 
 /* @return SC_OK or SC_ENOMEM. ctx must outlive the table. */
