@@ -48,3 +48,18 @@ sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key
     };
     return up_submit(o->bucket, &req, h, arg, out);
 }
+
+sc_code origin_head(struct origin *o, const char *bucket, const char *key,
+                    const struct up_identity *as, const struct up_handler *h, void *arg,
+                    up_req **out)
+{
+    struct up_request req = {
+        .method = "HEAD",
+        .bucket = bucket,
+        .key = key,
+        .body_length = -1,
+        .idempotent = true,
+        .as = *as,
+    };
+    return up_submit(o->bucket, &req, h, arg, out);
+}
