@@ -83,9 +83,9 @@ struct store_stats {
     uint64_t objects;
     uint64_t used_bytes; /* sum of cached body sizes */
     uint64_t capacity_bytes;
-    uint64_t evictions; /* objects or blocks removed to make room */
-    uint64_t corrupt;   /* chunks or blocks that failed their checksum */
-    uint64_t blocks;    /* blocks cached (of block objects; also counted in used_bytes) */
+    uint64_t evictions;     /* objects or blocks removed to make room */
+    uint64_t corrupt;       /* chunks or blocks that failed their checksum */
+    uint64_t blocks;        /* blocks cached (of block objects; also counted in used_bytes) */
     uint64_t block_objects; /* block objects with metadata cached (included in objects) */
 };
 

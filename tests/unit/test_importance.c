@@ -348,7 +348,7 @@ static void new_block_takes_its_objects_score(void **state)
     score_key(st, "x", 5);
     insert_entry(st, 11, "x");
     insert_entry(st, 20, "y"); /* unscored: -inf, and newer than 11 */
-    score_key(st, "z", 9); /* an uncached key: a ghost score, nobody's rank moves */
+    score_key(st, "z", 9);     /* an uncached key: a ghost score, nobody's rank moves */
     victims_are(st, (const uint64_t[]){20}, 1);
     victims_are(st, (const uint64_t[]){10, 11}, 2);
     ops->free(st);

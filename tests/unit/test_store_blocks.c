@@ -296,20 +296,17 @@ static void wrong_etag_or_length_is_refused(void **state)
 
     /* Refused before queuing. */
     assert_int_equal(store_put_meta(f->st, "bkt", "k", ETAG, NULL, 0, BS, NULL, NULL), SC_EINVAL);
-    assert_int_equal(store_put_meta(f->st, "bkt", "k", NULL, NULL, 0, size, NULL, NULL),
-                     SC_EINVAL);
+    assert_int_equal(store_put_meta(f->st, "bkt", "k", NULL, NULL, 0, size, NULL, NULL), SC_EINVAL);
     assert_int_equal(store_put_meta(f->st, "bkt", "k", "", NULL, 0, size, NULL, NULL), SC_EINVAL);
+    assert_int_equal(store_put_meta(f->st, "bkt", "k", ETAG, NULL, 0,
+                                    (uint64_t)STORE_BLOCKS_MAX * BS + 1, NULL, NULL),
+                     SC_EINVAL);
     assert_int_equal(
-        store_put_meta(f->st, "bkt", "k", ETAG, NULL, 0, (uint64_t)STORE_BLOCKS_MAX * BS + 1,
-                       NULL, NULL),
-        SC_EINVAL);
-    assert_int_equal(store_put_meta(f->st, "bkt", "k", ETAG, "x", STORE_HDRS_MAX + 1, size, NULL,
-                                    NULL),
-                     SC_ETOOBIG);
+        store_put_meta(f->st, "bkt", "k", ETAG, "x", STORE_HDRS_MAX + 1, size, NULL, NULL),
+        SC_ETOOBIG);
     assert_int_equal(store_put_block(f->st, "bkt", "k", ETAG, 0, body, 0, NULL, NULL), SC_EINVAL);
     assert_int_equal(store_put_block(f->st, "bkt", "k", ETAG, 0, NULL, 10, NULL, NULL), SC_EINVAL);
-    assert_int_equal(store_put_block(f->st, "bkt", NULL, ETAG, 0, body, 10, NULL, NULL),
-                     SC_EINVAL);
+    assert_int_equal(store_put_block(f->st, "bkt", NULL, ETAG, 0, body, 10, NULL, NULL), SC_EINVAL);
     free(body);
 }
 
