@@ -118,6 +118,12 @@ static int setup_small_s3fifo(void **state)
     return setup_with(state, "s3fifo", 3ull * MiB);
 }
 
+/* A cache of two blocks. */
+static int setup_two_lru(void **state)
+{
+    return setup_with(state, "lru", 2 * BS);
+}
+
 /* A cache of one block. */
 static int setup_one_lru(void **state)
 {
@@ -619,6 +625,61 @@ static void block_keeps_its_record_when_its_siblings_are_evicted(void **state)
     free(body);
 }
 
+/*
+ * A read view held open keeps LMDB from reusing pages, so blocks written meanwhile fill the
+ * map: the writer evicts and retries, and what fails is SC_EFULL with nothing half done (the
+ * policy's calls undone, the counters those of what is there).
+ */
+static void full_map_fails_blocks_cleanly_and_recovers(void **state)
+{
+    struct fixture *f = *state;
+    enum { OBJECTS = 45 };
+    const uint64_t size = 2 * BS;
+    const char *keys[OBJECTS];
+    char names[OBJECTS][16];
+    unsigned char *body = make_body(size, 14);
+    assert_int_equal(meta_sync(f->st, "pinned", ETAG, size), SC_OK);
+    assert_int_equal(block_sync(f->st, "pinned", ETAG, 0, body, size), SC_OK);
+    store_obj *pin = NULL;
+    assert_int_equal(store_obj_open(f->st, "bkt", "pinned", &pin), SC_OK);
+    int ok = 0, full = 0;
+    for (int k = 0; k < OBJECTS; k++) {
+        snprintf(names[k], sizeof(names[k]), "k%d", k);
+        keys[k] = names[k];
+        sc_code rc = meta_sync(f->st, keys[k], ETAG, size);
+        assert_true(rc == SC_OK || rc == SC_EFULL);
+        for (uint32_t i = 0; rc == SC_OK && i < 2; i++) {
+            sc_code brc = block_sync(f->st, keys[k], ETAG, i, body, size);
+            /* SC_ECANCELED: evicting for room in the map took block 0, and the record with it. */
+            assert_true(brc == SC_OK || brc == SC_EFULL || (i == 1 && brc == SC_ECANCELED));
+            ok += brc == SC_OK;
+            full += brc == SC_EFULL;
+        }
+    }
+    assert_true(ok > 0);
+    assert_true(full > 0);
+    store_obj_close(pin);
+    struct store_stats s = stats_of(f->st);
+    uint64_t blocks = cached_blocks(f->st, "pinned");
+    for (int k = 0; k < OBJECTS; k++)
+        blocks += cached_blocks(f->st, keys[k]);
+    assert_int_equal(s.blocks, blocks);
+    assert_int_equal(s.used_bytes, blocks * BS);
+    assert_true(s.used_bytes <= f->cfg.capacity_bytes);
+    /* Recovered: blocks fit again, and a restart finds the same. */
+    assert_int_equal(meta_sync(f->st, "after", ETAG, size), SC_OK);
+    assert_int_equal(block_sync(f->st, "after", ETAG, 1, body, size), SC_OK);
+    s = stats_of(f->st);
+    close_store(f);
+    open_store(f);
+    struct store_stats again = stats_of(f->st);
+    assert_int_equal(again.blocks, s.blocks);
+    assert_int_equal(again.used_bytes, s.used_bytes);
+    bool second[2] = {false, true};
+    assert_blocks(f->st, "after", body, size, second);
+    free(body);
+}
+
 /* ---- removal, touch, replacement ---------------------------------------------------- */
 
 static void remove_prefix_and_touch_work_on_block_objects(void **state)
@@ -841,6 +902,7 @@ int main(void)
         T_SMALL(lru_evicts_the_least_recently_read_block, setup_small_lru),
         T_SMALL(block_keeps_its_record_when_its_siblings_are_evicted, setup_one_lru),
         T_SMALL(block_keeps_its_record_when_its_siblings_are_evicted, setup_one_s3fifo),
+        T_SMALL(full_map_fails_blocks_cleanly_and_recovers, setup_two_lru),
         T(remove_prefix_and_touch_work_on_block_objects),
         T(whole_put_replaces_block_object_and_back),
         T(warm_restart_keeps_a_partly_cached_object),
