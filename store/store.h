@@ -205,8 +205,8 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
  * @brief Queues the metadata of a block object: size bytes (over the block size), its ETag
  * etag (the ETag header's value, quotes included; the store cannot parse the header blob,
  * so it is passed on its own) and the header blob hdrs to replay; both are copied. If the
- * cached record is a block object with the same ETag, size and block size, it is kept with its blocks
- * (nothing changes); anything else cached under (bucket, key) is replaced (its blocks
+ * cached record is a block object with the same ETag, size and block size, it is kept with its
+ * blocks (nothing changes); anything else cached under (bucket, key) is replaced (its blocks
  * dropped). The record is not charged against the capacity (only blocks are). done may be
  * NULL.
  * @return SC_OK (queued), SC_EINVAL (bad names, etag NULL, empty or over STORE_ETAG_MAX

@@ -342,6 +342,21 @@ static void meta_of_another_version_drops_old_blocks(void **state)
     assert_int_equal(block_sync(f->st, "v", ETAG, 2, body, size), SC_ECANCELED);
     bool none[3] = {false, false, false};
     assert_blocks(f->st, "v", body, size, none);
+    /* Blocks of another size (--block-size changed across a restart) are replaced too. */
+    assert_int_equal(block_sync(f->st, "v", ETAG2, 0, body, size), SC_OK);
+    close_store(f);
+    f->cfg.block_size = 2 * BS;
+    open_store(f);
+    store_obj *obj = NULL;
+    assert_int_equal(store_obj_open(f->st, "bkt", "v", &obj), SC_OK);
+    assert_int_equal(store_obj_block_size(obj), BS); /* the record keeps its own */
+    assert_int_equal(store_obj_blocks_cached(obj, 0, 2), 1);
+    store_obj_close(obj);
+    assert_int_equal(meta_sync(f->st, "v", ETAG2, size), SC_OK);
+    assert_int_equal(stats_of(f->st).blocks, 0);
+    assert_int_equal(store_obj_open(f->st, "bkt", "v", &obj), SC_OK);
+    assert_int_equal(store_obj_block_size(obj), 2 * BS);
+    store_obj_close(obj);
     free(body);
 }
 
