@@ -358,8 +358,8 @@ static ssize_t read_blocks(void *cls, uint64_t pos, char *buf, size_t max)
     if (!b->have || b->cur != idx) {
         sc_code rc = open_source(q, idx, in);
         if (rc != SC_OK) {
-            sc_warn("block %" PRIu32 " of %s/%s: %s: the response is cut short", idx,
-                    q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+            sc_warn("block %" PRIu32 " of %s/%s: %s: the response is cut short", idx, q->tgt.bucket,
+                    q->tgt.key, sc_strerror(rc));
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         keep_ahead(q, idx);
@@ -514,8 +514,7 @@ struct gw_next gw_blocks_serve(struct gw_req *q)
     if (b->fetch != NULL) {
         /* Nothing is sent before the first fetched block proves its version. */
         bool failed = false;
-        const struct relay_head *h =
-            relay_head(block_fetch_relay(b->fetch), &q->waiter, &failed);
+        const struct relay_head *h = relay_head(block_fetch_relay(b->fetch), &q->waiter, &failed);
         if (h == NULL && !failed)
             return GW_WAIT(GW_STEP_BLOCKS); /* resumed when the head arrives */
         if (h == NULL)

@@ -32,16 +32,16 @@ struct block_fetch {
     struct up_identity as;
     relay *relay;
     up_req *req;
-    up_req *check;          /* the HEAD that checks the version once the bytes are in */
-    uint64_t got;           /* body bytes received (upstream thread) */
-    bool check_same;        /* the HEAD named the same ETag (upstream thread) */
-    bool listed;            /* table lock */
-    bool part;              /* a span for one reader (block_fetch_part): never stored */
-    atomic_long status;     /* the upstream's, once the head is in */
-    atomic_int outcome;     /* sc_code: SC_OK until it failed */
-    atomic_bool changed;    /* the object is no longer this version */
-    bool good_head;         /* the head proved the block (upstream thread) */
-    store_done_fn done;     /* the prefetcher's report, or NULL (table lock) */
+    up_req *check;       /* the HEAD that checks the version once the bytes are in */
+    uint64_t got;        /* body bytes received (upstream thread) */
+    bool check_same;     /* the HEAD named the same ETag (upstream thread) */
+    bool listed;         /* table lock */
+    bool part;           /* a span for one reader (block_fetch_part): never stored */
+    atomic_long status;  /* the upstream's, once the head is in */
+    atomic_int outcome;  /* sc_code: SC_OK until it failed */
+    atomic_bool changed; /* the object is no longer this version */
+    bool good_head;      /* the head proved the block (upstream thread) */
+    store_done_fn done;  /* the prefetcher's report, or NULL (table lock) */
     void *done_arg;
     block_fetch *next;
 };
@@ -154,8 +154,8 @@ static void finish(block_fetch *f, sc_code rc)
 static bool proves_block(block_fetch *f, const struct http_head *h)
 {
     const char *etag = http_header_get(h->headers, h->n_headers, "ETag");
-    if (h->status == 412 || (etag != NULL && (h->status == 206 || h->status == 200) &&
-                             strcmp(etag, f->etag) != 0)) {
+    if (h->status == 412 ||
+        (etag != NULL && (h->status == 206 || h->status == 200) && strcmp(etag, f->etag) != 0)) {
         atomic_store(&f->changed, true);
         return false;
     }
@@ -300,8 +300,8 @@ static void on_done(void *arg, sc_code rc)
         fail(f, outcome_of(f, rc == SC_OK && f->good_head ? SC_EMISMATCH : rc));
         return;
     }
-    sc_code sent = origin_head(f->t->ctx->origin, f->bucket, f->key, &f->as, &check_handler, f,
-                               &f->check);
+    sc_code sent =
+        origin_head(f->t->ctx->origin, f->bucket, f->key, &f->as, &check_handler, f, &f->check);
     if (sent != SC_OK)
         fail(f, sent);
 }
@@ -318,8 +318,8 @@ static const struct up_handler block_handler = {
 static block_fetch *find(block_table *t, const struct block_ref *b)
 {
     for (block_fetch *f = t->slots[slot_of(b->bucket, b->key, b->idx)]; f; f = f->next)
-        if (f->idx == b->idx && strcmp(f->key, b->key) == 0 &&
-            strcmp(f->bucket, b->bucket) == 0 && strcmp(f->etag, b->etag) == 0)
+        if (f->idx == b->idx && strcmp(f->key, b->key) == 0 && strcmp(f->bucket, b->bucket) == 0 &&
+            strcmp(f->etag, b->etag) == 0)
             return f;
     return NULL;
 }
@@ -537,8 +537,7 @@ static void mark_missing(block_table *t, struct object_job *j)
     store_obj *obj = NULL;
     bool have_view = store_obj_open(t->ctx->st, j->ref.bucket, j->ref.key, &obj) == SC_OK &&
                      store_obj_is_blocks(obj) && store_obj_size(obj) == j->ref.size &&
-                     store_obj_block_size(obj) == j->ref.block_size &&
-                     same_etag(obj, j->ref.etag);
+                     store_obj_block_size(obj) == j->ref.block_size && same_etag(obj, j->ref.etag);
     for (uint32_t i = 0; i < j->count; i++)
         if (!have_view || store_obj_blocks_cached(obj, i, i) == 0)
             j->todo[i / 8] |= (unsigned char)(1u << (i % 8));
@@ -590,9 +589,8 @@ static void job_step(struct object_job *j)
         uint32_t idx;
         while (j->rc == SC_OK && j->in_flight < j->parallelism && next_todo(j, &idx)) {
             j->in_flight++;
-            j->bytes += block_ref_len(&(struct block_ref){.size = j->ref.size,
-                                                          .block_size = j->ref.block_size,
-                                                          .idx = idx});
+            j->bytes += block_ref_len(&(struct block_ref){
+                .size = j->ref.size, .block_size = j->ref.block_size, .idx = idx});
             pthread_mutex_unlock(&j->mu);
             struct block_ref b = j->ref;
             b.idx = idx;
@@ -626,8 +624,8 @@ sc_code block_fetch_object(block_table *t, const struct block_ref *b, const stru
     j->as = *as;
     j->parallelism = parallelism;
     j->count = block_count(b->size, b->block_size);
-    j->ref = (struct block_ref){strdup(b->bucket), strdup(b->key), strdup(b->etag), b->size,
-                                b->block_size, 0};
+    j->ref = (struct block_ref){strdup(b->bucket), strdup(b->key), strdup(b->etag),
+                                b->size,           b->block_size,  0};
     j->todo = calloc((size_t)j->count / 8 + 1, 1);
     j->done = done;
     j->arg = arg;
