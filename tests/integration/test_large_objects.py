@@ -24,6 +24,7 @@ import http.client
 import io
 import os
 import random
+import subprocess
 import tarfile
 import time
 import urllib.parse
@@ -31,6 +32,7 @@ import urllib.parse
 import pytest
 
 from harness import awscli
+from harness import gateway as gwmod
 from harness import rawhttp
 from harness import s3util
 
@@ -128,6 +130,46 @@ def _sha256_file(path):
 def _blocks(first, last, block=BLOCK):
     """The indexes of the blocks bytes first..last cover."""
     return set(range(first // block, last // block + 1))
+
+
+# ---- the flags, and objects below the block size (cached whole, as before) -------------------
+
+
+def _refused(up, *args):
+    """Runs the gateway binary with args; returns its stderr after checking it refused to
+    start."""
+    res = subprocess.run([gwmod.binary(), "--listen", "127.0.0.1:1", "--upstream", up.endpoint]
+                         + list(args), capture_output=True, timeout=30)
+    assert res.returncode != 0, "started with %s" % (args,)
+    return res.stderr.decode(errors="replace")
+
+
+def test_block_flags_are_documented_and_bounded(s3rver):
+    text = subprocess.run([gwmod.binary(), "--help"], capture_output=True, timeout=30,
+                          check=True).stdout.decode()
+    assert "--block-size" in text and "--fetch-parallelism" in text
+    for bad in ("512K", "65M", "0", "1X"):
+        assert "block-size" in _refused(s3rver, "--block-size", bad)
+    assert "fetch-parallelism" in _refused(s3rver, "--fetch-parallelism", "0")
+
+
+@pytest.mark.parametrize("size", [0, 1, 700 * KiB, BLOCK], ids=["empty", "1B", "700KiB", "1MiB"])
+def test_objects_up_to_the_block_size_are_cached_whole_as_before(upstream, gateway, size):
+    key, body = _put(upstream, size, "small")
+    gw = gateway(upstream, extra_args=SMALL_BLOCKS)
+    before = gw.stats() if not gw.direct else None
+    for want in ("MISS", "HIT"):
+        r = _get(gw, key)
+        _assert_whole(r, body)
+        _assert_x_cache(gw, r.headers, want)
+    if size > 10:
+        r = _range(gw, key, 3, size - 2)
+        _assert_part(r, body, 3, size - 2)
+        _assert_x_cache(gw, r.headers, "HIT")
+    if before is not None:
+        after = gw.stats_when(lambda st: st["objects"] > before["objects"])
+        assert after["objects"] - before["objects"] == 1
+        assert after["misses"] - before["misses"] == 1
 
 
 # ---- 1. the bars of issue 11 (default block size, the issue's sizes) -------------------------
@@ -524,7 +566,7 @@ def test_block_eviction_keeps_used_bytes_within_cache_size(upstream, gateway, po
         _assert_part(_range(gw, key, first, first + 3 * BLOCK), body, first, first + 3 * BLOCK)
     st = gw.stats_when(lambda s: False, timeout=0.5)
     assert 0 < st["used_bytes"] <= st["capacity_bytes"], st
-    if policy == "lru":  # the object read last is the most recently used: all there
+    if policy == "lru":  # the blocks the last range read are the most recently used
         last_key, last_body = objs[-1]
         first = len(last_body) // 2 - 3 * BLOCK // 2
         r = _range(gw, last_key, first, first + 3 * BLOCK)
