@@ -54,7 +54,7 @@ static enum MHD_Result deny(struct gw_req *q)
 static struct gw_next ask(struct gw_req *q)
 {
     sc_stat_add(q->g->stats.authz_checks, 1);
-    gw_ask_head(q, &q->ask, NULL);
+    gw_ask_head(q, &q->ask, NULL, false);
     return GW_WAIT(GW_STEP_AUTHZ_ANSWER);
 }
 

@@ -59,8 +59,14 @@ static const struct opt options[] = {
     {"policy", "S3CACHED_POLICY", OPT_STR, OFF(policy), 0, 0, "NAME",
      "eviction policy: s3fifo, lru, fixed, importance or clairvoyant (default s3fifo; see "
      "docs/policies/)"},
-    {"max-object-size", "S3CACHED_MAX_OBJECT_SIZE", OPT_SIZE, OFF(max_object_size), 0, 1ull << 40,
-     "SIZE", "larger objects stream through uncached (default 64M)"},
+    {"max-object-size", "S3CACHED_MAX_OBJECT_SIZE", OPT_SIZE, OFF(max_object_size), 0, 1ull << 50,
+     "SIZE", "larger objects stream through uncached (default: no cap)"},
+    {"block-size", "S3CACHED_BLOCK_SIZE", OPT_SIZE, OFF(block_size), MIB, 64 * MIB, "SIZE",
+     "objects larger than this are cached as aligned blocks of this size, fetched and evicted "
+     "one by one (default 8M, the part size of the AWS CLI, boto3 and the CRT)"},
+    {"fetch-parallelism", "S3CACHED_FETCH_PARALLELISM", OPT_UINT, OFF(fetch_parallelism), 1,
+     GW_FETCH_PARALLELISM_MAX, "N",
+     "blocks of a large object fetched at once for one reader, ahead of it (default 4)"},
     {"vhost-domain", "S3CACHED_VHOST_DOMAIN", OPT_STR, OFF(vhost_domain), 0, 0, "NAME",
      "accept virtual-hosted-style requests for BUCKET.NAME (default: path-style only)"},
     {"threads", "S3CACHED_THREADS", OPT_UINT, OFF(threads), 1, 256, "N",
@@ -266,6 +272,8 @@ static sc_code apply(struct gw_config *cfg, const struct opt *o, const char *val
             return SC_EINVAL;
         if (o->offset == OFF(chunk_size))
             cfg->chunk_size = (uint32_t)n;
+        else if (o->offset == OFF(block_size))
+            cfg->block_size = (uint32_t)n;
         else if (o->type == OPT_SIZE || o->type == OPT_DURATION)
             *(uint64_t *)(base + o->offset) = n;
         else
@@ -301,7 +309,9 @@ static sc_code set_defaults(struct gw_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->listen_port = 8080;
     cfg->cache_size = GIB;
-    cfg->max_object_size = 64 * MIB;
+    cfg->max_object_size = UINT64_MAX; /* no cap: large objects are cached in blocks */
+    cfg->block_size = 8 * MIB;
+    cfg->fetch_parallelism = 4;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     cfg->threads = cpus > 0 && cpus <= 256 ? (unsigned)cpus : 2;
     cfg->max_connections = 1000;
@@ -489,8 +499,6 @@ sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err,
         snprintf(err, err_len, "--log-format must be json or text");
         rc = SC_EINVAL;
     }
-    if (rc == SC_OK && cfg->max_object_size > cfg->cache_size)
-        cfg->max_object_size = cfg->cache_size;
     if (rc == SC_ENOMEM)
         snprintf(err, err_len, "out of memory");
     return rc;

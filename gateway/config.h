@@ -14,6 +14,8 @@
 
 #include "../common/sc_err.h"
 
+#define GW_FETCH_PARALLELISM_MAX 64
+
 struct gw_config {
     char *listen_host;    /* default 127.0.0.1 */
     unsigned listen_port; /* default 8080 */
@@ -22,7 +24,9 @@ struct gw_config {
     char *cache_dir;
     uint64_t cache_size;
     char *policy;
-    uint64_t max_object_size; /* larger objects stream through uncached */
+    uint64_t max_object_size; /* larger objects stream through uncached; UINT64_MAX: no cap */
+    uint32_t block_size;      /* larger objects are cached in blocks of this size */
+    unsigned fetch_parallelism; /* block fetches in flight ahead of one reader */
     char *vhost_domain;       /* NULL: path-style only */
     unsigned threads;         /* MHD worker threads */
     unsigned max_connections;

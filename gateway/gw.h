@@ -27,12 +27,14 @@
 #include "ask.h"
 #include "bucket_stats.h"
 #include "metrics.h"
+#include "readahead.h"
 #include "step.h"
 
 /* Held by pointer only: each file that calls into one includes its header. */
 typedef struct store store;
 typedef struct fill_table fill_table;
 typedef struct fill fill;
+typedef struct block_table block_table;
 typedef struct mf_registry mf_registry;
 typedef struct ckeys ckeys;
 typedef struct authz_cache authz_cache;
@@ -47,6 +49,8 @@ struct gw {
     upstream *up;
     struct origin origin;
     fill_table *fills;
+    block_table *block_fetches; /* blocks of large objects being fetched (block_fetch.h) */
+    struct gw_readahead readahead; /* large objects read range after range (readahead.h) */
     mf_registry *manifests;
     struct sc_stats stats;
     struct gw_buckets buckets; /* object reads per bucket, for the status page */
@@ -65,9 +69,10 @@ struct gw_cleanup {
     void (*fn)(void *arg);
     void *arg;
 };
-#define GW_CLEANUPS_MAX 6
+#define GW_CLEANUPS_MAX 10
 
-struct upload; /* proxy.c */
+struct upload;    /* proxy.c */
+struct gw_blocks; /* blocks.c */
 
 struct gw_req {
     struct gw *g;
@@ -94,7 +99,7 @@ struct gw_req {
     bool anonymous;             /* unsigned, admitted by --allow-anonymous */
     struct up_identity as;      /* how upstream requests are signed (auth.h) */
     bool authorized;            /* the upstream says this identity may read the object (authz.c) */
-    const char *x_cache;        /* HIT, MISS or BYPASS for object reads, else NULL */
+    const char *x_cache;        /* HIT, PARTIAL, MISS or BYPASS for object reads, else NULL */
     struct relay_waiter waiter; /* suspends and resumes the connection (req.h) */
     /* Reading a relay to the client (deliver.c). */
     struct {
@@ -116,7 +121,8 @@ struct gw_req {
         bool stale;    /* for the next lookup only: no answer came, the copy is served stale */
     } reval;
     struct gw_ask ask;     /* a HEAD in flight: revalidation or authorization (ask.c) */
-    struct upload *upload; /* the pass-through transfer (proxy.c) */
+    struct upload *upload;     /* the pass-through transfer (proxy.c) */
+    struct gw_blocks *blocks; /* a large object read by blocks (blocks.c), or NULL */
     /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX; admin.c). */
     struct {
         struct sc_buf body; /* its err is SC_ETOOBIG (or SC_ENOMEM) once it could not keep all */

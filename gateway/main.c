@@ -23,6 +23,7 @@
 #include "../sigv4/client_keys.h"
 #include "../store/store.h"
 #include "../manifest/manifest.h"
+#include "../upstream/block_fetch.h"
 #include "../upstream/fill.h"
 #include "authz_cache.h"
 
@@ -100,6 +101,7 @@ static sc_code open_store(struct gw *g)
         .dir = cfg->cache_dir,
         .capacity_bytes = cfg->cache_size,
         .chunk_size = cfg->chunk_size,
+        .block_size = cfg->block_size,
         .verify_checksums = cfg->verify_checksums,
         .max_readers = cfg->max_connections + 64,
         .policy = policy,
@@ -193,6 +195,7 @@ static int run(struct gw *g)
 {
     struct creds *creds = NULL;
     struct fill_ctx fctx = {0};
+    struct block_ctx bctx = {0};
     int status = 1;
     if (load_client_keys(g) != SC_OK || load_credentials(&creds) != SC_OK || open_store(g) != SC_OK)
         goto out;
@@ -201,7 +204,12 @@ static int run(struct gw *g)
     creds = NULL;
     if (rc != SC_OK)
         goto out;
-    fctx = (struct fill_ctx){&g->origin, g->st, &g->stats, g->cfg->max_object_size, 1024 * 1024};
+    bctx = (struct block_ctx){&g->origin, g->st, &g->stats};
+    if (block_table_new(&bctx, &g->block_fetches) != SC_OK)
+        goto out;
+    fctx = (struct fill_ctx){&g->origin,          g->st, &g->stats, g->cfg->max_object_size,
+                             1024 * 1024,         g->cfg->block_size, g->block_fetches,
+                             g->cfg->fetch_parallelism};
     if (fill_table_new(&fctx, &g->fills) != SC_OK || start_manifests(g) != SC_OK ||
         server_start(g) != SC_OK)
         goto out;
@@ -222,6 +230,7 @@ out:
     store_close(g->st); /* flushes queued writes: the last fill completions run */
     mf_registry_free(g->manifests);
     fill_table_free(g->fills);
+    block_table_free(g->block_fetches);
     upstream_free(g->up);
     creds_free(creds);
     authz_cache_free(g->authz);
@@ -262,7 +271,9 @@ int main(int argc, char **argv)
     }
     struct gw g = {.cfg = &cfg};
     gw_buckets_init(&g.buckets);
+    gw_readahead_init(&g.readahead);
     int status = run(&g);
+    gw_readahead_destroy(&g.readahead);
     gw_buckets_destroy(&g.buckets);
     up_global_cleanup();
     gw_config_free(&cfg);

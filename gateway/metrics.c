@@ -123,6 +123,13 @@ static void write_cache(FILE *out, struct gw *g)
         "Cache fills by outcome: stored, or failed (error, truncated, mismatched; never stored).");
     fprintf(out, "s3cached_fills_total{result=\"stored\"} %llu\n", LOAD(s->fills_stored));
     fprintf(out, "s3cached_fills_total{result=\"failed\"} %llu\n", LOAD(s->fills_failed));
+    one(out, "s3cached_block_fetches_total", "counter",
+        "Blocks of large objects fetched from the upstream (one ranged GET each).",
+        LOAD(s->block_fetches));
+    one(out, "s3cached_blocks_stored_total", "counter", "Fetched blocks stored in the cache.",
+        LOAD(s->blocks_stored));
+    one(out, "s3cached_cached_blocks", "gauge", "Blocks of large objects in the cache.",
+        (unsigned long long)ss.blocks);
     one(out, "s3cached_corrupt_chunks_total", "counter",
         "Stored chunks that failed their CRC32C check (the object was dropped).",
         (unsigned long long)ss.corrupt);

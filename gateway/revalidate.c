@@ -25,7 +25,7 @@ struct gw_next gw_reval_start(struct gw_req *q, const char *etag)
 {
     snprintf(q->reval.cached_etag, sizeof(q->reval.cached_etag), "%s", etag ? etag : "");
     struct http_header cond = {"If-None-Match", q->reval.cached_etag};
-    gw_ask_head(q, &q->ask, q->reval.cached_etag[0] ? &cond : NULL);
+    gw_ask_head(q, &q->ask, q->reval.cached_etag[0] ? &cond : NULL, false);
     return GW_WAIT(GW_STEP_REVAL_ANSWER);
 }
 

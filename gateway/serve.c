@@ -30,8 +30,10 @@
 #include "../proto/hdrblob.h"
 #include "../proto/range.h"
 #include "authz.h"
+#include "blocks.h"
 #include "deliver.h"
 #include "proxy.h"
+#include "reply.h"
 #include "req.h"
 #include "respond.h"
 #include "revalidate.h"
@@ -47,63 +49,6 @@
 static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t bytes)
 {
     gw_buckets_count(&q->g->buckets, q->tgt.bucket, result, bytes);
-}
-
-static const char *header(struct gw_req *q, const char *name)
-{
-    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
-}
-
-/*
- * The object's checksums (x-amz-checksum-*, stored since fills ask for them) go out as S3
- * sends them: to a client that asked (x-amz-checksum-mode: ENABLED), on a whole object.
- * On a part they would not match the bytes.
- */
-static bool sends_object_header(struct gw_req *q, const char *name, int status)
-{
-    if (strncasecmp(name, "x-amz-checksum-", 15) != 0)
-        return true;
-    const char *mode = header(q, "x-amz-checksum-mode");
-    return status == 200 && mode != NULL && strcmp(mode, "ENABLED") == 0;
-}
-
-static struct answer decide(struct gw_req *q, const char *etag, const char *last_modified,
-                            uint64_t size)
-{
-    struct cond_headers ch = {header(q, "If-Match"), header(q, "If-None-Match"),
-                              header(q, "If-Modified-Since"), header(q, "If-Unmodified-Since")};
-    return answer_decide(&ch, header(q, "Range"), etag, last_modified, size);
-}
-
-/* Sends 304, 412 or 416 for an answer that carries no body. */
-static enum MHD_Result respond_bodiless(struct gw_req *q, const struct answer *a, uint64_t size,
-                                        const char *etag, const char *last_modified)
-{
-    if (a->status == 412)
-        return gw_respond_known_error(q, S3_XML_PRECONDITION_FAILED, NULL);
-    if (a->status == 416) {
-        q->x_cache = q->x_cache ? q->x_cache : "MISS";
-        return gw_respond_known_error(q, S3_XML_INVALID_RANGE, NULL);
-    }
-    struct MHD_Response *resp = gw_respond_empty();
-    if (resp == NULL)
-        return MHD_NO;
-    if (etag)
-        MHD_add_response_header(resp, "ETag", etag);
-    if (last_modified)
-        MHD_add_response_header(resp, "Last-Modified", last_modified);
-    (void)size;
-    return gw_respond_queue(q, 304, resp);
-}
-
-static void add_range_headers(struct MHD_Response *resp, const struct answer *a, uint64_t size)
-{
-    MHD_add_response_header(resp, "Accept-Ranges", "bytes");
-    if (a->status != 206)
-        return;
-    char cr[RANGE_CONTENT_RANGE_LEN];
-    if (range_content_range(a->start, a->len, size, cr) == SC_OK)
-        MHD_add_response_header(resp, "Content-Range", cr);
 }
 
 /* ---- hits ------------------------------------------------------------------------ */
@@ -141,12 +86,12 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
     const char *etag = hdrblob_get(hdrs, hlen, "ETag");
     const char *lm = hdrblob_get(hdrs, hlen, "Last-Modified");
     uint64_t size = store_obj_size(obj);
-    struct answer a = decide(q, etag, lm, size);
+    struct answer a = gw_reply_decide(q, etag, lm, size);
     q->x_cache = "HIT";
     if (a.status != 200 && a.status != 206) {
         sc_stat_add(q->g->stats.hits, 1);
         count_read(q, GW_READ_HIT, 0);
-        *ret = respond_bodiless(q, &a, size, etag, lm);
+        *ret = gw_reply_bodiless(q, &a, size, etag, lm);
         store_obj_close(obj);
         return SC_OK;
     }
@@ -158,13 +103,8 @@ static sc_code serve_hit(struct gw_req *q, store_obj *obj, bool stale, enum MHD_
         store_obj_close(obj);
         return rc == SC_OK ? SC_ENOMEM : rc;
     }
-    size_t pos = 0;
-    const char *name, *value;
-    while (hdrblob_next(hdrs, hlen, &pos, &name, &value)) {
-        if (sends_object_header(q, name, a.status))
-            MHD_add_response_header(resp, name, value);
-    }
-    add_range_headers(resp, &a, size);
+    gw_reply_blob_headers(q, resp, hdrs, hlen, a.status);
+    gw_reply_range_headers(resp, &a, size);
     if (stale) {
         MHD_add_response_header(resp, "Warning", "111 s3cached \"Revalidation Failed\"");
         MHD_add_response_header(resp, "x-s3cached-stale", "true");
@@ -189,7 +129,7 @@ static void add_object_headers(struct gw_req *q, struct MHD_Response *resp,
 {
     for (size_t i = 0; i < h->n_headers; i++) {
         const char *name = h->headers[i].name;
-        if (hdrblob_keeps(name) && sends_object_header(q, name, status))
+        if (hdrblob_keeps(name) && gw_reply_sends_header(q, name, status))
             MHD_add_response_header(resp, name, h->headers[i].value);
     }
 }
@@ -263,7 +203,7 @@ static enum MHD_Result range_from_fill(struct gw_req *q, const struct relay_head
         return MHD_NO;
     relay_hold_from(q->deliver.relay, &q->deliver.cursor, a.start + a.len - 1);
     add_object_headers(q, resp, fill_head, 206);
-    add_range_headers(resp, &a, (uint64_t)fill_head->content_length);
+    gw_reply_range_headers(resp, &a, (uint64_t)fill_head->content_length);
     return gw_respond_queue(q, 206, resp);
 }
 
@@ -293,7 +233,7 @@ static enum MHD_Result respond_from_range(struct gw_req *q, const struct relay_h
     if (resp == NULL)
         return MHD_NO;
     add_object_headers(q, resp, fh, 206);
-    add_range_headers(resp, &a, size);
+    gw_reply_range_headers(resp, &a, size);
     return gw_respond_queue(q, 206, resp);
 }
 
@@ -328,6 +268,21 @@ static bool fill_status_is_a_lie(long status)
     return status != 200 && status < 400;
 }
 
+/*
+ * The fill's head says the object is large: it is read by blocks (the fill recorded its
+ * metadata and stops at its head, canceled once its readers have left).
+ */
+static struct gw_next fill_to_blocks(struct gw_req *q, const struct relay_head *h, uint64_t size)
+{
+    sc_code rc = gw_blocks_take_head(q, h->headers, h->n_headers, size);
+    leave_fill(q);
+    gw_deliver_drop(q);
+    q->x_cache = NULL;
+    if (rc != SC_OK)
+        return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL));
+    return GW_NEXT(GW_STEP_BLOCKS);
+}
+
 /* A fill's head is in: answer the client's GET from it. */
 static struct gw_next respond_from_fill(struct gw_req *q, const struct relay_head *h)
 {
@@ -341,6 +296,9 @@ static struct gw_next respond_from_fill(struct gw_req *q, const struct relay_hea
     if (h->status != 200 || h->content_length < 0)
         return GW_SENT(gw_deliver_as_upstream(q, h));
     uint64_t size = (uint64_t)h->content_length;
+    if (q->tgt.kind == S3_REQ_GET_OBJECT && gw_blocks_is_large(q, size) &&
+        http_header_get(h->headers, h->n_headers, "ETag") != NULL)
+        return fill_to_blocks(q, h, size);
     enum gw_read_result result = GW_READ_MISS;
     if (size > q->g->cfg->max_object_size) {
         q->x_cache = "BYPASS";
@@ -354,12 +312,12 @@ static struct gw_next respond_from_fill(struct gw_req *q, const struct relay_hea
     }
     const char *etag = http_header_get(h->headers, h->n_headers, "ETag");
     const char *lm = http_header_get(h->headers, h->n_headers, "Last-Modified");
-    struct answer a = decide(q, etag, lm, size);
+    struct answer a = gw_reply_decide(q, etag, lm, size);
     bool head = q->tgt.kind == S3_REQ_HEAD_OBJECT;
     bool sends = a.status == 200 || a.status == 206;
     count_read(q, result, sends && !head ? a.len : 0);
     if (!sends)
-        return GW_SENT(respond_bodiless(q, &a, size, etag, lm));
+        return GW_SENT(gw_reply_bodiless(q, &a, size, etag, lm));
     if (result == GW_READ_HIT)
         sc_stat_add(q->g->stats.bytes_from_cache, a.len);
     /* Without an ETag a range fetched on its own could not be pinned to the fill's version:
@@ -377,7 +335,7 @@ static struct gw_next respond_from_fill(struct gw_req *q, const struct relay_hea
     if (!head && a.status == 206 && size - (a.start + a.len) <= FILL_RANGE_SLACK)
         relay_hold_from(q->deliver.relay, &q->deliver.cursor, a.start + a.len - 1);
     add_object_headers(q, resp, h, a.status);
-    add_range_headers(resp, &a, size);
+    gw_reply_range_headers(resp, &a, size);
     return GW_SENT(gw_respond_queue(q, a.status, resp));
 }
 
@@ -402,6 +360,7 @@ struct gw_next gw_serve_miss(struct gw_req *q)
     struct gw *g = q->g;
     bool started = false;
     fill *f = NULL;
+    struct gw_next next;
     q->x_cache = "MISS";
     if (q->tgt.kind == S3_REQ_HEAD_OBJECT) {
         /* A fill complete in memory answers like a hit; anything else asks the upstream. */
@@ -415,11 +374,12 @@ struct gw_next gw_serve_miss(struct gw_req *q)
             count_read(q, GW_READ_MISS, 0);
             return GW_NEXT(GW_STEP_PROXY);
         }
+    } else if (gw_blocks_ask_size(q, &next)) {
+        return next; /* a range: only the blocks it covers are fetched if the object is large */
     } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &q->as, &f, &started) != SC_OK) {
         return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL));
     }
     /* Another identity's fill: this one must be allowed to read the object first. */
-    struct gw_next next;
     if (!started && !up_identity_same(&q->as, fill_identity(f)) && !gw_authz_admit(q, &next)) {
         fill_leave(f);
         return next;
@@ -439,6 +399,25 @@ static bool stored_without_etag(store_obj *obj)
     size_t hlen = 0;
     const char *hdrs = store_obj_headers(obj, &hlen);
     return hdrblob_get(hdrs, hlen, "ETag") == NULL;
+}
+
+/* A cached block object: its metadata goes to the blocks step (blocks.h); the view closes. */
+static struct gw_next read_by_blocks(struct gw_req *q, store_obj *obj, bool stale)
+{
+    size_t hlen = 0;
+    const char *hdrs = store_obj_headers(obj, &hlen);
+    struct gw_blocks_meta m = {.etag = hdrblob_get(hdrs, hlen, "ETag"),
+                               .hdrs = hdrs,
+                               .hdrs_len = hlen,
+                               .size = store_obj_size(obj),
+                               .block_size = store_obj_block_size(obj),
+                               .from_cache = true,
+                               .stale = stale};
+    sc_code rc = gw_blocks_take_meta(q, &m);
+    store_obj_close(obj);
+    if (rc != SC_OK)
+        return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL));
+    return GW_NEXT(GW_STEP_BLOCKS);
 }
 
 /*
@@ -472,6 +451,10 @@ static void serve_cached(struct gw_req *q, bool may_revalidate, bool stale, stru
         snprintf(etag, sizeof(etag), "%s", cached_etag ? cached_etag : "");
         store_obj_close(obj); /* the ETag lived in the map */
         *next = gw_reval_start(q, etag);
+        return;
+    }
+    if (store_obj_is_blocks(obj)) {
+        *next = read_by_blocks(q, obj, stale);
         return;
     }
     enum MHD_Result ret = MHD_NO;

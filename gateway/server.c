@@ -17,10 +17,13 @@
  *                                                    └▶ ROUTE
  *   ROUTE (by kind; route.c) ─┬▶ ADMIN                                         admin/admin.c
  *                             ├▶ LOOKUP ─┬▶ hit                                serve.c
+ *                             │          ├▶ BLOCKS (a large object)            blocks.c
  *                             │          ├▶ AUTHZ_ANSWER ─▶ LOOKUP | PROXY     authz.c
  *                             │          ├▶ REVAL_ANSWER ─▶ LOOKUP | MISS      revalidate.c
- *                             │          └▶ MISS ─┬▶ FILL_HEAD ─▶ answer | PROXY  serve.c
+ *                             │          └▶ MISS ─┬▶ FILL_HEAD ─▶ answer | PROXY | BLOCKS
+ *                             │                   ├▶ BLOCK_META (a range) ─▶ BLOCKS | MISS
  *                             │                   └▶ PROXY (a HEAD)
+ *                             │   BLOCKS ─▶ answer | MISS (the object changed: once)
  *                             └▶ PROXY ─▶ [UPLOAD] ─▶ PASS_HEAD ─▶ answer      proxy.c
  *
  * PARSE turns the raw target into bucket, key and kind (s3_target.c); AUTHENTICATE
@@ -57,6 +60,7 @@
 #include "addr.h"
 #include "admin/admin.h"
 #include "auth.h"
+#include "blocks.h"
 #include "authz.h"
 #include "framing.h"
 #include "probe.h"
@@ -248,6 +252,8 @@ static const struct step_def steps[GW_STEP_COUNT] = {
     [GW_STEP_REVAL_ANSWER] = {gw_reval_answer, true, true},
     [GW_STEP_MISS] = {gw_serve_miss, false, false},
     [GW_STEP_FILL_HEAD] = {gw_serve_fill_head, true, true},
+    [GW_STEP_BLOCK_META] = {gw_blocks_meta_answer, true, true},
+    [GW_STEP_BLOCKS] = {gw_blocks_serve, true, true},
     [GW_STEP_PROXY] = {gw_proxy_start, false, false},
     [GW_STEP_UPLOAD] = {gw_proxy_upload, true, false},
     [GW_STEP_PASS_HEAD] = {gw_proxy_pass_head, true, true},

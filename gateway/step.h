@@ -28,6 +28,8 @@ enum gw_step {
     GW_STEP_REVAL_ANSWER, /* resumed: the upstream said whether the copy changed (revalidate.c) */
     GW_STEP_MISS,         /* join or start the object's fill (serve.c) */
     GW_STEP_FILL_HEAD,    /* the fill's head (or a range's beside it): answer from it (serve.c) */
+    GW_STEP_BLOCK_META,   /* resumed: the size of an object a range misses on (blocks.c) */
+    GW_STEP_BLOCKS,       /* a large object: answer block by block (blocks.c) */
     GW_STEP_PROXY,        /* forward the request upstream as it came (proxy.c) */
     GW_STEP_UPLOAD,       /* stream the request body upstream (proxy.c) */
     GW_STEP_PASS_HEAD,    /* the forwarded request's head: relay the answer (proxy.c) */

@@ -35,7 +35,7 @@
 #define MAP_SLACK           (64ull * 1024 * 1024)
 #define CAPACITY_MAX        (1ull << 60)
 #define DEFAULT_MAX_READERS 512u
-#define N_DBIS              4
+#define N_DBIS              5
 #define N_LOCKS             5 /* see init_locks() */
 #define LOCK_FILE           "s3cached.lock"
 
@@ -117,6 +117,9 @@ static sc_code check_config(const struct store_config *cfg)
     if (cfg->capacity_bytes == 0 || cfg->capacity_bytes > CAPACITY_MAX)
         return SC_EINVAL;
     if (cfg->chunk_size != 0 && (cfg->chunk_size < ST_CHUNK_MIN || cfg->chunk_size > ST_CHUNK_MAX))
+        return SC_EINVAL;
+    if (cfg->block_size != 0 &&
+        (cfg->block_size < STORE_BLOCK_MIN || cfg->block_size > STORE_BLOCK_MAX))
         return SC_EINVAL;
     return SC_OK;
 }
@@ -242,6 +245,7 @@ sc_code store_open(const struct store_config *cfg, store **out)
     st->lock_fd = -1;
     st->capacity = cfg->capacity_bytes;
     st->chunk_size = cfg->chunk_size != 0 ? cfg->chunk_size : STORE_DEFAULT_CHUNK_SIZE;
+    st->block_size = cfg->block_size != 0 ? cfg->block_size : STORE_DEFAULT_BLOCK_SIZE;
     st->verify = cfg->verify_checksums;
     st->pol = cfg->policy;
     st->stats.capacity_bytes = cfg->capacity_bytes;
@@ -270,8 +274,9 @@ sc_code store_open(const struct store_config *cfg, store **out)
     rc = st_writer_start(st);
     if (rc != SC_OK)
         goto out;
-    sc_info("store: %s: %llu objects, %llu of %llu bytes used", cfg->dir,
-            (unsigned long long)st->objects, (unsigned long long)st->used,
+    sc_info("store: %s: %llu objects (%llu in %llu blocks), %llu of %llu bytes used", cfg->dir,
+            (unsigned long long)st->objects, (unsigned long long)st->block_objects,
+            (unsigned long long)st->blocks, (unsigned long long)st->used,
             (unsigned long long)st->capacity);
     *out = st;
     st = NULL;

@@ -46,20 +46,24 @@ typedef struct store_obj store_obj;
 
 /*
  * Block objects. An object larger than the block size is cached as a block object: one
- * metadata record (size, stored-at time, header blob with the ETag, block size) and any
+ * metadata record (size, stored-at time, ETag, header blob, block size) and any
  * subset of its aligned blocks (block i holds bytes [i * block_size, min(size, (i + 1) *
  * block_size))), each one LMDB value of its raw bytes followed by the CRC32C of them (so a
  * block can be sent from the data file as one contiguous range). Blocks are named by the
  * object's id, which is bound to one ETag: blocks of two versions can never be read as one.
  * Every block is its own entry for the policy (id STORE_BLOCK_ID(object id, index), size
  * its length, the object's bucket and key), so eviction and capacity work per block; the
- * record goes when its last block goes (or when it is removed, replaced or touched as a
- * whole object would be).
+ * record goes when its last block goes, or when it is removed or replaced as a whole object
+ * would be (store_touch() renews its stored-at time). A record that never got a block (after
+ * store_put_meta(), before any store_put_block() succeeded) stays until it is replaced or
+ * removed, or until the next start-up drops it. Object ids stay under 2^39, so a block id
+ * never collides with an object id or another block's.
  */
 #define STORE_DEFAULT_BLOCK_SIZE (8u * 1024u * 1024u)
 #define STORE_BLOCK_MIN          (1024u * 1024u)
 #define STORE_BLOCK_MAX          (64u * 1024u * 1024u)
 #define STORE_BLOCKS_MAX         (1u << 24) /* blocks in one object (16 TiB at 1 MiB blocks) */
+#define STORE_ETAG_MAX           255u       /* bytes in a block object's ETag */
 /* A block's policy id: top bit set, the object id, the block index (never reused). */
 #define STORE_BLOCK_ID(obj_id, idx) ((1ull << 63) | ((uint64_t)(obj_id) << 24) | (uint64_t)(idx))
 #define STORE_ID_IS_BLOCK(id)       (((id) >> 63) != 0)
@@ -79,7 +83,7 @@ struct store_stats {
     uint64_t objects;
     uint64_t used_bytes; /* sum of cached body sizes */
     uint64_t capacity_bytes;
-    uint64_t evictions; /* objects removed to make room */
+    uint64_t evictions; /* objects or blocks removed to make room */
     uint64_t corrupt;   /* chunks or blocks that failed their checksum */
     uint64_t blocks;    /* blocks cached (of block objects; also counted in used_bytes) */
     uint64_t block_objects; /* block objects with metadata cached (included in objects) */
@@ -155,8 +159,8 @@ uint32_t store_obj_block_size(const store_obj *obj);
 
 /*
  * @brief Points at block idx of a block object inside the map, without copying, checked
- * against its CRC32C first when the store verifies checksums, and counts a hit on the
- * block with the policy.
+ * against its CRC32C first when the store verifies checksums (at every call: a view does
+ * not remember which blocks it checked), and counts a hit on the block with the policy.
  * @param[out] data the block's bytes, valid until store_obj_close(). @param[out] len its
  *             length (block_size, or less for the last block).
  * @return SC_OK, SC_ENOTFOUND (this block is not cached in this view), SC_EINVAL (not a
@@ -198,17 +202,22 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
                   const void *body, uint64_t size, store_done_fn done, void *arg);
 
 /*
- * @brief Queues the metadata of a block object: size bytes (over the block size), header
- * blob hdrs (copied; it must hold the object's ETag, hdrblob.h). If the cached record is a
- * block object with the same ETag and size, it is kept with its blocks (nothing changes);
- * anything else cached under (bucket, key) is replaced (its blocks dropped). done may be NULL.
- * @return SC_OK (queued), SC_EINVAL (bad names, no ETag in hdrs, size not over the block
- *         size or over STORE_BLOCKS_MAX blocks), SC_ETOOBIG (hdrs over STORE_HDRS_MAX),
- *         SC_ECANCELED (closing), SC_ENOMEM. On error done is not called.
- * @note Outcomes through done: SC_OK, SC_ENOMEM, SC_EIO.
+ * @brief Queues the metadata of a block object: size bytes (over the block size), its ETag
+ * etag (the ETag header's value, quotes included; the store cannot parse the header blob,
+ * so it is passed on its own) and the header blob hdrs to replay; both are copied. If the
+ * cached record is a block object with the same ETag, size and block size, it is kept with its blocks
+ * (nothing changes); anything else cached under (bucket, key) is replaced (its blocks
+ * dropped). The record is not charged against the capacity (only blocks are). done may be
+ * NULL.
+ * @return SC_OK (queued), SC_EINVAL (bad names, etag NULL, empty or over STORE_ETAG_MAX
+ *         bytes, size not over the block size or over STORE_BLOCKS_MAX blocks, hdrs NULL
+ *         with a non-zero length), SC_ETOOBIG (hdrs over STORE_HDRS_MAX), SC_ECANCELED
+ *         (closing), SC_ENOMEM. On error done is not called.
+ * @note Outcomes through done: SC_OK, SC_EFULL (the map stayed full), SC_ENOMEM, SC_EIO.
  */
-sc_code store_put_meta(store *st, const char *bucket, const char *key, const void *hdrs,
-                       size_t hdrs_len, uint64_t size, store_done_fn done, void *arg);
+sc_code store_put_meta(store *st, const char *bucket, const char *key, const char *etag,
+                       const void *hdrs, size_t hdrs_len, uint64_t size, store_done_fn done,
+                       void *arg);
 
 /*
  * @brief Queues block idx of the block object (bucket, key) at version etag (the ETag

@@ -4,7 +4,9 @@
  *
  *   store.c        open, close, statistics
  *   store_prefix.c removing every object under a prefix (store_remove_prefix)
- *   store_read.c   read views (store_obj_*)
+ *   store_read.c   read views (store_obj_*), of both kinds of objects
+ *   store_block.c  block objects: reading blocks (store_obj_block...), queueing
+ *                  store_put_meta() and store_put_block() jobs
  *   store_scan.c   the start-up scan: rebuild counters and policy, drop leftovers
  *   store_writer.c the job queue, the writer thread, batching, map-full retries
  *   store_txn.c    changes inside one write transaction, mirrored in the policy
@@ -13,9 +15,10 @@
  *
  * Calls point down this list, never back up (make layers checks it): store.c
  * starts the scan and the writer and fits the capacity through store_txn.c;
- * store_prefix.c and store_read.c queue removals through the writer; the scan
- * and the writer change the database through store_txn.c; all of them use
- * store_record.c and store_err.c, which call nothing else of store/.
+ * store_prefix.c, store_read.c and store_block.c queue jobs through the writer
+ * (store_read.c asks store_block.c whether every block of an object is cached);
+ * the scan and the writer change the database through store_txn.c; all of them
+ * use store_record.c and store_err.c, which call nothing else of store/.
  *
  * Locks (never two held at once):
  *   pol_lock   every call into the policy (readers' on_hit, the writer's others)
@@ -34,7 +37,14 @@
 /* The key in "info" holding the next object id (u64 big-endian). */
 #define ST_INFO_NEXT_ID "next_id"
 
-enum st_job_kind { ST_JOB_PUT, ST_JOB_REMOVE, ST_JOB_TOUCH };
+enum st_job_kind {
+    ST_JOB_PUT,        /* store_put() */
+    ST_JOB_META,       /* store_put_meta() */
+    ST_JOB_BLOCK,      /* store_put_block() */
+    ST_JOB_REMOVE,     /* removals of a whole or a block object */
+    ST_JOB_DROP_BLOCK, /* one block that failed its checksum */
+    ST_JOB_TOUCH,
+};
 
 /* One queued write. */
 struct st_job {
@@ -44,18 +54,25 @@ struct st_job {
     unsigned char mkey[ST_MKEY_LEN];
     sc_code result; /* the outcome, set by the writer */
 
-    /* ST_JOB_PUT: bucket and key are copies stored after the struct, the rest is the caller's. */
+    /*
+     * ST_JOB_PUT, _META, _BLOCK: bucket, key and etag (_META, _BLOCK) are copies stored
+     * after the struct, and so is a _META job's header blob; body (a _PUT's object, a
+     * _BLOCK's block) and a _PUT's hdrs are the caller's. size is the body's length, or
+     * for _META the object's size.
+     */
     const char *bucket;
     const char *key;
+    const char *etag;
     const void *hdrs;
     size_t hdrs_len;
     const void *body;
     uint64_t size;
+    uint32_t idx; /* _BLOCK, _DROP_BLOCK: the block's index */
     int64_t stored_at;
     store_done_fn done;
     void *arg;
 
-    /* ST_JOB_REMOVE, ST_JOB_TOUCH (which sets the record's stored_at to the job's) */
+    /* ST_JOB_REMOVE, _DROP_BLOCK, _TOUCH (which sets the record's stored_at to the job's) */
     uint64_t expect_id; /* act only on this object id; 0: whatever is cached */
     bool waited;        /* a caller sleeps on it (its stack owns the job) */
     bool finished;      /* set under q_lock once committed; the writer then forgets the job */
@@ -66,10 +83,12 @@ struct store {
     MDB_env *env;
     MDB_dbi dbi_meta;
     MDB_dbi dbi_chunks;
+    MDB_dbi dbi_blocks;
     MDB_dbi dbi_ids;
     MDB_dbi dbi_info;
     uint64_t capacity;
     uint32_t chunk_size;
+    uint32_t block_size; /* of new block objects */
     bool verify;
 
     const struct policy_ops *pol;
@@ -82,6 +101,8 @@ struct store {
     /* Committed state, touched only by the writer once the store is open. */
     uint64_t used;
     uint64_t objects;
+    uint64_t blocks;
+    uint64_t block_objects;
     uint64_t next_id;
 
     pthread_mutex_t q_lock;
@@ -96,15 +117,29 @@ struct store {
     pthread_t writer;
 };
 
+/* A read view (store_read.c, store_block.c). */
+struct store_obj {
+    store *st;
+    MDB_txn *txn;
+    struct st_record rec;
+    unsigned char *verified; /* one bit per chunk; NULL if the store does not verify */
+    bool reported;           /* a corruption was already counted and queued */
+    uint32_t bad_block;      /* the last block reported corrupt, or UINT32_MAX */
+    unsigned char mkey[ST_MKEY_LEN];
+};
+
 /* A write transaction in progress, with the policy calls it made (undone on abort). */
 struct st_undo;
 struct st_wtxn {
     store *st;
     MDB_txn *txn;
-    uint64_t used;      /* as if the transaction were committed */
-    uint64_t objects;   /* same */
-    uint64_t evictions; /* victims removed in this transaction */
+    uint64_t used;          /* as if the transaction were committed */
+    uint64_t objects;       /* same */
+    uint64_t blocks;        /* same */
+    uint64_t block_objects; /* same */
+    uint64_t evictions;     /* victims removed in this transaction */
     uint64_t next_id;
+    uint64_t keep_id; /* a block object whose record stays when its last block goes (0: none) */
     struct st_undo *undo;
     size_t n_undo;
     size_t cap_undo;
@@ -137,25 +172,44 @@ sc_code st_wtxn_commit(struct st_wtxn *w);
 void st_wtxn_abort(struct st_wtxn *w);
 
 /*
- * Applies a put job. The job's own outcome goes to job->result (SC_OK,
- * SC_EFULL, SC_ENOMEM); the return value is the transaction's: anything but
- * SC_OK means it must be aborted (SC_EFULL then means the map is full).
+ * Applies a put, put_meta or put_block job (by its kind). The job's own outcome goes to job->result (SC_OK,
+ * SC_EFULL, SC_ENOMEM; for a block SC_ECANCELED and SC_EMISMATCH too); the return
+ * value is the transaction's: anything but SC_OK means it must be aborted (SC_EFULL then
+ * means the map is full).
  */
 sc_code st_wtxn_put(struct st_wtxn *w, struct st_job *job);
+sc_code st_wtxn_put_meta(struct st_wtxn *w, struct st_job *job);
+sc_code st_wtxn_put_block(struct st_wtxn *w, struct st_job *job);
 
-/* Deletes the object under mkey if cached (and, if expect_id != 0, if its id matches). */
 /* Sets stored_at of the record under mkey (if its id is expect_id, or any if 0). */
 sc_code st_wtxn_touch(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN], uint64_t expect_id,
                       int64_t stored_at);
 
+/*
+ * Deletes the object under mkey if cached (and, if expect_id != 0, if its id matches): a
+ * whole object's chunks, or every block of a block object, with its record.
+ */
 sc_code st_wtxn_remove(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN],
                        uint64_t expect_id);
+
+/* Deletes block idx of the block object expect_id under mkey, if both are still there. */
+sc_code st_wtxn_drop_block(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_LEN],
+                           uint64_t expect_id, uint32_t idx);
 
 /* Evicts policy victims until w->used <= target or the policy has none left. */
 sc_code st_wtxn_evict(struct st_wtxn *w, uint64_t target);
 
-/* Deletes every chunk of object id (no matter how many) in txn. */
+/* Deletes every chunk (dbi "chunks") or block (dbi "blocks") of object id in txn. */
 sc_code st_delete_chunks(MDB_txn *txn, MDB_dbi dbi, uint64_t id);
+
+/*
+ * Counts the keys of object id in dbi with an index in [first, last], by a cursor over
+ * the keys present (cost proportional to the count, not to the range); each key's value
+ * length goes to each (if not NULL) with ctx. Returns SC_OK or an LMDB error.
+ */
+typedef sc_code (*st_each_fn)(void *ctx, uint32_t idx, size_t value_len);
+sc_code st_count_keys(MDB_txn *txn, MDB_dbi dbi, uint64_t id, uint32_t first, uint32_t last,
+                      st_each_fn each, void *ctx, uint64_t *count);
 
 /* store_scan.c */
 
@@ -175,5 +229,20 @@ void st_writer_stop(store *st);
 
 /* Queues a removal of object id under mkey that nobody waits for (a checksum failure, a prefix). */
 void st_queue_removal(store *st, const unsigned char mkey[ST_MKEY_LEN], uint64_t id);
+
+/* Queues the removal of block idx of block object id under mkey (a checksum failure). */
+void st_queue_block_removal(store *st, const unsigned char mkey[ST_MKEY_LEN], uint64_t id,
+                            uint32_t idx);
+
+/*
+ * Makes a job of kind for (bucket, key) with copies of bucket, key and etag (may be NULL)
+ * after it, extra_len more bytes there at job->hdrs if extra_len > 0 (for the caller to fill),
+ * and its meta key. Returns SC_OK, SC_ENOMEM or SC_ECRYPTO; free the job with free().
+ */
+sc_code st_job_new(enum st_job_kind kind, const char *bucket, const char *key, const char *etag,
+                   size_t extra_len, struct st_job **out);
+
+/* Queues job for the writer, which then owns it. Returns SC_OK or SC_ECANCELED (closing). */
+sc_code st_enqueue(store *st, struct st_job *job);
 
 #endif

@@ -6,7 +6,8 @@
  * and stays valid because the transaction stays open until
  * store_obj_close(). Chunks are checked against their CRC32C the first time
  * a view touches them; a failure is counted, the object is queued for
- * removal, and the caller gets SC_ECORRUPT.
+ * removal, and the caller gets SC_ECORRUPT. A block object's view is opened
+ * here too, but its blocks are read (and their hits counted) in store_block.c.
  *
  * A view is used by one thread at a time, but may move between threads
  * (the environment has MDB_NOTLS).
@@ -18,15 +19,6 @@
 
 #include "../common/log.h"
 #include "../common/crc32c.h"
-
-struct store_obj {
-    store *st;
-    MDB_txn *txn;
-    struct st_record rec;
-    unsigned char *verified; /* one bit per chunk; NULL if the store does not verify */
-    bool reported;           /* a corruption was already counted and queued */
-    unsigned char mkey[ST_MKEY_LEN];
-};
 
 static bool same_names(const struct st_record *r, const char *bucket, const char *key)
 {
@@ -64,6 +56,7 @@ static sc_code obj_open(store *st, const char *bucket, const char *key, bool cou
     if (o == NULL)
         goto out;
     o->st = st;
+    o->bad_block = UINT32_MAX;
     rc = st_meta_key(bucket, key, o->mkey);
     if (rc != SC_OK)
         goto out;
@@ -90,7 +83,7 @@ static sc_code obj_open(store *st, const char *bucket, const char *key, bool cou
         if (o->verified == NULL)
             goto out;
     }
-    if (count_hit) {
+    if (count_hit && o->rec.kind == ST_WHOLE) { /* a block object's hits are its blocks' */
         pthread_mutex_lock(&st->pol_lock);
         st->pol->on_hit(st->pol_state, o->rec.id);
         pthread_mutex_unlock(&st->pol_lock);
@@ -112,6 +105,9 @@ sc_code store_peek(store *st, const char *bucket, const char *key, uint64_t *siz
 {
     store_obj *o = NULL;
     sc_code rc = obj_open(st, bucket, key, false, &o);
+    if (rc == SC_OK && o->rec.kind == ST_BLOCKS &&
+        store_obj_blocks_cached(o, 0, o->rec.n_blocks - 1) != o->rec.n_blocks)
+        rc = SC_ENOTFOUND; /* partly cached */
     if (rc == SC_OK)
         *size = o->rec.size;
     store_obj_close(o);
@@ -168,6 +164,8 @@ sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *
     const struct st_record *r = &obj->rec;
     uint64_t cs = r->chunk_size;
     *n_iov = 0;
+    if (r->kind != ST_WHOLE)
+        return SC_EINVAL; /* read with store_obj_block() */
     if (off > r->size || len > r->size - off)
         return SC_EINVAL;
     if (len == 0)

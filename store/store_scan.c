@@ -2,17 +2,22 @@
  * store_scan.c - what the store does with what it finds on disk at start-up.
  *
  * In one write transaction, before the writer thread exists:
- *   1. open (or create) the four databases and read next_id;
+ *   1. open (or create) the five databases and read next_id;
  *   2. walk "meta": keep each well-formed record, delete the others;
- *   3. walk "chunks" in key order beside the records sorted by id: an object
- *      is complete if its chunks 0..n-1 are all there with the right lengths;
- *      chunks of no object are leftovers and are deleted;
- *   4. walk "ids": delete entries that do not point back to their record;
- *   5. delete incomplete objects, add missing ids entries, save next_id;
- *   6. count used bytes and objects and register every object with the
- *      policy, oldest stored_at first, so the policy starts in storage order.
- * Chunk values are never read (only their lengths), so the walk touches
- * leaf pages, not the bodies.
+ *   3. walk "chunks" in key order beside the records sorted by id: a whole
+ *      object is complete if its chunks 0..n-1 are all there with the right
+ *      lengths; chunks of no whole object are leftovers and are deleted;
+ *   4. walk "blocks" the same way: a block is kept if its record is a block
+ *      object of that id, its index below the block count and its value of
+ *      the right length (bytes and CRC); the others are deleted;
+ *   5. walk "ids": delete entries that do not point back to their record;
+ *   6. delete incomplete whole objects and block objects without a block,
+ *      add missing ids entries, save next_id;
+ *   7. count used bytes, objects and blocks and register every object (every
+ *      block of a block object, in index order) with the policy, oldest
+ *      stored_at first, so the policy starts in storage order.
+ * Chunk and block values are never read (only their lengths), so the walk
+ * touches leaf pages, not the bodies; a block's CRC is checked when served.
  */
 #include "store_int.h"
 
@@ -22,12 +27,16 @@
 #include "../common/log.h"
 
 struct live {
+    enum st_kind kind;
     uint64_t id;
     uint64_t size;
     int64_t stored_at;
-    uint32_t chunk_size;
-    uint32_t n_chunks;
-    uint32_t seen; /* chunks 0..seen-1 were found */
+    uint32_t chunk_size;   /* whole objects */
+    uint32_t n_chunks;     /* whole objects; 0 for block objects */
+    uint32_t seen;         /* whole: chunks 0..seen-1 were found; blocks: blocks kept */
+    uint32_t block_size;   /* block objects */
+    uint32_t n_blocks;     /* block objects; 0 for whole ones */
+    uint64_t block_bytes;  /* block objects: the bytes of the blocks kept */
     bool bad;      /* incomplete or duplicated: to be deleted */
     bool has_id;   /* "ids" holds a matching entry */
     unsigned char mkey[ST_MKEY_LEN];
@@ -72,6 +81,8 @@ static sc_code open_dbis(struct scan *s)
     if (mrc == 0)
         mrc = mdb_dbi_open(s->txn, "chunks", MDB_CREATE, &st->dbi_chunks);
     if (mrc == 0)
+        mrc = mdb_dbi_open(s->txn, "blocks", MDB_CREATE, &st->dbi_blocks);
+    if (mrc == 0)
         mrc = mdb_dbi_open(s->txn, "ids", MDB_CREATE, &st->dbi_ids);
     if (mrc == 0)
         mrc = mdb_dbi_open(s->txn, "info", MDB_CREATE, &st->dbi_info);
@@ -109,11 +120,14 @@ static sc_code add_live(struct scan *s, const unsigned char *mkey, const struct 
         s->cap = cap;
     }
     struct live *l = &s->objs[s->n++];
-    *l = (struct live){.id = r->id,
+    *l = (struct live){.kind = r->kind,
+                       .id = r->id,
                        .size = r->size,
                        .stored_at = r->stored_at,
                        .chunk_size = r->chunk_size,
-                       .n_chunks = r->n_chunks};
+                       .n_chunks = r->n_chunks,
+                       .block_size = r->block_size,
+                       .n_blocks = r->n_blocks};
     memcpy(l->mkey, mkey, ST_MKEY_LEN);
     return SC_OK;
 }
@@ -183,6 +197,27 @@ static sc_code judge_chunk(struct scan *s, const MDB_val *k, const MDB_val *v, b
     return SC_OK;
 }
 
+/* Blocks: kept if they belong to a block object's record, in range, of the right length. */
+static sc_code judge_block(struct scan *s, const MDB_val *k, const MDB_val *v, bool *drop)
+{
+    *drop = true;
+    if (k->mv_size != ST_CKEY_LEN)
+        return SC_OK;
+    uint64_t id = st_get_be64(k->mv_data);
+    uint32_t idx = st_get_be32((const unsigned char *)k->mv_data + ST_IDKEY_LEN);
+    struct live *l = find_live(s, id);
+    see_id(s, id);
+    if (l == NULL || l->bad || idx >= l->n_blocks)
+        return SC_OK;
+    uint32_t len = st_chunk_len(l->size, l->block_size, idx);
+    if (v->mv_size != (size_t)len + ST_CRC_LEN)
+        return SC_OK;
+    *drop = false;
+    l->seen++;
+    l->block_bytes += len;
+    return SC_OK;
+}
+
 static sc_code judge_id(struct scan *s, const MDB_val *k, const MDB_val *v, bool *drop)
 {
     *drop = true;
@@ -223,7 +258,10 @@ static sc_code del_kv(struct scan *s, MDB_dbi dbi, void *key, size_t klen)
     return mrc == MDB_NOTFOUND ? SC_OK : st_lmdb_err(mrc, "dropping");
 }
 
-/* Deletes incomplete objects whole and gives complete ones their missing ids entry. */
+/*
+ * Deletes incomplete whole objects, block objects without a block (and both records of a
+ * duplicated id, with their chunks and blocks), and gives the others their missing ids entry.
+ */
 static sc_code settle(struct scan *s)
 {
     store *st = s->st;
@@ -231,7 +269,7 @@ static sc_code settle(struct scan *s)
     sc_code rc = SC_OK;
     for (size_t i = 0; i < s->n && rc == SC_OK; i++) {
         struct live *l = &s->objs[i];
-        if (l->seen != l->n_chunks)
+        if (l->kind == ST_WHOLE ? l->seen != l->n_chunks : l->seen == 0)
             l->bad = true;
         st_id_key(l->id, idkey);
         if (l->bad) {
@@ -239,6 +277,8 @@ static sc_code settle(struct scan *s)
             rc = del_kv(s, st->dbi_meta, l->mkey, ST_MKEY_LEN);
             if (rc == SC_OK)
                 rc = st_delete_chunks(s->txn, st->dbi_chunks, l->id);
+            if (rc == SC_OK)
+                rc = st_delete_chunks(s->txn, st->dbi_blocks, l->id);
             if (rc == SC_OK && l->has_id)
                 rc = del_kv(s, st->dbi_ids, idkey, sizeof(idkey));
         } else if (!l->has_id) {
@@ -259,7 +299,27 @@ static sc_code save_next_id(struct scan *s)
                   sizeof(idbuf));
 }
 
-/* Tells the policy about one surviving object, with NUL-terminated copies of its names. */
+/* One block of a block object found at start-up, for the policy. */
+struct block_ctx {
+    store *st;
+    const struct live *l;
+    const struct policy_obj *obj; /* the object's names */
+};
+
+static sc_code register_block(void *ctx, uint32_t idx, size_t value_len)
+{
+    const struct block_ctx *b = ctx;
+    struct policy_obj obj = *b->obj;
+    (void)value_len; /* checked by judge_block */
+    obj.id = STORE_BLOCK_ID(b->l->id, idx);
+    obj.size = st_chunk_len(b->l->size, b->l->block_size, idx);
+    return b->st->pol->on_insert(b->st->pol_state, &obj);
+}
+
+/*
+ * Tells the policy about one surviving object (or each of its blocks, in index order),
+ * with NUL-terminated copies of its names.
+ */
 static sc_code register_one(struct scan *s, const struct live *l)
 {
     char bucket[ST_BUCKET_MAX + 1];
@@ -278,12 +338,29 @@ static sc_code register_one(struct scan *s, const struct live *l)
     memcpy(key, r.key, r.key_len);
     key[r.key_len] = '\0';
     struct policy_obj obj = {.id = r.id, .size = r.size, .bucket = bucket, .key = key};
-    return st->pol->on_insert(st->pol_state, &obj);
+    if (l->kind == ST_WHOLE)
+        return st->pol->on_insert(st->pol_state, &obj);
+    struct block_ctx b = {.st = st, .l = l, .obj = &obj};
+    uint64_t count = 0;
+    return st_count_keys(s->txn, st->dbi_blocks, l->id, 0, UINT32_MAX, register_block, &b,
+                         &count);
+}
+
+/* Adds a surviving object to the counters. */
+static void count_one(store *st, const struct live *l)
+{
+    st->objects++;
+    if (l->kind == ST_WHOLE) {
+        st->used += l->size;
+        return;
+    }
+    st->used += l->block_bytes;
+    st->blocks += l->seen;
+    st->block_objects++;
 }
 
 static sc_code register_all(struct scan *s)
 {
-    store *st = s->st;
     size_t kept = 0;
     for (size_t i = 0; i < s->n; i++)
         if (!s->objs[i].bad)
@@ -295,8 +372,7 @@ static sc_code register_all(struct scan *s)
         sc_code rc = register_one(s, &s->objs[i]);
         if (rc != SC_OK)
             return rc;
-        st->used += s->objs[i].size;
-        st->objects++;
+        count_one(s->st, &s->objs[i]);
     }
     return SC_OK;
 }
@@ -306,6 +382,8 @@ static void publish(store *st)
     pthread_mutex_lock(&st->stats_lock);
     st->stats.used_bytes = st->used;
     st->stats.objects = st->objects;
+    st->stats.blocks = st->blocks;
+    st->stats.block_objects = st->block_objects;
     pthread_mutex_unlock(&st->stats_lock);
 }
 
@@ -326,6 +404,8 @@ sc_code st_scan(store *st)
         qsort(s.objs, s.n, sizeof(*s.objs), by_id);
     mark_duplicates(&s);
     rc = walk(&s, st->dbi_chunks, judge_chunk);
+    if (rc == SC_OK)
+        rc = walk(&s, st->dbi_blocks, judge_block);
     if (rc == SC_OK)
         rc = walk(&s, st->dbi_ids, judge_id);
     if (rc == SC_OK)

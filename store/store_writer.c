@@ -2,9 +2,10 @@
  * store_writer.c - the single writer thread: its job queue, batching, and
  * what happens when the LMDB map is full.
  *
- * store_put() and store_remove() queue jobs; the writer takes whatever is
- * queued (up to BATCH_MAX_JOBS jobs and BATCH_MAX_BYTES of bodies, so one
- * transaction's dirty pages stay bounded), applies it in one write
+ * store_put(), store_put_meta(), store_put_block() (store_block.c) and
+ * store_remove() queue jobs; the writer takes whatever is queued (up to
+ * BATCH_MAX_JOBS jobs and BATCH_MAX_BYTES of bodies, blocks and header blobs,
+ * so one transaction's dirty pages stay bounded), applies it in one write
  * transaction, commits, and only then reports each job: put callbacks run,
  * waiting removers wake, and seq_done advances for store_flush().
  *
@@ -27,7 +28,7 @@
 #define BATCH_MAX_BYTES (64ull * 1024 * 1024)
 #define MAP_FULL_ROUNDS 3
 
-static sc_code enqueue(store *st, struct st_job *job)
+sc_code st_enqueue(store *st, struct st_job *job)
 {
     sc_code rc = SC_ECANCELED;
     pthread_mutex_lock(&st->q_lock);
@@ -47,6 +48,14 @@ out:
     return rc;
 }
 
+/* The bytes a job writes: a body or block and a header blob (not a block object's size). */
+static uint64_t job_bytes(const struct st_job *j)
+{
+    if (j->kind == ST_JOB_META)
+        return j->hdrs_len;
+    return j->size + j->hdrs_len;
+}
+
 /*
  * Waits for jobs and detaches the next batch (a NULL-terminated list) and its
  * length. Returns NULL once the store is stopping and the queue is empty.
@@ -61,9 +70,9 @@ static struct st_job *take_batch(store *st, size_t *n)
         pthread_cond_wait(&st->q_work, &st->q_lock);
     first = st->q_head;
     for (struct st_job *j = first; j != NULL && *n < BATCH_MAX_JOBS; j = j->next) {
-        if (*n > 0 && bytes + j->size > BATCH_MAX_BYTES)
+        if (*n > 0 && bytes + job_bytes(j) > BATCH_MAX_BYTES)
             break;
-        bytes += j->size;
+        bytes += job_bytes(j);
         last = j;
         (*n)++;
     }
@@ -77,6 +86,35 @@ static struct st_job *take_batch(store *st, size_t *n)
     return first;
 }
 
+/* Applies one job in w; the result is the transaction's (the job's own goes to j->result). */
+static sc_code apply_job(struct st_wtxn *w, struct st_job *j)
+{
+    sc_code rc;
+    switch (j->kind) {
+    case ST_JOB_PUT:
+        return st_wtxn_put(w, j);
+    case ST_JOB_META:
+        return st_wtxn_put_meta(w, j);
+    case ST_JOB_BLOCK:
+        return st_wtxn_put_block(w, j);
+    case ST_JOB_TOUCH:
+        return st_wtxn_touch(w, j->mkey, j->expect_id, j->stored_at);
+    case ST_JOB_DROP_BLOCK:
+        return st_wtxn_drop_block(w, j->mkey, j->expect_id, j->idx);
+    case ST_JOB_REMOVE:
+    default:
+        rc = st_wtxn_remove(w, j->mkey, j->expect_id);
+        j->result = rc;
+        return rc;
+    }
+}
+
+/* Whether a job reports its outcome through a done callback. */
+static bool is_put(const struct st_job *j)
+{
+    return j->kind == ST_JOB_PUT || j->kind == ST_JOB_META || j->kind == ST_JOB_BLOCK;
+}
+
 /* Applies n jobs from first in one transaction; the result is the transaction's. */
 static sc_code batch_once(store *st, struct st_job *first, size_t n)
 {
@@ -86,14 +124,7 @@ static sc_code batch_once(store *st, struct st_job *first, size_t n)
     if (rc != SC_OK)
         return rc;
     for (size_t i = 0; i < n && rc == SC_OK; i++, j = j->next) {
-        if (j->kind == ST_JOB_PUT) {
-            rc = st_wtxn_put(&w, j);
-        } else if (j->kind == ST_JOB_TOUCH) {
-            rc = st_wtxn_touch(&w, j->mkey, j->expect_id, j->stored_at);
-        } else {
-            rc = st_wtxn_remove(&w, j->mkey, j->expect_id);
-            j->result = rc;
-        }
+        rc = apply_job(&w, j);
     }
     if (rc != SC_OK) {
         st_wtxn_abort(&w);
@@ -114,9 +145,8 @@ static sc_code evict_for_room(store *st, uint64_t needed)
         return rc;
     if (w.used > high && w.used - high > goal)
         goal = w.used - high;
-    uint64_t before = w.objects;
     rc = st_wtxn_evict(&w, w.used > goal ? w.used - goal : 0);
-    if (rc == SC_OK && w.objects == before)
+    if (rc == SC_OK && w.evictions == 0)
         rc = SC_EFULL; /* nothing left to evict */
     if (rc != SC_OK) {
         st_wtxn_abort(&w);
@@ -129,7 +159,7 @@ static uint64_t batch_bytes(const struct st_job *first, size_t n)
 {
     uint64_t bytes = 0;
     for (size_t i = 0; i < n; i++, first = first->next)
-        bytes += first->size + first->hdrs_len;
+        bytes += job_bytes(first);
     return bytes;
 }
 
@@ -148,7 +178,7 @@ static sc_code batch_with_room(store *st, struct st_job *first, size_t n)
 
 static void fail_job(struct st_job *j, sc_code rc)
 {
-    if (j->kind != ST_JOB_PUT)
+    if (!is_put(j))
         j->result = SC_EIO;
     else
         j->result = rc == SC_EFULL || rc == SC_ENOMEM ? rc : SC_EIO;
@@ -183,7 +213,7 @@ static void finish_batch(store *st, struct st_job *first)
     for (struct st_job *j = first; j != NULL; j = next) {
         next = j->next;
         last_seq = j->seq;
-        if (j->kind == ST_JOB_PUT && j->done != NULL)
+        if (is_put(j) && j->done != NULL)
             j->done(j->arg, j->result);
         if (j->waited) {
             j->next = waiters;
@@ -247,8 +277,49 @@ void st_queue_removal(store *st, const unsigned char mkey[ST_MKEY_LEN], uint64_t
     job->kind = ST_JOB_REMOVE;
     job->expect_id = id;
     memcpy(job->mkey, mkey, ST_MKEY_LEN);
-    if (enqueue(st, job) != SC_OK)
+    if (st_enqueue(st, job) != SC_OK)
         free(job);
+}
+
+void st_queue_block_removal(store *st, const unsigned char mkey[ST_MKEY_LEN], uint64_t id,
+                            uint32_t idx)
+{
+    struct st_job *job = calloc(1, sizeof(*job));
+    if (job == NULL) {
+        sc_err("store: no memory to queue a removal");
+        return;
+    }
+    job->kind = ST_JOB_DROP_BLOCK;
+    job->expect_id = id;
+    job->idx = idx;
+    memcpy(job->mkey, mkey, ST_MKEY_LEN);
+    if (st_enqueue(st, job) != SC_OK)
+        free(job);
+}
+
+sc_code st_job_new(enum st_job_kind kind, const char *bucket, const char *key, const char *etag,
+                   size_t extra_len, struct st_job **out)
+{
+    size_t blen = strlen(bucket), klen = strlen(key), elen = etag != NULL ? strlen(etag) : 0;
+    *out = NULL;
+    struct st_job *job = calloc(1, sizeof(*job) + blen + klen + elen + 3 + extra_len);
+    if (job == NULL)
+        return SC_ENOMEM;
+    char *names = (char *)(job + 1);
+    job->kind = kind;
+    job->bucket = memcpy(names, bucket, blen + 1);
+    job->key = memcpy(names + blen + 1, key, klen + 1);
+    if (etag != NULL)
+        job->etag = memcpy(names + blen + klen + 2, etag, elen + 1);
+    if (extra_len > 0)
+        job->hdrs = names + blen + klen + elen + 3;
+    sc_code rc = st_meta_key(bucket, key, job->mkey);
+    if (rc != SC_OK) {
+        free(job);
+        return rc;
+    }
+    *out = job;
+    return SC_OK;
 }
 
 static sc_code check_put(store *st, const char *bucket, const char *key, const void *hdrs,
@@ -270,33 +341,20 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
 {
     struct st_job *job = NULL;
     sc_code rc = check_put(st, bucket, key, hdrs, hdrs_len, body, size);
+    if (rc == SC_OK)
+        rc = st_job_new(ST_JOB_PUT, bucket, key, NULL, 0, &job);
     if (rc != SC_OK)
-        goto out;
-    size_t blen = strlen(bucket), klen = strlen(key);
-    rc = SC_ENOMEM;
-    job = calloc(1, sizeof(*job) + blen + klen + 2);
-    if (job == NULL)
-        goto out;
-    char *names = (char *)(job + 1);
-    memcpy(names, bucket, blen + 1);
-    memcpy(names + blen + 1, key, klen + 1);
-    *job = (struct st_job){.kind = ST_JOB_PUT,
-                           .bucket = names,
-                           .key = names + blen + 1,
-                           .hdrs = hdrs,
-                           .hdrs_len = hdrs_len,
-                           .body = body,
-                           .size = size,
-                           .stored_at = (int64_t)time(NULL),
-                           .done = done,
-                           .arg = arg};
-    rc = st_meta_key(bucket, key, job->mkey);
-    if (rc == SC_OK)
-        rc = enqueue(st, job);
-    if (rc == SC_OK)
-        job = NULL; /* the writer's now */
-out:
-    free(job);
+        return rc;
+    job->hdrs = hdrs;
+    job->hdrs_len = hdrs_len;
+    job->body = body;
+    job->size = size;
+    job->stored_at = (int64_t)time(NULL);
+    job->done = done;
+    job->arg = arg;
+    rc = st_enqueue(st, job);
+    if (rc != SC_OK)
+        free(job);
     return rc;
 }
 
@@ -312,7 +370,7 @@ sc_code store_touch(store *st, const char *bucket, const char *key)
     job->stored_at = (int64_t)time(NULL);
     rc = st_meta_key(bucket, key, job->mkey);
     if (rc == SC_OK)
-        rc = enqueue(st, job);
+        rc = st_enqueue(st, job);
     if (rc != SC_OK)
         free(job);
     return rc;
@@ -325,7 +383,7 @@ sc_code store_remove(store *st, const char *bucket, const char *key)
     if (rc == SC_OK)
         rc = st_meta_key(bucket, key, job.mkey);
     if (rc == SC_OK)
-        rc = enqueue(st, &job);
+        rc = st_enqueue(st, &job);
     if (rc != SC_OK)
         return rc;
     pthread_mutex_lock(&st->q_lock);
@@ -349,7 +407,7 @@ sc_code store_remove_queued(store *st, const char *bucket, const char *key)
         return SC_ENOMEM;
     job->kind = ST_JOB_REMOVE; /* expect_id 0: whatever is cached */
     memcpy(job->mkey, mkey, ST_MKEY_LEN);
-    rc = enqueue(st, job);
+    rc = st_enqueue(st, job);
     if (rc != SC_OK)
         free(job);
     return rc;

@@ -59,6 +59,8 @@ struct fill {
     long status;                /* the upstream's, once the head is in */
     int64_t length;             /* its Content-Length, or -1 */
     bool no_etag;               /* a 200 without an ETag: never cached */
+    bool large;                 /* cached by blocks: the fill stops at its head */
+    char *etag;                 /* then its ETag (upstream thread, before the end) */
     bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
     struct fill_watch *watches; /* notified when the fill ends (table lock) */
     fill *next;
@@ -123,6 +125,7 @@ static void fill_unref(fill *f)
     up_req_release(f->req);
     body_check_release(&f->check);
     free(f->hdrs);
+    free(f->etag);
     free(f->bucket);
     free(f->key);
     free(f);
@@ -148,21 +151,64 @@ static void unlist_locked(fill *f)
     pthread_mutex_unlock(&f->t->mu);
 }
 
-/* Tells every watcher how the fill ended, once. */
+static void tell_watches(struct fill_watch *w, const struct fill_result *r)
+{
+    while (w) {
+        struct fill_watch *next = w->next;
+        w->fn(w->arg, r);
+        free(w);
+        w = next;
+    }
+}
+
+/* Watchers of a large object, told once its blocks are fetched. */
+struct block_warm {
+    struct fill_watch *watches;
+    uint64_t size;
+};
+
+static void on_warmed(void *arg, sc_code rc, uint64_t bytes)
+{
+    struct block_warm *bw = arg;
+    struct fill_result r = {.rc = rc, .status = 200, .size = bw->size};
+    (void)bytes;
+    tell_watches(bw->watches, &r);
+    free(bw);
+}
+
+/* Hands a large object's watchers to a fetch of its blocks; false if it cannot start. */
+static bool warm_by_blocks(fill *f, struct fill_watch *w)
+{
+    const struct fill_ctx *ctx = f->t->ctx;
+    struct block_warm *bw = malloc(sizeof(*bw));
+    if (bw == NULL || ctx->blocks == NULL || f->etag == NULL) {
+        free(bw);
+        return false;
+    }
+    *bw = (struct block_warm){w, (uint64_t)f->length};
+    struct block_ref ref = {f->bucket, f->key, f->etag, (uint64_t)f->length, ctx->block_size, 0};
+    static const struct up_identity gateway = {0}; /* prefetches are the gateway's */
+    if (block_fetch_object(ctx->blocks, &ref, &gateway, ctx->parallelism, on_warmed, bw) == SC_OK)
+        return true;
+    free(bw);
+    return false;
+}
+
+/* Tells every watcher how the fill ended, once (a large object: once its blocks are in). */
 static void notify(fill *f, sc_code rc)
 {
     pthread_mutex_lock(&f->t->mu);
     struct fill_watch *w = f->watches;
     f->watches = NULL;
     pthread_mutex_unlock(&f->t->mu);
-    struct fill_result r = {
-        .rc = rc, .status = f->status, .size = f->length > 0 ? (uint64_t)f->length : 0};
-    while (w) {
-        struct fill_watch *next = w->next;
-        w->fn(w->arg, &r);
-        free(w);
-        w = next;
-    }
+    bool large = f->large && rc == SC_ETOOBIG;
+    if (w != NULL && large && warm_by_blocks(f, w))
+        return;
+    struct fill_result r = {.rc = rc,
+                            .status = f->status,
+                            .size = f->length > 0 ? (uint64_t)f->length : 0,
+                            .large = large};
+    tell_watches(w, &r);
 }
 
 /* Why a fill that was not stored ended, for its watchers. */
@@ -176,7 +222,7 @@ static sc_code failure_of(const fill *f, sc_code rc)
         return SC_ENOTFOUND;
     if (f->status != 200)
         return SC_EUPSTREAM;
-    if (f->length >= 0 && (uint64_t)f->length > f->t->ctx->max_object_size)
+    if (f->large || (f->length >= 0 && (uint64_t)f->length > f->t->ctx->max_object_size))
         return SC_ETOOBIG;
     if (rc == SC_EMISMATCH)
         return SC_EMISMATCH;
@@ -203,6 +249,51 @@ static void abandon_if_unread(fill *f)
 
 /* ---- the upstream side (upstream thread) --------------------------------- */
 
+/* A 200 of size bytes is a large object, cached by blocks (the gateway's
+ * gw_blocks_is_large() says the same). */
+static bool is_large(const struct fill_ctx *ctx, uint64_t size)
+{
+    return size > ctx->block_size && size <= ctx->max_object_size;
+}
+
+/* Whether a write to (bucket, key), or to the whole bucket, is in flight (table locked). */
+static bool write_in_flight(const fill_table *t, const char *bucket, const char *key);
+
+/* Queues a large object's metadata unless a write to it is in flight (table locked). */
+static sc_code put_meta_locked(fill_table *t, const char *bucket, const char *key,
+                               const char *etag, const char *hdrs, size_t hdrs_len, uint64_t size)
+{
+    if (write_in_flight(t, bucket, key))
+        return SC_ECANCELED;
+    return store_put_meta(t->ctx->st, bucket, key, etag, hdrs, hdrs_len, size, NULL, NULL);
+}
+
+sc_code fill_put_meta(fill_table *t, const char *bucket, const char *key, const char *etag,
+                      const char *hdrs, size_t hdrs_len, uint64_t size)
+{
+    pthread_mutex_lock(&t->mu);
+    sc_code rc = put_meta_locked(t, bucket, key, etag, hdrs, hdrs_len, size);
+    pthread_mutex_unlock(&t->mu);
+    return rc;
+}
+
+/* A large object's head: its metadata goes to the store, its blocks are fetched by readers.
+ * Queued under the table lock, as a put is: a write beginning now removes after it. */
+static void record_large(fill *f, const struct http_head *head)
+{
+    const char *etag = http_header_get(head->headers, head->n_headers, "ETag");
+    char *hdrs = NULL;
+    size_t len = 0;
+    if (hdrblob_encode(head->headers, head->n_headers, &hdrs, &len) != SC_OK)
+        return;
+    pthread_mutex_lock(&f->t->mu);
+    if (!f->invalidated)
+        (void)put_meta_locked(f->t, f->bucket, f->key, etag, hdrs, len,
+                              (uint64_t)head->content_length);
+    pthread_mutex_unlock(&f->t->mu);
+    free(hdrs);
+}
+
 static void on_head(void *arg, const struct http_head *head)
 {
     fill *f = arg;
@@ -212,8 +303,15 @@ static void on_head(void *arg, const struct http_head *head)
     /* Without an ETag a copy could not be revalidated, answer conditionals, or have a
      * range fetched beside its fill pinned to its version: relayed, never cached. */
     f->no_etag = head->status == 200 && !http_header_get(head->headers, head->n_headers, "etag");
+    f->large = head->status == 200 && head->content_length >= 0 && !f->no_etag &&
+               is_large(ctx, (uint64_t)head->content_length);
     f->cacheable = head->status == 200 && head->content_length >= 0 &&
-                   (uint64_t)head->content_length <= ctx->max_object_size && !f->no_etag;
+                   (uint64_t)head->content_length <= ctx->max_object_size && !f->no_etag &&
+                   !f->large;
+    if (f->large) {
+        f->etag = strdup(http_header_get(head->headers, head->n_headers, "ETag"));
+        record_large(f, head);
+    }
     if (f->cacheable &&
         hdrblob_encode(head->headers, head->n_headers, &f->hdrs, &f->hdrs_len) != SC_OK)
         f->cacheable = false;
@@ -310,7 +408,6 @@ static bool write_counts(const struct fill_write *w, double now)
     return w->count > 0 || now < w->doubt_until;
 }
 
-/* Whether a write to (bucket, key), or to the whole bucket, is in flight (table locked). */
 static bool write_in_flight(const fill_table *t, const char *bucket, const char *key)
 {
     double now = -1;

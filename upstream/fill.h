@@ -19,6 +19,12 @@
  * than the maximum object size, no ETag) is still relayed to the clients already
  * waiting, through a bounded window, and the fill leaves the table so that
  * nobody else joins it.
+ *
+ * An object larger than the block size is a large object: the fill records its metadata
+ * in the store (store_put_meta, unless a write to it is in flight) and goes no further
+ * than its head; its readers read it by blocks (block_fetch.h), and once they have all
+ * left, its transfer is canceled. A prefetch of a large object fetches its blocks
+ * (block_fetch_object) before it reports.
  */
 #ifndef GW_FILL_H
 #define GW_FILL_H
@@ -27,6 +33,7 @@
 #include <stdint.h>
 
 #include "../store/store.h"
+#include "block_fetch.h"
 #include "origin.h"
 #include "relay.h"
 #include "../common/stats.h"
@@ -39,7 +46,10 @@ struct fill_ctx {
     store *st;
     struct sc_stats *stats;
     uint64_t max_object_size;
-    size_t window; /* bytes buffered ahead of the slowest reader of an uncacheable object */
+    size_t window;       /* bytes buffered ahead of the slowest reader of an uncacheable object */
+    uint32_t block_size; /* larger objects are cached in blocks (block_fetch.h), not by fills */
+    block_table *blocks; /* where a prefetch of a large object fetches its blocks */
+    unsigned parallelism; /* blocks of one large object prefetched at once */
 };
 
 /* @return SC_OK or SC_ENOMEM. ctx must outlive the table. */
@@ -73,7 +83,17 @@ struct fill_result {
                       its policy refused it), SC_ECANCELED (invalidated or shutting down) */
     long status;   /* the upstream's HTTP status, 0 if no response */
     uint64_t size; /* the object's size when known, else 0 */
+    bool large;    /* rc SC_ETOOBIG: a large object, cached by blocks, not by this fill */
 };
+
+/*
+ * @brief Records the metadata of a large object learned elsewhere (a HEAD), unless a write to
+ * it is in flight (store_put_meta: hdrs copied, etag must be the one in hdrs).
+ * @return SC_OK (queued), SC_ECANCELED (a write is in flight: not recorded), or the store's
+ *         refusal.
+ */
+sc_code fill_put_meta(fill_table *t, const char *bucket, const char *key, const char *etag,
+                      const char *hdrs, size_t hdrs_len, uint64_t size);
 
 typedef void (*fill_watch_fn)(void *arg, const struct fill_result *r);
 

@@ -27,4 +27,16 @@ sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
                      const struct up_identity *as, const struct up_handler *h, void *arg,
                      up_req **out);
 
+/*
+ * @brief Fetches bytes [first, last] of an object for a block of the cache: GET with
+ * "Range: bytes=first-last" and "If-Match: etag", so that the bytes are of that version or
+ * the answer is 412. Signed as `as`; the response must not run past its Content-Length.
+ * Callbacks and ownership as for up_submit().
+ * @return SC_OK, SC_ENOMEM, SC_ECANCELED.
+ */
+sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key,
+                           const struct up_identity *as, uint64_t first, uint64_t last,
+                           const char *etag, const struct up_handler *h, void *arg,
+                           up_req **out);
+
 #endif

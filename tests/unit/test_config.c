@@ -235,12 +235,45 @@ static void slow_client_bounds_have_defaults_and_can_be_set_or_turned_off(void *
     gw_config_free(&cfg);
 }
 
-static void max_object_size_never_exceeds_cache_size(void **state)
+/* Issue 11: objects over the cache size are cached in blocks, so --max-object-size is only
+ * an explicit cap, kept as given; without it there is none. */
+static void max_object_size_is_an_explicit_cap_only(void **state)
 {
     struct gw_config cfg;
+    char *none[] = {"s3cached", "--cache-size", "16M"};
+    assert_int_equal(parse(&cfg, 3, none), SC_OK);
+    assert_true(cfg.max_object_size == UINT64_MAX);
+    gw_config_free(&cfg);
     char *argv[] = {"s3cached", "--cache-size", "16M", "--max-object-size", "1G"};
     assert_int_equal(parse(&cfg, 5, argv), SC_OK);
-    assert_int_equal(cfg.max_object_size, 16ull << 20);
+    assert_int_equal(cfg.max_object_size, 1ull << 30);
+    gw_config_free(&cfg);
+}
+
+static void block_size_and_fetch_parallelism_have_defaults_and_bounds(void **state)
+{
+    struct gw_config cfg;
+    char *none[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, none), SC_OK);
+    assert_int_equal(cfg.block_size, 8u << 20);
+    assert_int_equal(cfg.fetch_parallelism, 4);
+    gw_config_free(&cfg);
+    char *set[] = {"s3cached", "--block-size", "1M", "--fetch-parallelism", "16"};
+    assert_int_equal(parse(&cfg, 5, set), SC_OK);
+    assert_int_equal(cfg.block_size, 1u << 20);
+    assert_int_equal(cfg.fetch_parallelism, 16);
+    gw_config_free(&cfg);
+    char *small[] = {"s3cached", "--block-size", "512K"};
+    assert_int_equal(parse(&cfg, 3, small), SC_EINVAL);
+    gw_config_free(&cfg);
+    char *large[] = {"s3cached", "--block-size", "65M"};
+    assert_int_equal(parse(&cfg, 3, large), SC_EINVAL);
+    gw_config_free(&cfg);
+    char *zero[] = {"s3cached", "--fetch-parallelism", "0"};
+    assert_int_equal(parse(&cfg, 3, zero), SC_EINVAL);
+    gw_config_free(&cfg);
+    char *many[] = {"s3cached", "--fetch-parallelism", "65"};
+    assert_int_equal(parse(&cfg, 3, many), SC_EINVAL);
     gw_config_free(&cfg);
 }
 
@@ -322,7 +355,9 @@ int main(void)
         cmocka_unit_test_setup(ipv6_listen_address_is_unbracketed, clear_env),
         cmocka_unit_test_setup(slow_client_bounds_have_defaults_and_can_be_set_or_turned_off,
                                clear_env),
-        cmocka_unit_test_setup(max_object_size_never_exceeds_cache_size, clear_env),
+        cmocka_unit_test_setup(max_object_size_is_an_explicit_cap_only, clear_env),
+        cmocka_unit_test_setup(block_size_and_fetch_parallelism_have_defaults_and_bounds,
+                               clear_env),
         cmocka_unit_test_setup(checksum_flag_turns_verification_off, clear_env),
         cmocka_unit_test_setup(admin_token_is_read_from_first_line_of_file, clear_env),
         cmocka_unit_test(durations_accept_units),

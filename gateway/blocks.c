@@ -1,0 +1,527 @@
+/*
+ * blocks.c - GET and HEAD of a large object, block by block (see blocks.h).
+ *
+ * The body is a libmicrohttpd callback response that walks the answer's blocks in order.
+ * For each block it holds one source: a read view of the store on that block (copied
+ * out), or a reader's reference to the block's fetch, read through a relay cursor that
+ * parks the connection while the bytes are on their way. Fetches of the next blocks are
+ * started (or joined) ahead of the reader, up to --fetch-parallelism in all, and handed
+ * over when the reader gets there.
+ */
+#include "blocks.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/log.h"
+#include "../proto/hdrblob.h"
+#include "../store/store.h"
+#include "../upstream/block_fetch.h"
+#include "../upstream/fill.h"
+#include "ask.h"
+#include "config.h"
+#include "reply.h"
+#include "req.h"
+#include "respond.h"
+
+/* Answers over more blocks than this judge X-Cache by the store alone. */
+#define JUDGE_BLOCKS_MAX 1024
+
+/* Bytes libmicrohttpd asks for at a time. */
+#define BLOCKS_READ_CHUNK (256 * 1024)
+
+struct ahead {
+    uint32_t idx;
+    block_fetch *fetch;
+};
+
+struct gw_blocks {
+    /* the object, of one ETag */
+    char *etag;
+    char *hdrs;
+    size_t hdrs_len;
+    uint64_t size;
+    uint32_t block_size;
+    bool from_cache; /* the metadata was cached: a HEAD or a bodiless answer is a hit */
+    bool stale;      /* served although its revalidation failed */
+    bool asked;      /* its size was asked with a HEAD (once per request) */
+    bool restarted;  /* it changed under this request once: fetched afresh */
+    /* the answer */
+    bool answered;
+    struct answer a;
+    uint32_t last;       /* its last block */
+    uint32_t ahead_last; /* the last block fetched ahead: last, or beyond for a sequential
+                            reader (readahead.h) */
+    /* the block being sent */
+    bool have;
+    uint32_t cur;
+    store_obj *view; /* from the store ... */
+    const unsigned char *data;
+    uint32_t data_len;
+    block_fetch *fetch; /* ... or from its fetch */
+    struct relay_cursor cursor;
+    /* fetches started ahead of the reader */
+    struct ahead ahead[GW_FETCH_PARALLELISM_MAX];
+    unsigned n_ahead;
+    uint32_t next_ahead; /* the next block to consider */
+};
+
+/* ---- state ------------------------------------------------------------------------- */
+
+static void release_source(struct gw_req *q)
+{
+    struct gw_blocks *b = q->blocks;
+    store_obj_close(b->view);
+    b->view = NULL;
+    b->data = NULL;
+    if (b->fetch) {
+        relay *r = block_fetch_relay(b->fetch);
+        relay_unpark(r, &q->waiter);
+        relay_detach(r, &b->cursor);
+        block_fetch_leave(b->fetch);
+        b->fetch = NULL;
+    }
+    b->have = false;
+}
+
+static void release_ahead(struct gw_blocks *b)
+{
+    for (unsigned i = 0; i < b->n_ahead; i++)
+        block_fetch_leave(b->ahead[i].fetch);
+    b->n_ahead = 0;
+}
+
+/* Lets go of every block and forgets the answer (the metadata stays). */
+static void release_blocks(struct gw_req *q)
+{
+    release_source(q);
+    release_ahead(q->blocks);
+    q->blocks->answered = false;
+    q->blocks->next_ahead = 0;
+}
+
+static void forget_meta(struct gw_blocks *b)
+{
+    free(b->etag);
+    free(b->hdrs);
+    b->etag = b->hdrs = NULL;
+    b->hdrs_len = 0;
+}
+
+static void free_state(void *arg)
+{
+    struct gw_req *q = arg;
+    if (q->blocks == NULL)
+        return;
+    release_blocks(q);
+    forget_meta(q->blocks);
+    free(q->blocks);
+    q->blocks = NULL;
+}
+
+/* q's state, made (with its cleanup) on first use; NULL when out of memory. */
+static struct gw_blocks *state(struct gw_req *q)
+{
+    if (q->blocks == NULL) {
+        q->blocks = calloc(1, sizeof(*q->blocks));
+        if (q->blocks != NULL)
+            gw_req_cleanup_add(q, free_state, q);
+    }
+    return q->blocks;
+}
+
+sc_code gw_blocks_take_meta(struct gw_req *q, const struct gw_blocks_meta *m)
+{
+    struct gw_blocks *b = state(q);
+    if (b == NULL)
+        return SC_ENOMEM;
+    if (m->etag == NULL || m->block_size == 0)
+        return SC_EINVAL;
+    release_blocks(q);
+    forget_meta(b);
+    b->etag = strdup(m->etag);
+    b->hdrs = malloc(m->hdrs_len ? m->hdrs_len : 1);
+    if (b->etag == NULL || b->hdrs == NULL) {
+        forget_meta(b);
+        return SC_ENOMEM;
+    }
+    memcpy(b->hdrs, m->hdrs, m->hdrs_len);
+    b->hdrs_len = m->hdrs_len;
+    b->size = m->size;
+    b->block_size = m->block_size;
+    b->from_cache = m->from_cache;
+    b->stale = m->stale;
+    return SC_OK;
+}
+
+sc_code gw_blocks_take_head(struct gw_req *q, const struct http_header *headers, size_t n,
+                            uint64_t size)
+{
+    char *blob = NULL;
+    size_t len = 0;
+    if (hdrblob_encode(headers, n, &blob, &len) != SC_OK)
+        return SC_ENOMEM;
+    struct gw_blocks_meta m = {.etag = hdrblob_get(blob, len, "ETag"),
+                               .hdrs = blob,
+                               .hdrs_len = len,
+                               .size = size,
+                               .block_size = q->g->cfg->block_size};
+    sc_code rc = gw_blocks_take_meta(q, &m);
+    free(blob);
+    return rc;
+}
+
+bool gw_blocks_is_large(const struct gw_req *q, uint64_t size)
+{
+    return size > q->g->cfg->block_size && size <= q->g->cfg->max_object_size;
+}
+
+/* ---- the blocks' sources ------------------------------------------------------------- */
+
+static struct block_ref ref_of(struct gw_req *q, uint32_t idx)
+{
+    struct gw_blocks *b = q->blocks;
+    return (struct block_ref){q->tgt.bucket, q->tgt.key, b->etag, b->size, b->block_size, idx};
+}
+
+/* A read view of the store's copy when it is this version of the object, else NULL. */
+static store_obj *view_of_version(struct gw_req *q)
+{
+    struct gw_blocks *b = q->blocks;
+    store_obj *obj = NULL;
+    if (store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj) != SC_OK)
+        return NULL;
+    size_t hlen = 0;
+    const char *hdrs = store_obj_headers(obj, &hlen);
+    const char *etag = hdrblob_get(hdrs, hlen, "ETag");
+    if (!store_obj_is_blocks(obj) || etag == NULL || strcmp(etag, b->etag) != 0 ||
+        store_obj_size(obj) != b->size || store_obj_block_size(obj) != b->block_size) {
+        store_obj_close(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+/* The fetch of block idx started ahead of the reader, taken over; NULL if none. */
+static block_fetch *take_ahead(struct gw_blocks *b, uint32_t idx)
+{
+    for (unsigned i = 0; i < b->n_ahead; i++) {
+        if (b->ahead[i].idx != idx)
+            continue;
+        block_fetch *f = b->ahead[i].fetch;
+        b->ahead[i] = b->ahead[--b->n_ahead];
+        return f;
+    }
+    return NULL;
+}
+
+/* Block idx from the store, if it holds it at this version. */
+static bool source_from_store(struct gw_req *q, uint32_t idx)
+{
+    struct gw_blocks *b = q->blocks;
+    store_obj *obj = view_of_version(q);
+    if (obj == NULL)
+        return false;
+    const void *data = NULL;
+    uint32_t len = 0;
+    sc_code rc = store_obj_block(obj, idx, &data, &len);
+    if (rc != SC_OK) {
+        if (rc != SC_ENOTFOUND)
+            sc_warn("cached block %" PRIu32 " of %s/%s unusable (%s): fetching it again", idx,
+                    q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+        store_obj_close(obj);
+        return false;
+    }
+    b->view = obj;
+    b->data = data;
+    b->data_len = len;
+    return true;
+}
+
+/* Makes block idx the one being sent, its first byte to send at offset `in` of it. */
+static sc_code open_source(struct gw_req *q, uint32_t idx, uint64_t in)
+{
+    struct gw_blocks *b = q->blocks;
+    release_source(q);
+    block_fetch *f = take_ahead(b, idx);
+    if (f == NULL && !source_from_store(q, idx)) {
+        struct block_ref ref = ref_of(q, idx);
+        sc_code rc = block_fetch_join(q->g->block_fetches, &ref, &q->as, &f, NULL);
+        if (rc != SC_OK)
+            return rc;
+    }
+    if (f != NULL) {
+        b->fetch = f;
+        relay_attach(block_fetch_relay(f), &b->cursor, in);
+    }
+    b->cur = idx;
+    b->have = true;
+    return SC_OK;
+}
+
+/* Starts the fetches of the blocks after idx that the store lacks, up to
+ * --fetch-parallelism blocks from idx on, within the answer. */
+static void keep_ahead(struct gw_req *q, uint32_t idx)
+{
+    struct gw_blocks *b = q->blocks;
+    unsigned p = q->g->cfg->fetch_parallelism;
+    uint64_t until = (uint64_t)idx + p - 1;
+    if (until > b->ahead_last)
+        until = b->ahead_last;
+    if (b->next_ahead <= idx)
+        b->next_ahead = idx + 1;
+    if (b->next_ahead > until)
+        return;
+    store_obj *obj = view_of_version(q);
+    for (uint32_t j = b->next_ahead; j <= until && b->n_ahead < GW_FETCH_PARALLELISM_MAX; j++) {
+        b->next_ahead = j + 1;
+        if (obj != NULL && store_obj_blocks_cached(obj, j, j) == 1)
+            continue;
+        struct block_ref ref = ref_of(q, j);
+        block_fetch *f = NULL;
+        if (block_fetch_join(q->g->block_fetches, &ref, &q->as, &f, NULL) != SC_OK)
+            break;
+        b->ahead[b->n_ahead++] = (struct ahead){j, f};
+    }
+    store_obj_close(obj);
+}
+
+/* ---- the body ------------------------------------------------------------------------ */
+
+static uint32_t block_len(const struct gw_blocks *b, uint32_t idx)
+{
+    uint64_t left = b->size - (uint64_t)idx * b->block_size;
+    return left < b->block_size ? (uint32_t)left : b->block_size;
+}
+
+/* Copies from a fetch's relay; parks the connection when nothing has arrived yet. */
+static ssize_t read_fetch(struct gw_req *q, char *buf, size_t n)
+{
+    struct gw_blocks *b = q->blocks;
+    ssize_t got = relay_read(block_fetch_relay(b->fetch), &b->cursor, buf, n, &q->waiter);
+    if (got == RELAY_AGAIN)
+        return 0; /* the connection is suspended until bytes arrive */
+    if (got > 0)
+        return got;
+    sc_warn("block %" PRIu32 " of %s/%s failed during the transfer (%s%s): the response is cut "
+            "short",
+            b->cur, q->tgt.bucket, q->tgt.key, sc_strerror(block_fetch_outcome(b->fetch)),
+            block_fetch_changed(b->fetch) ? ", the object changed" : "");
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static ssize_t read_blocks(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct gw_req *q = cls;
+    struct gw_blocks *b = q->blocks;
+    if (pos >= b->a.len)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    uint64_t off = b->a.start + pos;
+    uint32_t idx = (uint32_t)(off / b->block_size);
+    uint64_t in = off - (uint64_t)idx * b->block_size;
+    if (!b->have || b->cur != idx) {
+        sc_code rc = open_source(q, idx, in);
+        if (rc != SC_OK) {
+            sc_warn("block %" PRIu32 " of %s/%s: %s: the response is cut short", idx,
+                    q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        keep_ahead(q, idx);
+    }
+    uint64_t n = block_len(b, idx) - in;
+    if (n > b->a.len - pos)
+        n = b->a.len - pos;
+    if (n > max)
+        n = max;
+    ssize_t got = (ssize_t)n;
+    if (b->view != NULL) {
+        memcpy(buf, b->data + in, n);
+        sc_stat_add(q->g->stats.bytes_from_cache, n);
+    } else {
+        got = read_fetch(q, buf, (size_t)n);
+    }
+    if (got > 0)
+        q->bytes_out += (uint64_t)got;
+    return got;
+}
+
+/* ---- the answer ---------------------------------------------------------------------- */
+
+static void count(struct gw_req *q, bool hit, uint64_t bytes)
+{
+    if (hit)
+        sc_stat_add(q->g->stats.hits, 1);
+    else
+        sc_stat_add(q->g->stats.misses, 1);
+    gw_buckets_count(&q->g->buckets, q->tgt.bucket, hit ? GW_READ_HIT : GW_READ_MISS, bytes);
+}
+
+/*
+ * X-Cache from how many of the answer's blocks need no upstream work: held by the store at
+ * this version, or arrived whole in a fetch still being stored.
+ */
+static void judge_cached(struct gw_req *q, uint32_t first)
+{
+    struct gw_blocks *b = q->blocks;
+    store_obj *obj = view_of_version(q);
+    uint64_t all = (uint64_t)b->last - first + 1;
+    uint64_t cached = obj ? store_obj_blocks_cached(obj, first, b->last) : 0;
+    if (cached < all && all <= JUDGE_BLOCKS_MAX) {
+        cached = 0;
+        for (uint32_t i = first; i <= b->last; i++) {
+            struct block_ref ref = ref_of(q, i);
+            if ((obj != NULL && store_obj_blocks_cached(obj, i, i) == 1) ||
+                block_fetch_arrived(q->g->block_fetches, &ref))
+                cached++;
+        }
+    }
+    store_obj_close(obj);
+    q->x_cache = cached == all ? "HIT" : cached > 0 ? "PARTIAL" : "MISS";
+}
+
+static struct MHD_Response *with_headers(struct gw_req *q, struct MHD_Response *resp)
+{
+    struct gw_blocks *b = q->blocks;
+    if (resp == NULL)
+        return NULL;
+    gw_reply_blob_headers(q, resp, b->hdrs, b->hdrs_len, b->a.status);
+    gw_reply_range_headers(resp, &b->a, b->size);
+    if (b->stale) {
+        MHD_add_response_header(resp, "Warning", "111 s3cached \"Revalidation Failed\"");
+        MHD_add_response_header(resp, "x-s3cached-stale", "true");
+    }
+    return resp;
+}
+
+/* Answers that send no block: 304, 412, 416, and HEAD. */
+static struct gw_next answer_without_body(struct gw_req *q)
+{
+    struct gw_blocks *b = q->blocks;
+    q->x_cache = b->from_cache ? "HIT" : "MISS";
+    count(q, b->from_cache, 0);
+    if (b->a.status != 200 && b->a.status != 206) {
+        const char *lm = hdrblob_get(b->hdrs, b->hdrs_len, "Last-Modified");
+        return GW_SENT(gw_reply_bodiless(q, &b->a, b->size, b->etag, lm));
+    }
+    struct MHD_Response *resp = with_headers(q, gw_respond_head(b->a.len));
+    return resp ? GW_SENT(gw_respond_queue(q, b->a.status, resp)) : GW_CLOSE;
+}
+
+/* Decides the answer and opens its first block. False (*next set) when answered already. */
+static bool begin(struct gw_req *q, struct gw_next *next)
+{
+    struct gw_blocks *b = q->blocks;
+    const char *lm = hdrblob_get(b->hdrs, b->hdrs_len, "Last-Modified");
+    b->a = gw_reply_decide(q, b->etag, lm, b->size);
+    if (q->tgt.kind == S3_REQ_HEAD_OBJECT || (b->a.status != 200 && b->a.status != 206)) {
+        *next = answer_without_body(q);
+        return false;
+    }
+    uint32_t first = (uint32_t)(b->a.start / b->block_size);
+    b->last = (uint32_t)((b->a.start + b->a.len - 1) / b->block_size);
+    b->ahead_last = b->last;
+    if (gw_readahead_note(&q->g->readahead, q->tgt.bucket, q->tgt.key, b->a.start,
+                          b->a.start + b->a.len)) {
+        /* A sequential reader: the next fetch-parallelism blocks after this range too. */
+        uint64_t beyond = (uint64_t)b->last + q->g->cfg->fetch_parallelism;
+        uint32_t count = block_count(b->size, b->block_size);
+        b->ahead_last = beyond < count ? (uint32_t)beyond : count - 1;
+    }
+    judge_cached(q, first);
+    sc_code rc = open_source(q, first, b->a.start - (uint64_t)first * b->block_size);
+    if (rc != SC_OK) {
+        *next = GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL));
+        return false;
+    }
+    keep_ahead(q, first);
+    b->answered = true;
+    return true;
+}
+
+/*
+ * The first block's fetch failed before a byte was sent. An object that changed at the
+ * upstream is dropped and fetched afresh, once; any other failure is answered.
+ */
+static struct gw_next first_block_failed(struct gw_req *q)
+{
+    struct gw_blocks *b = q->blocks;
+    bool changed = block_fetch_changed(b->fetch);
+    long status = block_fetch_status(b->fetch);
+    sc_code why = block_fetch_outcome(b->fetch);
+    release_blocks(q);
+    q->x_cache = NULL;
+    if (changed && !b->restarted) {
+        sc_info("%s/%s changed at the upstream (status %ld): its cached blocks are dropped and "
+                "it is fetched afresh",
+                q->tgt.bucket, q->tgt.key, status);
+        b->restarted = true;
+        fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
+        store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
+        return GW_NEXT(GW_STEP_MISS);
+    }
+    sc_warn("first block of %s/%s failed: %s (status %ld)", q->tgt.bucket, q->tgt.key,
+            sc_strerror(why), status);
+    count(q, false, 0);
+    enum s3_xml_error e = status == 403   ? S3_XML_ACCESS_DENIED
+                          : status == 404 ? S3_XML_NO_SUCH_KEY
+                                          : S3_XML_BAD_GATEWAY;
+    return GW_SENT(gw_respond_known_error(q, e, NULL));
+}
+
+struct gw_next gw_blocks_serve(struct gw_req *q)
+{
+    struct gw_blocks *b = q->blocks;
+    struct gw_next next;
+    if (!b->answered && !begin(q, &next))
+        return next;
+    if (b->fetch != NULL) {
+        /* Nothing is sent before the first fetched block proves its version. */
+        bool failed = false;
+        const struct relay_head *h =
+            relay_head(block_fetch_relay(b->fetch), &q->waiter, &failed);
+        if (h == NULL && !failed)
+            return GW_WAIT(GW_STEP_BLOCKS); /* resumed when the head arrives */
+        if (h == NULL)
+            return first_block_failed(q);
+    }
+    bool hit = strcmp(q->x_cache, "HIT") == 0;
+    count(q, hit, b->a.len);
+    struct MHD_Response *resp = with_headers(
+        q, MHD_create_response_from_callback(b->a.len, BLOCKS_READ_CHUNK, read_blocks, q, NULL));
+    return resp ? GW_SENT(gw_respond_queue(q, b->a.status, resp)) : GW_CLOSE;
+}
+
+/* ---- a range of an object not cached yet ----------------------------------------------- */
+
+bool gw_blocks_ask_size(struct gw_req *q, struct gw_next *next)
+{
+    if (q->tgt.kind != S3_REQ_GET_OBJECT ||
+        MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range") == NULL)
+        return false;
+    struct gw_blocks *b = state(q);
+    if (b == NULL || b->asked)
+        return false;
+    b->asked = true;
+    gw_ask_head(q, &q->ask, NULL, true);
+    *next = GW_WAIT(GW_STEP_BLOCK_META);
+    return true;
+}
+
+struct gw_next gw_blocks_meta_answer(struct gw_req *q)
+{
+    struct gw_ask *a = &q->ask;
+    bool large = a->result == SC_OK && a->status == 200 && a->length >= 0 && a->etag[0] &&
+                 a->hdrs != NULL && gw_blocks_is_large(q, (uint64_t)a->length);
+    struct gw_blocks_meta m = {.etag = a->etag,
+                               .hdrs = a->hdrs,
+                               .hdrs_len = a->hdrs_len,
+                               .size = (uint64_t)a->length,
+                               .block_size = q->g->cfg->block_size};
+    sc_code rc = large ? gw_blocks_take_meta(q, &m) : SC_EINVAL;
+    if (rc == SC_OK)
+        (void)fill_put_meta(q->g->fills, q->tgt.bucket, q->tgt.key, a->etag, a->hdrs, a->hdrs_len,
+                            m.size); /* a write in flight: read by blocks, not recorded */
+    gw_ask_release(a);
+    return GW_NEXT(rc == SC_OK ? GW_STEP_BLOCKS : GW_STEP_MISS);
+}

@@ -1,0 +1,30 @@
+/* readahead.c - sequential readers of large objects, range after range (see readahead.h). */
+#include "readahead.h"
+
+#include <string.h>
+
+#include "../common/hash.h"
+
+void gw_readahead_init(struct gw_readahead *ra)
+{
+    memset(ra->slots, 0, sizeof(ra->slots));
+    pthread_mutex_init(&ra->mu, NULL);
+}
+
+void gw_readahead_destroy(struct gw_readahead *ra)
+{
+    pthread_mutex_destroy(&ra->mu);
+}
+
+bool gw_readahead_note(struct gw_readahead *ra, const char *bucket, const char *key,
+                       uint64_t start, uint64_t end)
+{
+    uint64_t khash = sc_key_hash(bucket, key) | 1; /* never 0, the empty slot */
+    unsigned s = (unsigned)(khash % GW_READAHEAD_SLOTS);
+    pthread_mutex_lock(&ra->mu);
+    bool sequential = ra->slots[s].khash == khash && ra->slots[s].end == start && start > 0;
+    ra->slots[s].khash = khash;
+    ra->slots[s].end = end;
+    pthread_mutex_unlock(&ra->mu);
+    return sequential;
+}

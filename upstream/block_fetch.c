@@ -1,0 +1,555 @@
+/*
+ * block_fetch.c - single-flight fetches of one block (see block_fetch.h).
+ *
+ * References: the upstream transfer holds one until the block is stored or dropped, and
+ * each reader holds one. The table holds none: an entry is listed while others may join
+ * it and unlisted when it fails or once its block is committed (or refused) by the store.
+ */
+#include "block_fetch.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/hash.h"
+#include "../common/log.h"
+#include "../proto/hdrblob.h"
+
+#define N_SLOTS 256
+
+struct block_fetch {
+    block_table *t;
+    atomic_int refs;
+    atomic_int readers;
+    char *bucket, *key, *etag;
+    uint64_t size;
+    uint32_t block_size, idx;
+    uint64_t start; /* the block's first byte in the object */
+    uint32_t len;   /* its length */
+    struct up_identity as;
+    relay *relay;
+    up_req *req;
+    bool listed;            /* table lock */
+    atomic_long status;     /* the upstream's, once the head is in */
+    atomic_int outcome;     /* sc_code: SC_OK until it failed */
+    atomic_bool changed;    /* the object is no longer this version */
+    bool good_head;         /* the head proved the block (upstream thread) */
+    store_done_fn done;     /* the prefetcher's report, or NULL (table lock) */
+    void *done_arg;
+    block_fetch *next;
+};
+
+struct block_table {
+    const struct block_ctx *ctx;
+    pthread_mutex_t mu;
+    block_fetch *slots[N_SLOTS];
+    atomic_uint running;
+};
+
+sc_code block_table_new(const struct block_ctx *ctx, block_table **out)
+{
+    block_table *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return SC_ENOMEM;
+    t->ctx = ctx;
+    pthread_mutex_init(&t->mu, NULL);
+    *out = t;
+    return SC_OK;
+}
+
+void block_table_free(block_table *t)
+{
+    if (t == NULL)
+        return;
+    pthread_mutex_destroy(&t->mu);
+    free(t);
+}
+
+uint32_t block_count(uint64_t size, uint32_t block_size)
+{
+    return (uint32_t)((size + block_size - 1) / block_size);
+}
+
+uint64_t block_ref_start(const struct block_ref *b)
+{
+    return (uint64_t)b->idx * b->block_size;
+}
+
+uint32_t block_ref_len(const struct block_ref *b)
+{
+    uint64_t left = b->size - block_ref_start(b);
+    return left < b->block_size ? (uint32_t)left : b->block_size;
+}
+
+unsigned block_fetches_running(block_table *t)
+{
+    return atomic_load(&t->running);
+}
+
+static unsigned slot_of(const char *bucket, const char *key, uint32_t idx)
+{
+    return (unsigned)(sc_hash_mix(sc_key_hash(bucket, key) ^ idx) % N_SLOTS);
+}
+
+static void fetch_unref(block_fetch *f)
+{
+    if (atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    relay_unref(f->relay);
+    up_req_release(f->req);
+    free(f->bucket);
+    free(f->key);
+    free(f->etag);
+    free(f);
+}
+
+/* Unlinks f from the table (table locked). */
+static void unlist(block_fetch *f)
+{
+    if (!f->listed)
+        return;
+    f->listed = false;
+    for (block_fetch **pp = &f->t->slots[slot_of(f->bucket, f->key, f->idx)]; *pp;
+         pp = &(*pp)->next)
+        if (*pp == f) {
+            *pp = f->next;
+            return;
+        }
+}
+
+/* Unlists f and takes its prefetcher's report, to call unlocked. */
+static store_done_fn unlist_take_done(block_fetch *f, void **arg)
+{
+    pthread_mutex_lock(&f->t->mu);
+    unlist(f);
+    store_done_fn done = f->done;
+    *arg = f->done_arg;
+    f->done = NULL;
+    pthread_mutex_unlock(&f->t->mu);
+    return done;
+}
+
+/* The transfer's end: unlisted, the prefetcher told, the transfer's reference dropped. */
+static void finish(block_fetch *f, sc_code rc)
+{
+    void *arg = NULL;
+    store_done_fn done = unlist_take_done(f, &arg);
+    atomic_fetch_sub(&f->t->running, 1);
+    if (done)
+        done(arg, rc);
+    fetch_unref(f);
+}
+
+/* ---- the upstream side (upstream thread) --------------------------------- */
+
+/* True when h is exactly block f of f's version (see block_fetch.h). */
+static bool proves_block(block_fetch *f, const struct http_head *h)
+{
+    const char *etag = http_header_get(h->headers, h->n_headers, "ETag");
+    if (h->status == 412 || (etag != NULL && (h->status == 206 || h->status == 200) &&
+                             strcmp(etag, f->etag) != 0)) {
+        atomic_store(&f->changed, true);
+        return false;
+    }
+    const char *cr = http_header_get(h->headers, h->n_headers, "Content-Range");
+    char want[96];
+    snprintf(want, sizeof(want), "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, f->start,
+             f->start + f->len - 1, f->size);
+    return h->status == 206 && etag != NULL && cr != NULL && strcmp(cr, want) == 0 &&
+           h->content_length == (int64_t)f->len;
+}
+
+static void on_head(void *arg, const struct http_head *head)
+{
+    block_fetch *f = arg;
+    atomic_store(&f->status, head->status);
+    if (head->status == 404)
+        atomic_store(&f->changed, true);
+    f->good_head = proves_block(f, head);
+    if (!f->good_head) {
+        sc_warn("block %" PRIu32 " of %s/%s: the upstream answered status %ld%s: not served",
+                f->idx, f->bucket, f->key, head->status,
+                atomic_load(&f->changed) ? " (the object changed)" : " that is not the block");
+        return;
+    }
+    if (relay_set_head(f->relay, head, true) != SC_OK)
+        f->good_head = false;
+}
+
+static bool on_body(void *arg, const char *p, size_t n)
+{
+    block_fetch *f = arg;
+    if (!f->good_head)
+        return true; /* dropped: the relay fails at the end */
+    if (!relay_push(f->relay, p, n))
+        return false;
+    sc_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
+    return true;
+}
+
+static void on_stored(void *arg, sc_code rc)
+{
+    block_fetch *f = arg;
+    if (rc == SC_OK)
+        sc_stat_add(f->t->ctx->stats->blocks_stored, 1);
+    else
+        sc_debug("block %" PRIu32 " of %s/%s not cached: %s", f->idx, f->bucket, f->key,
+                 sc_strerror(rc));
+    finish(f, rc);
+}
+
+static sc_code outcome_of(block_fetch *f, sc_code rc)
+{
+    long status = atomic_load(&f->status);
+    if (rc == SC_ECANCELED)
+        return SC_ECANCELED;
+    if (status == 404)
+        return SC_ENOTFOUND;
+    if (status != 0 && !f->good_head)
+        return atomic_load(&f->changed) || status == 206 ? SC_EMISMATCH : SC_EUPSTREAM;
+    return rc == SC_OK ? SC_EUPSTREAM : rc;
+}
+
+static void on_done(void *arg, sc_code rc)
+{
+    block_fetch *f = arg;
+    const char *body = NULL;
+    uint64_t len = 0;
+    if (rc == SC_OK && f->good_head)
+        relay_finish(f->relay, SC_OK); /* complete unless the length is short (relay_body) */
+    bool complete = rc == SC_OK && f->good_head && relay_body(f->relay, &body, &len) == SC_OK &&
+                    len == f->len;
+    if (!complete) {
+        sc_code why = outcome_of(f, rc);
+        atomic_store(&f->outcome, why);
+        pthread_mutex_lock(&f->t->mu);
+        unlist(f); /* before its readers learn: a retry starts a new fetch, not this one */
+        pthread_mutex_unlock(&f->t->mu);
+        relay_finish(f->relay, why);
+        finish(f, why);
+        return;
+    }
+    const struct block_ctx *ctx = f->t->ctx;
+    if (store_put_block(ctx->st, f->bucket, f->key, f->etag, f->idx, body, f->len, on_stored, f) !=
+        SC_OK)
+        on_stored(f, SC_EFULL);
+}
+
+static const struct up_handler block_handler = {
+    .on_head = on_head,
+    .on_body = on_body,
+    .read_body = NULL,
+    .on_done = on_done,
+};
+
+/* ---- the reader side ------------------------------------------------------- */
+
+static block_fetch *find(block_table *t, const struct block_ref *b)
+{
+    for (block_fetch *f = t->slots[slot_of(b->bucket, b->key, b->idx)]; f; f = f->next)
+        if (f->idx == b->idx && strcmp(f->key, b->key) == 0 &&
+            strcmp(f->bucket, b->bucket) == 0 && strcmp(f->etag, b->etag) == 0)
+            return f;
+    return NULL;
+}
+
+static block_fetch *fetch_new(block_table *t, const struct block_ref *b,
+                              const struct up_identity *as)
+{
+    block_fetch *f = calloc(1, sizeof(*f));
+    if (f == NULL)
+        return NULL;
+    f->t = t;
+    f->as = *as;
+    atomic_init(&f->refs, 1);
+    f->bucket = strdup(b->bucket);
+    f->key = strdup(b->key);
+    f->etag = strdup(b->etag);
+    f->size = b->size;
+    f->block_size = b->block_size;
+    f->idx = b->idx;
+    f->start = block_ref_start(b);
+    f->len = block_ref_len(b);
+    f->relay = relay_new(0);
+    if (!f->bucket || !f->key || !f->etag || !f->relay) {
+        fetch_unref(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* Starts the transfer of a fetch just listed, which holds a reference for it. */
+static void start_transfer(block_table *t, block_fetch *f)
+{
+    atomic_fetch_add(&t->running, 1);
+    sc_stat_add(t->ctx->stats->block_fetches, 1);
+    up_req *req = NULL;
+    sc_code rc = origin_fetch_range(t->ctx->origin, f->bucket, f->key, &f->as, f->start,
+                                    f->start + f->len - 1, f->etag, &block_handler, f, &req);
+    if (rc != SC_OK) {
+        atomic_store(&f->outcome, rc);
+        relay_finish(f->relay, rc);
+        finish(f, rc);
+        return;
+    }
+    pthread_mutex_lock(&t->mu);
+    f->req = req;
+    pthread_mutex_unlock(&t->mu);
+    relay_set_upstream(f->relay, req);
+}
+
+/* Finds or lists the fetch of b (table locked), with a reference for the caller. */
+static block_fetch *join_locked(block_table *t, const struct block_ref *b,
+                                const struct up_identity *as, bool *started)
+{
+    block_fetch *f = find(t, b);
+    *started = f == NULL;
+    if (f != NULL) {
+        atomic_fetch_add(&f->refs, 1);
+        return f;
+    }
+    f = fetch_new(t, b, as);
+    if (f == NULL)
+        return NULL;
+    atomic_fetch_add(&f->refs, 1); /* the transfer's; fetch_new's is the caller's */
+    f->listed = true;
+    unsigned s = slot_of(b->bucket, b->key, b->idx);
+    f->next = t->slots[s];
+    t->slots[s] = f;
+    return f;
+}
+
+static bool valid_ref(const struct block_ref *b)
+{
+    return b->block_size > 0 && b->etag != NULL && b->idx < block_count(b->size, b->block_size);
+}
+
+sc_code block_fetch_join(block_table *t, const struct block_ref *b, const struct up_identity *as,
+                         block_fetch **out, bool *started)
+{
+    if (!valid_ref(b))
+        return SC_EINVAL;
+    bool fresh = false;
+    pthread_mutex_lock(&t->mu);
+    block_fetch *f = join_locked(t, b, as, &fresh);
+    if (f)
+        atomic_fetch_add(&f->readers, 1);
+    pthread_mutex_unlock(&t->mu);
+    if (f == NULL)
+        return SC_ENOMEM;
+    if (fresh)
+        start_transfer(t, f);
+    if (started)
+        *started = fresh;
+    *out = f;
+    return SC_OK;
+}
+
+sc_code block_fetch_prefetch(block_table *t, const struct block_ref *b,
+                             const struct up_identity *as, store_done_fn done, void *arg)
+{
+    if (!valid_ref(b))
+        return SC_EINVAL;
+    bool fresh = false;
+    pthread_mutex_lock(&t->mu);
+    block_fetch *f = join_locked(t, b, as, &fresh);
+    bool reported = f != NULL && fresh;
+    if (reported) {
+        f->done = done;
+        f->done_arg = arg;
+    }
+    pthread_mutex_unlock(&t->mu);
+    if (f == NULL)
+        return SC_ENOMEM;
+    if (fresh)
+        start_transfer(t, f);
+    fetch_unref(f);
+    if (!reported && done)
+        done(arg, SC_OK); /* already being fetched: whoever started it stores it */
+    return SC_OK;
+}
+
+bool block_fetch_arrived(block_table *t, const struct block_ref *b)
+{
+    pthread_mutex_lock(&t->mu);
+    block_fetch *f = find(t, b);
+    bool arrived = f != NULL && relay_has_all(f->relay);
+    pthread_mutex_unlock(&t->mu);
+    return arrived;
+}
+
+relay *block_fetch_relay(block_fetch *f)
+{
+    return f->relay;
+}
+
+sc_code block_fetch_outcome(block_fetch *f)
+{
+    return (sc_code)atomic_load(&f->outcome);
+}
+
+bool block_fetch_changed(block_fetch *f)
+{
+    return atomic_load(&f->changed);
+}
+
+long block_fetch_status(block_fetch *f)
+{
+    return atomic_load(&f->status);
+}
+
+void block_fetch_leave(block_fetch *f)
+{
+    if (f == NULL)
+        return;
+    atomic_fetch_sub(&f->readers, 1);
+    fetch_unref(f);
+}
+
+/* ---- a whole object, block by block (block_fetch_object) ---------------------------------- */
+
+struct object_job {
+    block_table *t;
+    struct block_ref ref; /* its strings are the job's own */
+    struct up_identity as;
+    unsigned parallelism;
+    unsigned char *todo; /* one bit per block: not cached when the job started */
+    pthread_mutex_t mu;
+    uint32_t next, count;
+    unsigned in_flight;
+    bool stepping, again; /* job_step() runs; a block ended meanwhile */
+    sc_code rc;
+    uint64_t bytes;
+    block_object_fn done;
+    void *arg;
+};
+
+static void job_free(struct object_job *j)
+{
+    pthread_mutex_destroy(&j->mu);
+    free((char *)j->ref.bucket);
+    free((char *)j->ref.key);
+    free((char *)j->ref.etag);
+    free(j->todo);
+    free(j);
+}
+
+static bool same_etag(store_obj *obj, const char *etag)
+{
+    size_t len = 0;
+    const char *hdrs = store_obj_headers(obj, &len);
+    const char *cached = hdrblob_get(hdrs, len, "ETag");
+    return cached != NULL && strcmp(cached, etag) == 0;
+}
+
+/* Marks the blocks the store lacks at this version (all of them if it has no such copy). */
+static void mark_missing(block_table *t, struct object_job *j)
+{
+    store_obj *obj = NULL;
+    bool have_view = store_obj_open(t->ctx->st, j->ref.bucket, j->ref.key, &obj) == SC_OK &&
+                     store_obj_is_blocks(obj) && store_obj_size(obj) == j->ref.size &&
+                     store_obj_block_size(obj) == j->ref.block_size &&
+                     same_etag(obj, j->ref.etag);
+    for (uint32_t i = 0; i < j->count; i++)
+        if (!have_view || store_obj_blocks_cached(obj, i, i) == 0)
+            j->todo[i / 8] |= (unsigned char)(1u << (i % 8));
+    store_obj_close(obj);
+}
+
+static void job_step(struct object_job *j);
+
+static void on_object_block(void *arg, sc_code rc)
+{
+    struct object_job *j = arg;
+    pthread_mutex_lock(&j->mu);
+    j->in_flight--;
+    if (rc != SC_OK && j->rc == SC_OK)
+        j->rc = rc;
+    pthread_mutex_unlock(&j->mu);
+    job_step(j);
+}
+
+/* The next block to fetch, or false when none is left (job locked). */
+static bool next_todo(struct object_job *j, uint32_t *idx)
+{
+    while (j->next < j->count) {
+        uint32_t i = j->next++;
+        if (j->todo[i / 8] & (1u << (i % 8))) {
+            *idx = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Keeps `parallelism` blocks in flight until none is left, then reports. A block that ends
+ * while this runs (at once, when it was being fetched already) only sets `again`: the
+ * running call goes on, so the stack never grows with the number of blocks.
+ */
+static void job_step(struct object_job *j)
+{
+    pthread_mutex_lock(&j->mu);
+    if (j->stepping) {
+        j->again = true;
+        pthread_mutex_unlock(&j->mu);
+        return;
+    }
+    j->stepping = true;
+    do {
+        j->again = false;
+        uint32_t idx;
+        while (j->rc == SC_OK && j->in_flight < j->parallelism && next_todo(j, &idx)) {
+            j->in_flight++;
+            j->bytes += block_ref_len(&(struct block_ref){.size = j->ref.size,
+                                                          .block_size = j->ref.block_size,
+                                                          .idx = idx});
+            pthread_mutex_unlock(&j->mu);
+            struct block_ref b = j->ref;
+            b.idx = idx;
+            sc_code rc = block_fetch_prefetch(j->t, &b, &j->as, on_object_block, j);
+            pthread_mutex_lock(&j->mu);
+            if (rc != SC_OK) {
+                j->in_flight--;
+                j->rc = rc;
+            }
+        }
+    } while (j->again);
+    j->stepping = false;
+    bool finished = j->in_flight == 0 && (j->rc != SC_OK || j->next >= j->count);
+    pthread_mutex_unlock(&j->mu);
+    if (finished) {
+        j->done(j->arg, j->rc, j->rc == SC_OK ? j->bytes : 0);
+        job_free(j);
+    }
+}
+
+sc_code block_fetch_object(block_table *t, const struct block_ref *b, const struct up_identity *as,
+                           unsigned parallelism, block_object_fn done, void *arg)
+{
+    if (b->block_size == 0 || b->etag == NULL || b->size == 0 || parallelism == 0)
+        return SC_EINVAL;
+    struct object_job *j = calloc(1, sizeof(*j));
+    if (j == NULL)
+        return SC_ENOMEM;
+    pthread_mutex_init(&j->mu, NULL);
+    j->t = t;
+    j->as = *as;
+    j->parallelism = parallelism;
+    j->count = block_count(b->size, b->block_size);
+    j->ref = (struct block_ref){strdup(b->bucket), strdup(b->key), strdup(b->etag), b->size,
+                                b->block_size, 0};
+    j->todo = calloc((size_t)j->count / 8 + 1, 1);
+    j->done = done;
+    j->arg = arg;
+    if (!j->ref.bucket || !j->ref.key || !j->ref.etag || !j->todo) {
+        job_free(j);
+        return SC_ENOMEM;
+    }
+    mark_missing(t, j);
+    job_step(j);
+    return SC_OK;
+}

@@ -1,0 +1,120 @@
+/*
+ * block_fetch.h - single-flight fetches of one block of a large object.
+ *
+ * A block object (store.h) is cached as aligned blocks; the blocks a reader needs and the
+ * store lacks are fetched here, each as one ranged GET ("Range: bytes=a-b") carrying
+ * "If-Match" with the ETag of the version being read, into a keep-all relay that every
+ * reader of that block reads while it arrives. Once complete, the block is queued to the
+ * store (store_put_block), which keeps it only if the cached record is still of that ETag.
+ *
+ * A fetch is named by (bucket, key, ETag, block index): readers of one version share one
+ * fetch; readers of two versions never do. Its answer must prove it is that block of that
+ * version: status 206, Content-Range "bytes a-b/size" exactly as asked, Content-Length
+ * b - a + 1, and the same ETag. Anything else fails the relay without a head, so no
+ * reader ever gets a byte of it; block_fetch_outcome() tells why (block_fetch_changed():
+ * the object is no longer that version).
+ */
+#ifndef GW_BLOCK_FETCH_H
+#define GW_BLOCK_FETCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../common/stats.h"
+#include "../store/store.h"
+#include "origin.h"
+#include "relay.h"
+
+typedef struct block_table block_table;
+typedef struct block_fetch block_fetch;
+
+struct block_ctx {
+    struct origin *origin;
+    store *st;
+    struct sc_stats *stats;
+};
+
+/* One block of one version of an object. Strings are borrowed for the call. */
+struct block_ref {
+    const char *bucket, *key;
+    const char *etag;    /* the ETag header's value, quotes included */
+    uint64_t size;       /* the object's size */
+    uint32_t block_size; /* the object's block size */
+    uint32_t idx;        /* the block */
+};
+
+/* @return SC_OK or SC_ENOMEM. ctx must outlive the table. */
+sc_code block_table_new(const struct block_ctx *ctx, block_table **out);
+
+/* @brief Frees the table. Call after the upstream is stopped and the store flushed. */
+void block_table_free(block_table *t);
+
+/* @brief Offset and length of block b->idx in its object. */
+uint64_t block_ref_start(const struct block_ref *b);
+uint32_t block_ref_len(const struct block_ref *b);
+
+/* @brief The number of blocks of an object of size bytes in blocks of block_size. */
+uint32_t block_count(uint64_t size, uint32_t block_size);
+
+/*
+ * @brief Joins the running fetch of block b, or starts one fetched as `as`.
+ * @param[in] as copied; its creds are borrowed and must outlive the fetch.
+ * @param[out] out a reader's reference; release with block_fetch_leave().
+ * @param[out] started true if this call started it (may be NULL).
+ * @return SC_OK, SC_EINVAL (idx past the object's last block), SC_ENOMEM, SC_ECANCELED.
+ */
+sc_code block_fetch_join(block_table *t, const struct block_ref *b, const struct up_identity *as,
+                         block_fetch **out, bool *started);
+
+/* @brief The relay holding the block's bytes (offset 0 = the block's first byte); valid while
+ * the reference is held. */
+relay *block_fetch_relay(block_fetch *f);
+
+/*
+ * @brief Why the fetch failed, once its relay has failed: SC_OK while it has not, else
+ * SC_EMISMATCH (an answer that is not that block of that version), SC_ENOTFOUND (404),
+ * SC_EUPSTREAM (another status, or the transfer failed), SC_ECANCELED.
+ */
+sc_code block_fetch_outcome(block_fetch *f);
+
+/* @brief True once the fetch learned the object is no longer that version (412, or another
+ * ETag, or 404): its cached blocks must go. */
+bool block_fetch_changed(block_fetch *f);
+
+/* @brief The upstream's status, once the head is in (0 before). */
+long block_fetch_status(block_fetch *f);
+
+/* @brief Drops a reader's reference. The fetch goes on without readers: its block is stored
+ * for the next one. */
+void block_fetch_leave(block_fetch *f);
+
+/*
+ * @brief Fetches block b into the cache with no reader (read-ahead, warm-up), signed as
+ * `as`, unless it is being fetched already. done(arg, rc) follows exactly once (on the
+ * upstream or store thread, must not block), with the store's outcome (SC_OK: stored), or
+ * at once with SC_OK when it is being fetched already; NULL: no report.
+ * @return SC_OK (done follows), SC_ENOMEM, SC_ECANCELED; on error done is not called.
+ */
+sc_code block_fetch_prefetch(block_table *t, const struct block_ref *b,
+                             const struct up_identity *as, store_done_fn done, void *arg);
+
+/* How a whole-object fetch by blocks ended: rc SC_OK when every block is cached now. */
+typedef void (*block_object_fn)(void *arg, sc_code rc, uint64_t bytes_fetched);
+
+/*
+ * @brief Fetches every block of the object b names (b->idx is ignored) that the store lacks
+ * at b->etag, at most `parallelism` at a time, signed as `as` (a manifest's warm-up of a
+ * large object). done follows exactly once, on the calling, upstream or store thread.
+ * @return SC_OK (done follows), SC_EINVAL, SC_ENOMEM; on error done is not called.
+ */
+sc_code block_fetch_object(block_table *t, const struct block_ref *b, const struct up_identity *as,
+                           unsigned parallelism, block_object_fn done, void *arg);
+
+/* @brief True when block b has arrived whole in a fetch still listed (being stored): a
+ * reader gets it with no upstream work. */
+bool block_fetch_arrived(block_table *t, const struct block_ref *b);
+
+/* @brief Block fetches running now (for read-ahead's bound and the metrics). */
+unsigned block_fetches_running(block_table *t);
+
+#endif
