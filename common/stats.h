@@ -17,7 +17,7 @@ struct sc_stats {
     atomic_uint_fast64_t bytes_from_upstream;
     atomic_uint_fast64_t upstream_fetches; /* cache fills started */
     atomic_uint_fast64_t fills_stored;
-    atomic_uint_fast64_t fills_failed; /* failed, truncated or mismatched: not stored */
+    atomic_uint_fast64_t fills_failed;  /* failed, truncated or mismatched: not stored */
     atomic_uint_fast64_t block_fetches; /* blocks of large objects fetched (ranged GETs) */
     atomic_uint_fast64_t blocks_stored; /* of those, stored in the cache */
     atomic_uint_fast64_t passthrough;

@@ -61,7 +61,7 @@ void gw_ask_head(struct gw_req *q, struct gw_ask *a, const struct http_header *h
         .body_length = -1,
         .idempotent = true,
     };
-    req.as = q->as; /* asked as the client, so its own permissions apply */
+    req.as = q->as;    /* asked as the client, so its own permissions apply */
     gw_ask_release(a); /* an earlier question's leftovers */
     *a = (struct gw_ask){.q = q, .length = -1, .keep_headers = keep_headers};
     gw_req_cleanup_add(q, release_at_end, a);

@@ -27,7 +27,7 @@ struct gw_ask {
     bool keep_headers;          /* asked to keep the object's headers */
     char *hdrs;                 /* then those of a 200 (hdrblob.h), owned; NULL if none */
     size_t hdrs_len;
-    sc_code result;             /* of the upstream request */
+    sc_code result; /* of the upstream request */
 };
 
 struct gw_req;

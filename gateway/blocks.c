@@ -25,6 +25,9 @@
 #include "req.h"
 #include "respond.h"
 
+/* An answer starting this far into a block nobody has gets its span fetched on its own. */
+#define BLOCKS_DIRECT_MIN (1024 * 1024)
+
 /* Answers over more blocks than this judge X-Cache by the store alone. */
 #define JUDGE_BLOCKS_MAX 1024
 
@@ -179,6 +182,12 @@ bool gw_blocks_is_large(const struct gw_req *q, uint64_t size)
 
 /* ---- the blocks' sources ------------------------------------------------------------- */
 
+static uint32_t block_len(const struct gw_blocks *b, uint32_t idx)
+{
+    uint64_t left = b->size - (uint64_t)idx * b->block_size;
+    return left < b->block_size ? (uint32_t)left : b->block_size;
+}
+
 static struct block_ref ref_of(struct gw_req *q, uint32_t idx)
 {
     struct gw_blocks *b = q->blocks;
@@ -260,6 +269,38 @@ static sc_code open_source(struct gw_req *q, uint32_t idx, uint64_t in)
     return SC_OK;
 }
 
+/*
+ * The answer's first block, when the answer starts deep into it and nobody has it: its
+ * span the answer needs is fetched for this reader alone, so the first byte does not wait
+ * for the block's front, and the whole block is fetched beside it for the cache.
+ */
+static bool source_from_part(struct gw_req *q, uint32_t idx, uint64_t in)
+{
+    struct gw_blocks *b = q->blocks;
+    struct block_ref ref = ref_of(q, idx);
+    if (in < BLOCKS_DIRECT_MIN || block_fetch_arrived(q->g->block_fetches, &ref))
+        return false;
+    store_obj *obj = view_of_version(q);
+    bool cached = obj != NULL && store_obj_blocks_cached(obj, idx, idx) == 1;
+    store_obj_close(obj);
+    if (cached)
+        return false;
+    uint64_t to = in + (b->a.start + b->a.len - ((uint64_t)idx * b->block_size + in));
+    if (to > block_len(b, idx))
+        to = block_len(b, idx);
+    block_fetch *f = NULL;
+    if (block_fetch_part(q->g->block_fetches, &ref, (uint32_t)in, (uint32_t)to, &q->as, &f) !=
+        SC_OK)
+        return false;
+    (void)block_fetch_prefetch(q->g->block_fetches, &ref, &q->as, NULL, NULL);
+    release_source(q);
+    b->fetch = f;
+    relay_attach(block_fetch_relay(f), &b->cursor, 0);
+    b->cur = idx;
+    b->have = true;
+    return true;
+}
+
 /* Starts the fetches of the blocks after idx that the store lacks, up to
  * --fetch-parallelism blocks from idx on, within the answer. */
 static void keep_ahead(struct gw_req *q, uint32_t idx)
@@ -289,12 +330,6 @@ static void keep_ahead(struct gw_req *q, uint32_t idx)
 
 /* ---- the body ------------------------------------------------------------------------ */
 
-static uint32_t block_len(const struct gw_blocks *b, uint32_t idx)
-{
-    uint64_t left = b->size - (uint64_t)idx * b->block_size;
-    return left < b->block_size ? (uint32_t)left : b->block_size;
-}
-
 /* Copies from a fetch's relay; parks the connection when nothing has arrived yet. */
 static ssize_t read_fetch(struct gw_req *q, char *buf, size_t n)
 {
@@ -323,8 +358,8 @@ static ssize_t read_blocks(void *cls, uint64_t pos, char *buf, size_t max)
     if (!b->have || b->cur != idx) {
         sc_code rc = open_source(q, idx, in);
         if (rc != SC_OK) {
-            sc_warn("block %" PRIu32 " of %s/%s: %s: the response is cut short", idx,
-                    q->tgt.bucket, q->tgt.key, sc_strerror(rc));
+            sc_warn("block %" PRIu32 " of %s/%s: %s: the response is cut short", idx, q->tgt.bucket,
+                    q->tgt.key, sc_strerror(rc));
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
         keep_ahead(q, idx);
@@ -429,7 +464,8 @@ static bool begin(struct gw_req *q, struct gw_next *next)
         b->ahead_last = beyond < count ? (uint32_t)beyond : count - 1;
     }
     judge_cached(q, first);
-    sc_code rc = open_source(q, first, b->a.start - (uint64_t)first * b->block_size);
+    uint64_t in = b->a.start - (uint64_t)first * b->block_size;
+    sc_code rc = source_from_part(q, first, in) ? SC_OK : open_source(q, first, in);
     if (rc != SC_OK) {
         *next = GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL));
         return false;
@@ -478,8 +514,7 @@ struct gw_next gw_blocks_serve(struct gw_req *q)
     if (b->fetch != NULL) {
         /* Nothing is sent before the first fetched block proves its version. */
         bool failed = false;
-        const struct relay_head *h =
-            relay_head(block_fetch_relay(b->fetch), &q->waiter, &failed);
+        const struct relay_head *h = relay_head(block_fetch_relay(b->fetch), &q->waiter, &failed);
         if (h == NULL && !failed)
             return GW_WAIT(GW_STEP_BLOCKS); /* resumed when the head arrives */
         if (h == NULL)

@@ -24,11 +24,11 @@ struct gw_config {
     char *cache_dir;
     uint64_t cache_size;
     char *policy;
-    uint64_t max_object_size; /* larger objects stream through uncached; UINT64_MAX: no cap */
-    uint32_t block_size;      /* larger objects are cached in blocks of this size */
+    uint64_t max_object_size;   /* larger objects stream through uncached; UINT64_MAX: no cap */
+    uint32_t block_size;        /* larger objects are cached in blocks of this size */
     unsigned fetch_parallelism; /* block fetches in flight ahead of one reader */
-    char *vhost_domain;       /* NULL: path-style only */
-    unsigned threads;         /* MHD worker threads */
+    char *vhost_domain;         /* NULL: path-style only */
+    unsigned threads;           /* MHD worker threads */
     unsigned max_connections;
     unsigned conn_timeout;   /* seconds a connection may stay idle or stalled */
     unsigned header_timeout; /* seconds from a request's first byte to its last header; 0: off */

@@ -49,7 +49,7 @@ struct gw {
     upstream *up;
     struct origin origin;
     fill_table *fills;
-    block_table *block_fetches; /* blocks of large objects being fetched (block_fetch.h) */
+    block_table *block_fetches;    /* blocks of large objects being fetched (block_fetch.h) */
     struct gw_readahead readahead; /* large objects read range after range (readahead.h) */
     mf_registry *manifests;
     struct sc_stats stats;
@@ -120,8 +120,8 @@ struct gw_req {
         bool answered; /* for the next lookup only: the copy is not revalidated again */
         bool stale;    /* for the next lookup only: no answer came, the copy is served stale */
     } reval;
-    struct gw_ask ask;     /* a HEAD in flight: revalidation or authorization (ask.c) */
-    struct upload *upload;     /* the pass-through transfer (proxy.c) */
+    struct gw_ask ask;        /* a HEAD in flight: revalidation or authorization (ask.c) */
+    struct upload *upload;    /* the pass-through transfer (proxy.c) */
     struct gw_blocks *blocks; /* a large object read by blocks (blocks.c), or NULL */
     /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX; admin.c). */
     struct {

@@ -16,8 +16,8 @@ void gw_readahead_destroy(struct gw_readahead *ra)
     pthread_mutex_destroy(&ra->mu);
 }
 
-bool gw_readahead_note(struct gw_readahead *ra, const char *bucket, const char *key,
-                       uint64_t start, uint64_t end)
+bool gw_readahead_note(struct gw_readahead *ra, const char *bucket, const char *key, uint64_t start,
+                       uint64_t end)
 {
     uint64_t khash = sc_key_hash(bucket, key) | 1; /* never 0, the empty slot */
     unsigned s = (unsigned)(khash % GW_READAHEAD_SLOTS);

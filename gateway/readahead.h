@@ -35,7 +35,7 @@ void gw_readahead_destroy(struct gw_readahead *ra);
  * @brief Notes a range [start, end) of (bucket, key) being answered.
  * @return true when it starts where the last range of that object ended (sequential).
  */
-bool gw_readahead_note(struct gw_readahead *ra, const char *bucket, const char *key,
-                       uint64_t start, uint64_t end);
+bool gw_readahead_note(struct gw_readahead *ra, const char *bucket, const char *key, uint64_t start,
+                       uint64_t end);
 
 #endif

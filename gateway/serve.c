@@ -374,6 +374,8 @@ struct gw_next gw_serve_miss(struct gw_req *q)
             count_read(q, GW_READ_MISS, 0);
             return GW_NEXT(GW_STEP_PROXY);
         }
+    } else if (fill_join_running(g->fills, q->tgt.bucket, q->tgt.key, &f) == SC_OK) {
+        /* joined: the fill's head tells whether the object is large */
     } else if (gw_blocks_ask_size(q, &next)) {
         return next; /* a range: only the blocks it covers are fetched if the object is large */
     } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &q->as, &f, &started) != SC_OK) {

@@ -17,12 +17,20 @@
  * when the object is inserted; an evicted object's score goes back there.
  *
  * admit(): yes while the object fits in the free capacity; otherwise only if
- * the newcomer, ranked as (its ghost score or -inf, one read, now), would
- * outrank the cache's minimum, so a cache full of important samples is not
- * flushed by unimportant ones.
+ * the newcomer, ranked as (its score or -inf, one read, now), would outrank
+ * the cache's minimum, so a cache full of important samples is not flushed by
+ * unimportant ones.
  *
- * Cost: a 56-byte node, 4 bytes of heap and 16 to 32 bytes of hash tables per
- * cached object; a 24-byte node and 8 to 16 bytes of table per ghost score.
+ * Several entries may share one key hash: the blocks of a block object (the
+ * store's STORE_BLOCK_ID entries) all carry their object's bucket and key.
+ * They form a chain through kprev/knext whose head by_khash finds; a score
+ * reaches every node of the chain, a block inserted beside cached ones takes
+ * their score, and the score goes to the ghost table only when the last node
+ * of the chain leaves.
+ *
+ * Cost: a 64-byte node, 4 bytes of heap and 16 to 32 bytes of hash tables per
+ * cached object or block; a 24-byte node and 8 to 16 bytes of table per ghost
+ * score.
  */
 #include "policy.h"
 
@@ -43,6 +51,8 @@ struct imp_node {
     uint64_t tick;  /* when last inserted or read */
     uint32_t count; /* reads, the insertion included */
     uint32_t pos;   /* index in the heap */
+    uint32_t kprev; /* the chain of cached nodes of this khash: towards its head, or NODE_NIL */
+    uint32_t knext; /* away from its head, or NODE_NIL */
 };
 
 struct ghost_node {
@@ -52,7 +62,7 @@ struct ghost_node {
 
 struct importance {
     struct node_set set;   /* cached objects, found by id */
-    struct idmap by_khash; /* key hash -> cached node */
+    struct idmap by_khash; /* key hash -> the head of its chain of cached nodes */
     uint32_t *heap;        /* cached nodes, a min-heap by rank_less */
     size_t heap_cap;
     struct node_set ghost;       /* scores of objects not cached, found by key hash */
@@ -203,6 +213,58 @@ static double ghost_score(struct importance *p, uint64_t khash, bool take)
     return score;
 }
 
+/* The score of khash: its cached nodes' (they share one), else its ghost score, else -inf. */
+static double known_score(struct importance *p, uint64_t khash)
+{
+    uint32_t head = idmap_get(&p->by_khash, khash);
+    return head != IDMAP_NONE ? at(p, head)->score : ghost_score(p, khash, false);
+}
+
+/*
+ * Puts the new node n (its khash set) in the chain of its khash, taking the chain's score,
+ * or starts the chain with the ghost score. @return SC_OK or SC_ENOMEM (n in no chain).
+ */
+static sc_code chain_add(struct importance *p, uint32_t n)
+{
+    struct imp_node *node = at(p, n);
+    uint32_t head = idmap_get(&p->by_khash, node->khash);
+    node->kprev = NODE_NIL;
+    node->knext = NODE_NIL;
+    if (head == IDMAP_NONE) {
+        if (idmap_put(&p->by_khash, n) != SC_OK)
+            return SC_ENOMEM;
+        node->score = ghost_score(p, node->khash, true);
+        return SC_OK;
+    }
+    struct imp_node *h = at(p, head);
+    node->score = h->score;
+    node->kprev = head;
+    node->knext = h->knext;
+    if (h->knext != NODE_NIL)
+        at(p, h->knext)->kprev = n;
+    h->knext = n;
+    return SC_OK;
+}
+
+/* Takes node n out of its chain. @return true if it was the chain's last node. */
+static bool chain_remove(struct importance *p, uint32_t n)
+{
+    const struct imp_node *node = at(p, n);
+    uint32_t prev = node->kprev, next = node->knext;
+    if (next != NODE_NIL)
+        at(p, next)->kprev = prev;
+    if (prev != NODE_NIL) {
+        at(p, prev)->knext = next;
+        return false;
+    }
+    if (next == NODE_NIL) {
+        idmap_del(&p->by_khash, node->khash);
+        return true;
+    }
+    (void)idmap_put(&p->by_khash, next); /* replaces n under the same key: cannot fail */
+    return false;
+}
+
 static void imp_free(void *state)
 {
     struct importance *p = state;
@@ -244,7 +306,7 @@ static bool imp_admit(void *state, const struct policy_obj *obj)
     if (heap_len(p) == 0)
         return true;
     struct rank newcomer = {
-        .score = ghost_score(p, sc_key_hash(obj->bucket, obj->key), false),
+        .score = known_score(p, sc_key_hash(obj->bucket, obj->key)),
         .count = 1,
         .tick = p->clock + 1,
     };
@@ -279,12 +341,11 @@ static sc_code imp_on_insert(void *state, const struct policy_obj *obj)
         return SC_ENOMEM;
     struct imp_node *node = at(p, n);
     node->khash = sc_key_hash(obj->bucket, obj->key);
-    if (idmap_put(&p->by_khash, n) != SC_OK) {
+    if (chain_add(p, n) != SC_OK) {
         node_set_drop(&p->set, n);
         return SC_ENOMEM;
     }
     node->size = obj->size;
-    node->score = ghost_score(p, node->khash, true);
     node->count = 1;
     node->tick = ++p->clock;
     size_t last = heap_len(p) - 1;
@@ -294,7 +355,7 @@ static sc_code imp_on_insert(void *state, const struct policy_obj *obj)
     return SC_OK;
 }
 
-/* An id not tracked is ignored. A score the object had waits in the ghost table. */
+/* An id not tracked is ignored. The score goes to the ghost table with the khash's last node. */
 static void imp_on_remove(void *state, uint64_t id)
 {
     struct importance *p = state;
@@ -302,8 +363,7 @@ static void imp_on_remove(void *state, uint64_t id)
     if (n == NODE_NIL)
         return;
     struct imp_node node = *at(p, n);
-    if (idmap_get(&p->by_khash, node.khash) == n)
-        idmap_del(&p->by_khash, node.khash);
+    bool last = chain_remove(p, n);
     node_set_drop(&p->set, n);
     size_t len = heap_len(p); /* after the drop: the index of the last entry */
     if (node.pos != len) {
@@ -311,7 +371,7 @@ static void imp_on_remove(void *state, uint64_t id)
         heap_fix(p, node.pos, len);
     }
     p->used -= node.size;
-    if (node.score != -INFINITY)
+    if (last && node.score != -INFINITY)
         (void)ghost_put(p, node.khash, node.score); /* on ENOMEM the score is forgotten */
 }
 
@@ -324,7 +384,10 @@ static bool imp_pick_victim(void *state, uint64_t *id)
     return true;
 }
 
-/* Scores: the cached object's rank moves, or the score waits in ghost. Other kinds are ignored. */
+/*
+ * Scores: the rank of every cached node of the key hash moves, or the score waits in ghost.
+ * Other kinds are ignored.
+ */
 static sc_code imp_hint(void *state, const struct policy_hint *h)
 {
     struct importance *p = state;
@@ -334,8 +397,10 @@ static sc_code imp_hint(void *state, const struct policy_hint *h)
     uint32_t n = idmap_get(&p->by_khash, h->khash);
     if (n == IDMAP_NONE)
         return ghost_put(p, h->khash, score);
-    at(p, n)->score = score;
-    heap_fix(p, at(p, n)->pos, heap_len(p));
+    for (; n != NODE_NIL; n = at(p, n)->knext) {
+        at(p, n)->score = score;
+        heap_fix(p, at(p, n)->pos, heap_len(p));
+    }
     return SC_OK;
 }
 

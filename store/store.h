@@ -83,9 +83,9 @@ struct store_stats {
     uint64_t objects;
     uint64_t used_bytes; /* sum of cached body sizes */
     uint64_t capacity_bytes;
-    uint64_t evictions; /* objects or blocks removed to make room */
-    uint64_t corrupt;   /* chunks or blocks that failed their checksum */
-    uint64_t blocks;    /* blocks cached (of block objects; also counted in used_bytes) */
+    uint64_t evictions;     /* objects or blocks removed to make room */
+    uint64_t corrupt;       /* chunks or blocks that failed their checksum */
+    uint64_t blocks;        /* blocks cached (of block objects; also counted in used_bytes) */
     uint64_t block_objects; /* block objects with metadata cached (included in objects) */
 };
 
@@ -205,8 +205,8 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
  * @brief Queues the metadata of a block object: size bytes (over the block size), its ETag
  * etag (the ETag header's value, quotes included; the store cannot parse the header blob,
  * so it is passed on its own) and the header blob hdrs to replay; both are copied. If the
- * cached record is a block object with the same ETag, size and block size, it is kept with its blocks
- * (nothing changes); anything else cached under (bucket, key) is replaced (its blocks
+ * cached record is a block object with the same ETag, size and block size, it is kept with its
+ * blocks (nothing changes); anything else cached under (bucket, key) is replaced (its blocks
  * dropped). The record is not charged against the capacity (only blocks are). done may be
  * NULL.
  * @return SC_OK (queued), SC_EINVAL (bad names, etag NULL, empty or over STORE_ETAG_MAX

@@ -34,8 +34,7 @@ static void report_bad_block(store_obj *o, uint32_t idx, const char *why)
     if (o->bad_block == idx)
         return; /* counted already by this view */
     o->bad_block = idx;
-    sc_warn("store: object %llu block %u %s; removing it", (unsigned long long)o->rec.id, idx,
-            why);
+    sc_warn("store: object %llu block %u %s; removing it", (unsigned long long)o->rec.id, idx, why);
     pthread_mutex_lock(&st->stats_lock);
     st->stats.corrupt++;
     pthread_mutex_unlock(&st->stats_lock);
@@ -131,8 +130,7 @@ sc_code store_put_meta(store *st, const char *bucket, const char *key, const cha
 }
 
 sc_code store_put_block(store *st, const char *bucket, const char *key, const char *etag,
-                        uint32_t idx, const void *data, uint32_t len, store_done_fn done,
-                        void *arg)
+                        uint32_t idx, const void *data, uint32_t len, store_done_fn done, void *arg)
 {
     struct st_job *job = NULL;
     sc_code rc = st_check_names(bucket, key);

@@ -172,10 +172,10 @@ sc_code st_wtxn_commit(struct st_wtxn *w);
 void st_wtxn_abort(struct st_wtxn *w);
 
 /*
- * Applies a put, put_meta or put_block job (by its kind). The job's own outcome goes to job->result (SC_OK,
- * SC_EFULL, SC_ENOMEM; for a block SC_ECANCELED and SC_EMISMATCH too); the return
- * value is the transaction's: anything but SC_OK means it must be aborted (SC_EFULL then
- * means the map is full).
+ * Applies a put, put_meta or put_block job (by its kind). The job's own outcome goes to job->result
+ * (SC_OK, SC_EFULL, SC_ENOMEM; for a block SC_ECANCELED and SC_EMISMATCH too); the return value is
+ * the transaction's: anything but SC_OK means it must be aborted (SC_EFULL then means the map is
+ * full).
  */
 sc_code st_wtxn_put(struct st_wtxn *w, struct st_job *job);
 sc_code st_wtxn_put_meta(struct st_wtxn *w, struct st_job *job);

@@ -201,8 +201,8 @@ static bool decode_blocks(const unsigned char *p, size_t len, struct st_record *
     if (out->id >= ST_ID_LIMIT || out->block_size < STORE_BLOCK_MIN ||
         out->block_size > STORE_BLOCK_MAX || out->size <= out->block_size ||
         st_chunk_count(out->size, out->block_size) != out->n_blocks ||
-        out->n_blocks > STORE_BLOCKS_MAX || out->etag_len == 0 ||
-        out->etag_len > STORE_ETAG_MAX || st_record_len(out) != len)
+        out->n_blocks > STORE_BLOCKS_MAX || out->etag_len == 0 || out->etag_len > STORE_ETAG_MAX ||
+        st_record_len(out) != len)
         return false;
     out->bucket = (const char *)p + BLOCKS_HEAD;
     return true;

@@ -66,7 +66,7 @@ struct st_record {
     uint32_t n_blocks;         /* ST_BLOCKS; 0 for ST_WHOLE */
     const char *etag;          /* ST_BLOCKS: not NUL-terminated; NULL for ST_WHOLE */
     size_t etag_len;
-    const char *bucket;        /* not NUL-terminated */
+    const char *bucket; /* not NUL-terminated */
     size_t bucket_len;
     const char *key; /* not NUL-terminated */
     size_t key_len;

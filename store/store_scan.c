@@ -31,14 +31,14 @@ struct live {
     uint64_t id;
     uint64_t size;
     int64_t stored_at;
-    uint32_t chunk_size;   /* whole objects */
-    uint32_t n_chunks;     /* whole objects; 0 for block objects */
-    uint32_t seen;         /* whole: chunks 0..seen-1 were found; blocks: blocks kept */
-    uint32_t block_size;   /* block objects */
-    uint32_t n_blocks;     /* block objects; 0 for whole ones */
-    uint64_t block_bytes;  /* block objects: the bytes of the blocks kept */
-    bool bad;      /* incomplete or duplicated: to be deleted */
-    bool has_id;   /* "ids" holds a matching entry */
+    uint32_t chunk_size;  /* whole objects */
+    uint32_t n_chunks;    /* whole objects; 0 for block objects */
+    uint32_t seen;        /* whole: chunks 0..seen-1 were found; blocks: blocks kept */
+    uint32_t block_size;  /* block objects */
+    uint32_t n_blocks;    /* block objects; 0 for whole ones */
+    uint64_t block_bytes; /* block objects: the bytes of the blocks kept */
+    bool bad;             /* incomplete or duplicated: to be deleted */
+    bool has_id;          /* "ids" holds a matching entry */
     unsigned char mkey[ST_MKEY_LEN];
 };
 
@@ -342,8 +342,7 @@ static sc_code register_one(struct scan *s, const struct live *l)
         return st->pol->on_insert(st->pol_state, &obj);
     struct block_ctx b = {.st = st, .l = l, .obj = &obj};
     uint64_t count = 0;
-    return st_count_keys(s->txn, st->dbi_blocks, l->id, 0, UINT32_MAX, register_block, &b,
-                         &count);
+    return st_count_keys(s->txn, st->dbi_blocks, l->id, 0, UINT32_MAX, register_block, &b, &count);
 }
 
 /* Adds a surviving object to the counters. */

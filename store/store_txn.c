@@ -707,8 +707,9 @@ sc_code st_wtxn_put_meta(struct st_wtxn *w, struct st_job *job)
     struct st_record r;
     job->result = SC_OK;
     sc_code rc = get_record(w, job->mkey, &r);
-    if (rc == SC_OK && r.size == job->size && st_record_etag_is(&r, job->etag))
-        return SC_OK; /* this version is cached already: its blocks stay */
+    if (rc == SC_OK && r.size == job->size && st_record_etag_is(&r, job->etag) &&
+        r.block_size == w->st->block_size)
+        return SC_OK; /* this version is cached already, in blocks of this size: they stay */
     if (rc != SC_OK && rc != SC_ENOTFOUND && rc != SC_ECORRUPT)
         return rc;
     rc = st_wtxn_remove(w, job->mkey, 0);
@@ -759,10 +760,11 @@ static sc_code check_block_job(struct st_wtxn *w, struct st_job *job, uint64_t *
 {
     struct st_record r;
     sc_code rc = get_record(w, job->mkey, &r);
-    if (rc == SC_ENOTFOUND || rc == SC_ECORRUPT || (rc == SC_OK && !st_record_etag_is(&r, job->etag)))
+    if (rc == SC_ENOTFOUND || rc == SC_ECORRUPT ||
+        (rc == SC_OK && !st_record_etag_is(&r, job->etag)))
         job->result = SC_ECANCELED;
-    else if (rc == SC_OK && (job->idx >= r.n_blocks ||
-                             job->size != st_chunk_len(r.size, r.block_size, job->idx)))
+    else if (rc == SC_OK &&
+             (job->idx >= r.n_blocks || job->size != st_chunk_len(r.size, r.block_size, job->idx)))
         job->result = SC_EMISMATCH;
     else if (rc != SC_OK)
         return rc;

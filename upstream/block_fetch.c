@@ -32,12 +32,16 @@ struct block_fetch {
     struct up_identity as;
     relay *relay;
     up_req *req;
-    bool listed;            /* table lock */
-    atomic_long status;     /* the upstream's, once the head is in */
-    atomic_int outcome;     /* sc_code: SC_OK until it failed */
-    atomic_bool changed;    /* the object is no longer this version */
-    bool good_head;         /* the head proved the block (upstream thread) */
-    store_done_fn done;     /* the prefetcher's report, or NULL (table lock) */
+    up_req *check;       /* the HEAD that checks the version once the bytes are in */
+    uint64_t got;        /* body bytes received (upstream thread) */
+    bool check_same;     /* the HEAD named the same ETag (upstream thread) */
+    bool listed;         /* table lock */
+    bool part;           /* a span for one reader (block_fetch_part): never stored */
+    atomic_long status;  /* the upstream's, once the head is in */
+    atomic_int outcome;  /* sc_code: SC_OK until it failed */
+    atomic_bool changed; /* the object is no longer this version */
+    bool good_head;      /* the head proved the block (upstream thread) */
+    store_done_fn done;  /* the prefetcher's report, or NULL (table lock) */
     void *done_arg;
     block_fetch *next;
 };
@@ -100,6 +104,7 @@ static void fetch_unref(block_fetch *f)
         return;
     relay_unref(f->relay);
     up_req_release(f->req);
+    up_req_release(f->check);
     free(f->bucket);
     free(f->key);
     free(f->etag);
@@ -149,8 +154,8 @@ static void finish(block_fetch *f, sc_code rc)
 static bool proves_block(block_fetch *f, const struct http_head *h)
 {
     const char *etag = http_header_get(h->headers, h->n_headers, "ETag");
-    if (h->status == 412 || (etag != NULL && (h->status == 206 || h->status == 200) &&
-                             strcmp(etag, f->etag) != 0)) {
+    if (h->status == 412 ||
+        (etag != NULL && (h->status == 206 || h->status == 200) && strcmp(etag, f->etag) != 0)) {
         atomic_store(&f->changed, true);
         return false;
     }
@@ -175,6 +180,7 @@ static void on_head(void *arg, const struct http_head *head)
                 atomic_load(&f->changed) ? " (the object changed)" : " that is not the block");
         return;
     }
+    relay_hold_tail(f->relay); /* the last byte waits for the version check */
     if (relay_set_head(f->relay, head, true) != SC_OK)
         f->good_head = false;
 }
@@ -186,6 +192,7 @@ static bool on_body(void *arg, const char *p, size_t n)
         return true; /* dropped: the relay fails at the end */
     if (!relay_push(f->relay, p, n))
         return false;
+    f->got += n;
     sc_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
     return true;
 }
@@ -213,29 +220,90 @@ static sc_code outcome_of(block_fetch *f, sc_code rc)
     return rc == SC_OK ? SC_EUPSTREAM : rc;
 }
 
-static void on_done(void *arg, sc_code rc)
+/* The fetch failed (why): unlisted, its readers told, the transfer's reference dropped. */
+static void fail(block_fetch *f, sc_code why)
 {
-    block_fetch *f = arg;
+    atomic_store(&f->outcome, why);
+    pthread_mutex_lock(&f->t->mu);
+    unlist(f); /* before its readers learn: a retry starts a new fetch, not this one */
+    pthread_mutex_unlock(&f->t->mu);
+    relay_finish(f->relay, why);
+    finish(f, why);
+}
+
+/* The block is whole and of its version: readers get its last byte, the store the block. */
+static void deliver(block_fetch *f)
+{
     const char *body = NULL;
     uint64_t len = 0;
-    if (rc == SC_OK && f->good_head)
-        relay_finish(f->relay, SC_OK); /* complete unless the length is short (relay_body) */
-    bool complete = rc == SC_OK && f->good_head && relay_body(f->relay, &body, &len) == SC_OK &&
-                    len == f->len;
-    if (!complete) {
-        sc_code why = outcome_of(f, rc);
-        atomic_store(&f->outcome, why);
-        pthread_mutex_lock(&f->t->mu);
-        unlist(f); /* before its readers learn: a retry starts a new fetch, not this one */
-        pthread_mutex_unlock(&f->t->mu);
-        relay_finish(f->relay, why);
-        finish(f, why);
+    relay_finish(f->relay, SC_OK);
+    if (f->part) {
+        finish(f, SC_OK);
+        return;
+    }
+    if (relay_body(f->relay, &body, &len) != SC_OK || len != f->len) {
+        fail(f, SC_EMISMATCH);
         return;
     }
     const struct block_ctx *ctx = f->t->ctx;
     if (store_put_block(ctx->st, f->bucket, f->key, f->etag, f->idx, body, f->len, on_stored, f) !=
         SC_OK)
         on_stored(f, SC_EFULL);
+}
+
+static void on_check_head(void *arg, const struct http_head *head)
+{
+    block_fetch *f = arg;
+    const char *etag = http_header_get(head->headers, head->n_headers, "ETag");
+    f->check_same = head->status == 200 && etag != NULL && strcmp(etag, f->etag) == 0;
+}
+
+static bool on_check_body(void *arg, const char *p, size_t n)
+{
+    (void)arg, (void)p, (void)n;
+    return true; /* a HEAD has none */
+}
+
+/*
+ * The version check is in. An upstream that rewrites an object in place (s3rver) may have
+ * sent bytes of two versions under one ETag and ignored If-Match; the ETag it names after
+ * the last byte is still the one asked for only if no overwrite came before then.
+ */
+static void on_check_done(void *arg, sc_code rc)
+{
+    block_fetch *f = arg;
+    if (rc == SC_OK && f->check_same) {
+        deliver(f);
+        return;
+    }
+    if (rc == SC_OK) {
+        atomic_store(&f->changed, true);
+        sc_warn("block %" PRIu32 " of %s/%s does not match its ETag %s: the object changed "
+                "while it was fetched; not served, its cached blocks dropped",
+                f->idx, f->bucket, f->key, f->etag);
+        store_remove_queued(f->t->ctx->st, f->bucket, f->key);
+    }
+    fail(f, rc == SC_OK ? SC_EMISMATCH : rc);
+}
+
+static const struct up_handler check_handler = {
+    .on_head = on_check_head,
+    .on_body = on_check_body,
+    .read_body = NULL,
+    .on_done = on_check_done,
+};
+
+static void on_done(void *arg, sc_code rc)
+{
+    block_fetch *f = arg;
+    if (rc != SC_OK || !f->good_head || f->got != f->len) {
+        fail(f, outcome_of(f, rc == SC_OK && f->good_head ? SC_EMISMATCH : rc));
+        return;
+    }
+    sc_code sent =
+        origin_head(f->t->ctx->origin, f->bucket, f->key, &f->as, &check_handler, f, &f->check);
+    if (sent != SC_OK)
+        fail(f, sent);
 }
 
 static const struct up_handler block_handler = {
@@ -250,10 +318,15 @@ static const struct up_handler block_handler = {
 static block_fetch *find(block_table *t, const struct block_ref *b)
 {
     for (block_fetch *f = t->slots[slot_of(b->bucket, b->key, b->idx)]; f; f = f->next)
-        if (f->idx == b->idx && strcmp(f->key, b->key) == 0 &&
-            strcmp(f->bucket, b->bucket) == 0 && strcmp(f->etag, b->etag) == 0)
+        if (f->idx == b->idx && strcmp(f->key, b->key) == 0 && strcmp(f->bucket, b->bucket) == 0 &&
+            strcmp(f->etag, b->etag) == 0)
             return f;
     return NULL;
+}
+
+static bool valid_ref(const struct block_ref *b)
+{
+    return b->block_size > 0 && b->etag != NULL && b->idx < block_count(b->size, b->block_size);
 }
 
 static block_fetch *fetch_new(block_table *t, const struct block_ref *b,
@@ -301,6 +374,24 @@ static void start_transfer(block_table *t, block_fetch *f)
     relay_set_upstream(f->relay, req);
 }
 
+sc_code block_fetch_part(block_table *t, const struct block_ref *b, uint32_t from, uint32_t to,
+                         const struct up_identity *as, block_fetch **out)
+{
+    if (!valid_ref(b) || from >= to || to > block_ref_len(b))
+        return SC_EINVAL;
+    block_fetch *f = fetch_new(t, b, as);
+    if (f == NULL)
+        return SC_ENOMEM;
+    f->part = true;
+    f->start += from;
+    f->len = to - from;
+    atomic_fetch_add(&f->refs, 1); /* the transfer's; fetch_new's is the caller's */
+    atomic_fetch_add(&f->readers, 1);
+    start_transfer(t, f);
+    *out = f;
+    return SC_OK;
+}
+
 /* Finds or lists the fetch of b (table locked), with a reference for the caller. */
 static block_fetch *join_locked(block_table *t, const struct block_ref *b,
                                 const struct up_identity *as, bool *started)
@@ -320,11 +411,6 @@ static block_fetch *join_locked(block_table *t, const struct block_ref *b,
     f->next = t->slots[s];
     t->slots[s] = f;
     return f;
-}
-
-static bool valid_ref(const struct block_ref *b)
-{
-    return b->block_size > 0 && b->etag != NULL && b->idx < block_count(b->size, b->block_size);
 }
 
 sc_code block_fetch_join(block_table *t, const struct block_ref *b, const struct up_identity *as,
@@ -451,8 +537,7 @@ static void mark_missing(block_table *t, struct object_job *j)
     store_obj *obj = NULL;
     bool have_view = store_obj_open(t->ctx->st, j->ref.bucket, j->ref.key, &obj) == SC_OK &&
                      store_obj_is_blocks(obj) && store_obj_size(obj) == j->ref.size &&
-                     store_obj_block_size(obj) == j->ref.block_size &&
-                     same_etag(obj, j->ref.etag);
+                     store_obj_block_size(obj) == j->ref.block_size && same_etag(obj, j->ref.etag);
     for (uint32_t i = 0; i < j->count; i++)
         if (!have_view || store_obj_blocks_cached(obj, i, i) == 0)
             j->todo[i / 8] |= (unsigned char)(1u << (i % 8));
@@ -504,9 +589,8 @@ static void job_step(struct object_job *j)
         uint32_t idx;
         while (j->rc == SC_OK && j->in_flight < j->parallelism && next_todo(j, &idx)) {
             j->in_flight++;
-            j->bytes += block_ref_len(&(struct block_ref){.size = j->ref.size,
-                                                          .block_size = j->ref.block_size,
-                                                          .idx = idx});
+            j->bytes += block_ref_len(&(struct block_ref){
+                .size = j->ref.size, .block_size = j->ref.block_size, .idx = idx});
             pthread_mutex_unlock(&j->mu);
             struct block_ref b = j->ref;
             b.idx = idx;
@@ -540,8 +624,8 @@ sc_code block_fetch_object(block_table *t, const struct block_ref *b, const stru
     j->as = *as;
     j->parallelism = parallelism;
     j->count = block_count(b->size, b->block_size);
-    j->ref = (struct block_ref){strdup(b->bucket), strdup(b->key), strdup(b->etag), b->size,
-                                b->block_size, 0};
+    j->ref = (struct block_ref){strdup(b->bucket), strdup(b->key), strdup(b->etag),
+                                b->size,           b->block_size,  0};
     j->todo = calloc((size_t)j->count / 8 + 1, 1);
     j->done = done;
     j->arg = arg;

@@ -66,6 +66,16 @@ uint32_t block_count(uint64_t size, uint32_t block_size);
 sc_code block_fetch_join(block_table *t, const struct block_ref *b, const struct up_identity *as,
                          block_fetch **out, bool *started);
 
+/*
+ * @brief Fetches bytes [from, to) of block b for one reader only: not shared, not stored (a
+ * range that starts deep into a block nobody has, which should not wait for the block's
+ * front; the block itself is fetched beside it to be cached). Checked as a block is.
+ * @param[out] out the reader's reference; its relay's offset 0 is byte `from` of the block.
+ * @return SC_OK, SC_EINVAL (an empty or outside span), SC_ENOMEM, SC_ECANCELED.
+ */
+sc_code block_fetch_part(block_table *t, const struct block_ref *b, uint32_t from, uint32_t to,
+                         const struct up_identity *as, block_fetch **out);
+
 /* @brief The relay holding the block's bytes (offset 0 = the block's first byte); valid while
  * the reference is held. */
 relay *block_fetch_relay(block_fetch *f);

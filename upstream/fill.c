@@ -260,8 +260,8 @@ static bool is_large(const struct fill_ctx *ctx, uint64_t size)
 static bool write_in_flight(const fill_table *t, const char *bucket, const char *key);
 
 /* Queues a large object's metadata unless a write to it is in flight (table locked). */
-static sc_code put_meta_locked(fill_table *t, const char *bucket, const char *key,
-                               const char *etag, const char *hdrs, size_t hdrs_len, uint64_t size)
+static sc_code put_meta_locked(fill_table *t, const char *bucket, const char *key, const char *etag,
+                               const char *hdrs, size_t hdrs_len, uint64_t size)
 {
     if (write_in_flight(t, bucket, key))
         return SC_ECANCELED;

@@ -46,9 +46,9 @@ struct fill_ctx {
     store *st;
     struct sc_stats *stats;
     uint64_t max_object_size;
-    size_t window;       /* bytes buffered ahead of the slowest reader of an uncacheable object */
-    uint32_t block_size; /* larger objects are cached in blocks (block_fetch.h), not by fills */
-    block_table *blocks; /* where a prefetch of a large object fetches its blocks */
+    size_t window;        /* bytes buffered ahead of the slowest reader of an uncacheable object */
+    uint32_t block_size;  /* larger objects are cached in blocks (block_fetch.h), not by fills */
+    block_table *blocks;  /* where a prefetch of a large object fetches its blocks */
     unsigned parallelism; /* blocks of one large object prefetched at once */
 };
 

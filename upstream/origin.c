@@ -29,8 +29,7 @@ sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
 
 sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key,
                            const struct up_identity *as, uint64_t first, uint64_t last,
-                           const char *etag, const struct up_handler *h, void *arg,
-                           up_req **out)
+                           const char *etag, const struct up_handler *h, void *arg, up_req **out)
 {
     char range[64];
     snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, first, last);
@@ -44,6 +43,21 @@ sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key
         .body_length = -1,
         .idempotent = true,
         .exact_length = true,
+        .as = *as,
+    };
+    return up_submit(o->bucket, &req, h, arg, out);
+}
+
+sc_code origin_head(struct origin *o, const char *bucket, const char *key,
+                    const struct up_identity *as, const struct up_handler *h, void *arg,
+                    up_req **out)
+{
+    struct up_request req = {
+        .method = "HEAD",
+        .bucket = bucket,
+        .key = key,
+        .body_length = -1,
+        .idempotent = true,
         .as = *as,
     };
     return up_submit(o->bucket, &req, h, arg, out);

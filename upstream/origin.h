@@ -36,7 +36,16 @@ sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
  */
 sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key,
                            const struct up_identity *as, uint64_t first, uint64_t last,
-                           const char *etag, const struct up_handler *h, void *arg,
-                           up_req **out);
+                           const char *etag, const struct up_handler *h, void *arg, up_req **out);
+
+/*
+ * @brief Asks for an object's head (HEAD), signed as `as`: after a block's bytes arrived,
+ * whether the object is still of the version they were fetched at.
+ * Callbacks and ownership as for up_submit().
+ * @return SC_OK, SC_ENOMEM, SC_ECANCELED.
+ */
+sc_code origin_head(struct origin *o, const char *bucket, const char *key,
+                    const struct up_identity *as, const struct up_handler *h, void *arg,
+                    up_req **out);
 
 #endif

@@ -25,9 +25,10 @@ char *gw_stats_json(struct sc_stats *s, store *st, const char *policy)
         LOAD(s->authz_denied), "policy", policy);
     if (o == NULL)
         return NULL;
-    json_t *blocks = json_pack("{s:I, s:I, s:I, s:I}", "block_fetches", LOAD(s->block_fetches),
-                               "blocks_stored", LOAD(s->blocks_stored), "blocks",
-                               (json_int_t)ss.blocks, "block_objects", (json_int_t)ss.block_objects);
+    json_t *blocks =
+        json_pack("{s:I, s:I, s:I, s:I}", "block_fetches", LOAD(s->block_fetches), "blocks_stored",
+                  LOAD(s->blocks_stored), "blocks", (json_int_t)ss.blocks, "block_objects",
+                  (json_int_t)ss.block_objects);
     if (blocks == NULL || json_object_update(o, blocks) != 0) {
         json_decref(blocks);
         json_decref(o);

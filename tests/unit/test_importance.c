@@ -284,6 +284,109 @@ static void beats_lru_on_importance_sampled_training(void **state)
     assert_true(imp > lru + 0.1);
 }
 
+/* ---- several entries of one key (the blocks of a block object) ---------------------- */
+
+/* Tells the policy that entry id of (bucket "b", key) entered, as the store does for a block. */
+static void insert_entry(void *st, uint64_t id, const char *key)
+{
+    struct policy_obj obj = {.id = id, .size = OBJ, .bucket = "b", .key = key};
+    assert_int_equal(policy_find("importance")->on_insert(st, &obj), SC_OK);
+}
+
+static void score_key(void *st, const char *key, double s)
+{
+    struct policy_hint h = {.kind = POLICY_HINT_SCORE, .khash = sc_key_hash("b", key), .score = s};
+    assert_int_equal(policy_find("importance")->hint(st, &h), SC_OK);
+}
+
+/* Asserts the next victims are exactly the set want (in any order), removing each. */
+static void victims_are(void *st, const uint64_t *want, size_t n)
+{
+    const struct policy_ops *ops = policy_find("importance");
+    uint64_t seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id;
+        assert_true(ops->pick_victim(st, &id));
+        size_t j = 0;
+        while (j < n && want[j] != id)
+            j++;
+        assert_true(j < n);
+        assert_false(seen & (1ull << j));
+        seen |= 1ull << j;
+        ops->on_remove(st, id);
+    }
+}
+
+/* A score reaches every cached block of the object, not only one of them. */
+static void score_reaches_every_block_of_an_object(void **state)
+{
+    (void)state;
+    const struct policy_ops *ops = policy_find("importance");
+    void *st;
+    assert_int_equal(ops->init(100 * OBJ, &st), SC_OK);
+    insert_entry(st, 10, "x"); /* three blocks of "x" */
+    insert_entry(st, 11, "x");
+    insert_entry(st, 12, "x");
+    insert_entry(st, 20, "y");
+    score_key(st, "y", 1);
+    score_key(st, "x", 5);
+    victims_are(st, (const uint64_t[]){20}, 1);
+    victims_are(st, (const uint64_t[]){10, 11, 12}, 3);
+    uint64_t id;
+    assert_false(ops->pick_victim(st, &id));
+    ops->free(st);
+}
+
+/* A block cached beside scored blocks of its object takes their score. */
+static void new_block_takes_its_objects_score(void **state)
+{
+    (void)state;
+    const struct policy_ops *ops = policy_find("importance");
+    void *st;
+    assert_int_equal(ops->init(100 * OBJ, &st), SC_OK);
+    insert_entry(st, 10, "x");
+    score_key(st, "x", 5);
+    insert_entry(st, 11, "x");
+    insert_entry(st, 20, "y"); /* unscored: -inf, and newer than 11 */
+    score_key(st, "z", 9);     /* an uncached key: a ghost score, nobody's rank moves */
+    victims_are(st, (const uint64_t[]){20}, 1);
+    victims_are(st, (const uint64_t[]){10, 11}, 2);
+    ops->free(st);
+}
+
+/*
+ * Removing the chain's head (the first block cached) leaves the others findable by key,
+ * and the score goes to the ghost table only with the last block: a block cached after
+ * all of the object's blocks left gets it back.
+ */
+static void ghost_score_waits_for_the_last_block(void **state)
+{
+    (void)state;
+    const struct policy_ops *ops = policy_find("importance");
+    void *st;
+    assert_int_equal(ops->init(100 * OBJ, &st), SC_OK);
+    insert_entry(st, 10, "x");
+    insert_entry(st, 11, "x");
+    insert_entry(st, 12, "x");
+    score_key(st, "x", 5);
+    ops->on_remove(st, 10); /* the head */
+    ops->on_remove(st, 12); /* the tail */
+    insert_entry(st, 20, "y");
+    score_key(st, "y", 6);
+    score_key(st, "x", 7); /* must reach block 11 */
+    victims_are(st, (const uint64_t[]){20}, 1);
+    insert_entry(st, 30, "w");
+    score_key(st, "w", 8);
+    victims_are(st, (const uint64_t[]){11}, 1); /* "x" had 7: its ghost score is now 7 */
+    insert_entry(st, 13, "x");
+    insert_entry(st, 40, "v");
+    score_key(st, "v", 6);
+    victims_are(st, (const uint64_t[]){40}, 1); /* 6 < the 7 block 13 took up */
+    victims_are(st, (const uint64_t[]){13}, 1);
+    victims_are(st, (const uint64_t[]){30}, 1);
+    ops->free(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +402,9 @@ int main(void)
         cmocka_unit_test(without_scores_admits_like_lru_with_counts),
         cmocka_unit_test(heap_order_survives_random_updates),
         cmocka_unit_test(beats_lru_on_importance_sampled_training),
+        cmocka_unit_test(score_reaches_every_block_of_an_object),
+        cmocka_unit_test(new_block_takes_its_objects_score),
+        cmocka_unit_test(ghost_score_waits_for_the_last_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
