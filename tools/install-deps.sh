@@ -20,7 +20,7 @@ PKGS=(
     build-essential pkg-config clang clang-format libclang-rt-14-dev
     libmicrohttpd-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev
     libcmocka-dev libssl-dev zlib1g-dev lmdb-utils
-    awscli python3-boto3 python3-pytest python3-torch
+    awscli python3-boto3 python3-pytest python3-torch python3-smart-open
     nginx wrk curl valgrind chromium
     radosgw ceph-mon ceph-osd ceph-common
     docker-compose prometheus python3-yaml systemd
