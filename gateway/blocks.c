@@ -330,6 +330,14 @@ static void keep_ahead(struct gw_req *q, uint32_t idx)
 
 /* ---- the body ------------------------------------------------------------------------ */
 
+/* The object changed at the upstream: its fills are invalidated and its cached copy removed
+ * (waited for: the next request must not find it). */
+static void drop_object(struct gw_req *q)
+{
+    fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
+    store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
+}
+
 /* Copies from a fetch's relay; parks the connection when nothing has arrived yet. */
 static ssize_t read_fetch(struct gw_req *q, char *buf, size_t n)
 {
@@ -339,10 +347,13 @@ static ssize_t read_fetch(struct gw_req *q, char *buf, size_t n)
         return 0; /* the connection is suspended until bytes arrive */
     if (got > 0)
         return got;
+    bool changed = block_fetch_changed(b->fetch);
     sc_warn("block %" PRIu32 " of %s/%s failed during the transfer (%s%s): the response is cut "
             "short",
             b->cur, q->tgt.bucket, q->tgt.key, sc_strerror(block_fetch_outcome(b->fetch)),
-            block_fetch_changed(b->fetch) ? ", the object changed" : "");
+            changed ? ", the object changed" : "");
+    if (changed)
+        drop_object(q); /* before the client learns: its next request fetches afresh */
     return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
@@ -492,8 +503,7 @@ static struct gw_next first_block_failed(struct gw_req *q)
                 "it is fetched afresh",
                 q->tgt.bucket, q->tgt.key, status);
         b->restarted = true;
-        fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
-        store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
+        drop_object(q);
         return GW_NEXT(GW_STEP_MISS);
     }
     sc_warn("first block of %s/%s failed: %s (status %ld)", q->tgt.bucket, q->tgt.key,

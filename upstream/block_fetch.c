@@ -35,6 +35,7 @@ struct block_fetch {
     up_req *check;       /* the HEAD that checks the version once the bytes are in */
     uint64_t got;        /* body bytes received (upstream thread) */
     bool check_same;     /* the HEAD named the same ETag (upstream thread) */
+    bool doomed;         /* the bytes fell short: the HEAD only tells whether it changed */
     bool listed;         /* table lock */
     bool part;           /* a span for one reader (block_fetch_part): never stored */
     atomic_long status;  /* the upstream's, once the head is in */
@@ -273,7 +274,10 @@ static void on_check_done(void *arg, sc_code rc)
 {
     block_fetch *f = arg;
     if (rc == SC_OK && f->check_same) {
-        deliver(f);
+        if (f->doomed)
+            fail(f, SC_EMISMATCH);
+        else
+            deliver(f);
         return;
     }
     if (rc == SC_OK) {
@@ -293,13 +297,22 @@ static const struct up_handler check_handler = {
     .on_done = on_check_done,
 };
 
+/*
+ * The transfer ended. A whole block is checked for its version before it is served; one that
+ * fell short is failed, after the same check when it was answered as the block (an object
+ * rewritten in place under the read is cut short as often as it is mixed), so that its
+ * readers learn whether the object changed.
+ */
 static void on_done(void *arg, sc_code rc)
 {
     block_fetch *f = arg;
-    if (rc != SC_OK || !f->good_head || f->got != f->len) {
-        fail(f, outcome_of(f, rc == SC_OK && f->good_head ? SC_EMISMATCH : rc));
+    bool short_body = f->good_head && (rc == SC_OK || rc == SC_EMISMATCH || rc == SC_EUPSTREAM) &&
+                      f->got != f->len;
+    if (!short_body && (rc != SC_OK || !f->good_head)) {
+        fail(f, outcome_of(f, rc));
         return;
     }
+    f->doomed = short_body;
     sc_code sent =
         origin_head(f->t->ctx->origin, f->bucket, f->key, &f->as, &check_handler, f, &f->check);
     if (sent != SC_OK)
