@@ -216,6 +216,8 @@ static sc_code failure_of(const fill *f, sc_code rc)
 {
     if (f->no_etag && !f->invalidated)
         return SC_EINVAL; /* before canceled: an unread uncacheable fill is canceled */
+    if (f->large && !f->invalidated)
+        return SC_ETOOBIG; /* likewise: a large object's fill stops at its head */
     if (f->invalidated || rc == SC_ECANCELED)
         return SC_ECANCELED;
     if (f->status == 404)

@@ -22,12 +22,14 @@ import concurrent.futures
 import hashlib
 import http.client
 import io
+import json
 import os
 import random
 import subprocess
 import tarfile
 import time
 import urllib.parse
+import urllib.request
 
 import pytest
 
@@ -614,3 +616,42 @@ def test_kill_9_during_parallel_cold_fetch_keeps_stored_blocks(upstream, gateway
     again = _get(gw, key)
     _assert_whole(again, body)
     _assert_x_cache(gw, again.headers, "HIT")
+
+
+# ---- 9. a manifest warms a large object by blocks ---------------------------------------------
+
+
+def test_manifest_warms_a_large_object_by_blocks_then_reads_hit(s3rver, gateway):
+    # A manifest naming a 24 MiB shard: the prefetch finds it large at the fill's head, stops
+    # that fill, and fetches all 24 blocks (1 MiB each), 4 at a time. The trainer's read is then
+    # a HIT of every byte, and the upstream sent the object about once.
+    size = 24 * MiB
+    key, body = _put(s3rver, size, "warm")
+    gw = gateway(s3rver, proxy=True, cache_size="256M",
+                 extra_args=SMALL_BLOCKS + ["--fetch-parallelism", "4"])
+    gw.require_real()
+    req = urllib.request.Request(
+        gw.endpoint + "/_s3cached/manifests", method="POST",
+        data=json.dumps({"bucket": s3rver.bucket, "keys": [key]}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        mid = json.loads(r.read())["id"]
+    deadline = time.monotonic() + 120
+    while True:
+        with urllib.request.urlopen(gw.endpoint + "/_s3cached/manifests/" + mid, timeout=30) as r:
+            prog = json.loads(r.read())
+        if prog["objects_cached"] == 1:
+            break
+        assert prog["objects_failed"] == 0, prog
+        assert time.monotonic() < deadline, "never warmed: %r" % prog
+        time.sleep(0.2)
+    assert prog["bytes_cached"] == size, prog
+    st = gw.stats()
+    assert st["blocks"] == size // BLOCK, st
+    assert st["blocks_stored"] == size // BLOCK, st
+    before = _upstream_bytes_settled(gw.proxy)
+    assert before <= 1.05 * size + 2 * MiB, "the warm-up fetched %d bytes for %d" % (before, size)
+    reply = _get(gw, key)
+    _assert_whole(reply, body)
+    _assert_x_cache(gw, reply.headers, "HIT")
+    assert _upstream_bytes_settled(gw.proxy) - before < 64 * KiB, "a warmed object went upstream"
