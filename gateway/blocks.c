@@ -25,6 +25,10 @@
 #include "req.h"
 #include "respond.h"
 
+/* Block fetches running at once beyond which no reader starts more ahead of itself, in
+ * readers at --fetch-parallelism (16 x 4 x 8 MiB: 512 MiB of blocks in memory by default). */
+#define BLOCKS_AHEAD_READERS 16
+
 /* An answer starting this far into a block nobody has gets its span fetched on its own. */
 #define BLOCKS_DIRECT_MIN (1024 * 1024)
 
@@ -313,6 +317,10 @@ static void keep_ahead(struct gw_req *q, uint32_t idx)
     if (b->next_ahead <= idx)
         b->next_ahead = idx + 1;
     if (b->next_ahead > until)
+        return;
+    /* Fetches ahead hold their blocks in memory until stored: all readers together start no
+     * more of them than BLOCKS_AHEAD_READERS readers at full parallelism would. */
+    if (block_fetches_running(q->g->block_fetches) >= BLOCKS_AHEAD_READERS * p)
         return;
     store_obj *obj = view_of_version(q);
     for (uint32_t j = b->next_ahead; j <= until && b->n_ahead < GW_FETCH_PARALLELISM_MAX; j++) {
