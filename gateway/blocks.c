@@ -25,8 +25,9 @@
 #include "req.h"
 #include "respond.h"
 
-/* Block fetches running at once beyond which no reader starts more ahead of itself, in
- * readers at --fetch-parallelism (16 x 4 x 8 MiB: 512 MiB of blocks in memory by default). */
+/* Block fetches running at once beyond which no reader starts more ahead of itself, counted
+ * in readers at --fetch-parallelism (16 x 4 x 8 MiB: 512 MiB of blocks arriving at once by
+ * default; blocks already in wait for slow readers besides, up to fetch-parallelism each). */
 #define BLOCKS_AHEAD_READERS 16
 
 /* An answer starting this far into a block nobody has gets its span fetched on its own. */
@@ -53,6 +54,7 @@ struct gw_blocks {
     bool from_cache; /* the metadata was cached: a HEAD or a bodiless answer is a hit */
     bool stale;      /* served although its revalidation failed */
     bool asked;      /* its size was asked with a HEAD (once per request) */
+    uint64_t epoch;  /* where writes to it stood when the HEAD was sent (fill.h) */
     bool restarted;  /* it changed under this request once: fetched afresh */
     /* the answer */
     bool answered;
@@ -181,7 +183,9 @@ sc_code gw_blocks_take_head(struct gw_req *q, const struct http_header *headers,
 
 bool gw_blocks_is_large(const struct gw_req *q, uint64_t size)
 {
-    return size > q->g->cfg->block_size && size <= q->g->cfg->max_object_size;
+    uint32_t bs = q->g->cfg->block_size;
+    return size > bs && size <= q->g->cfg->max_object_size &&
+           size / bs < STORE_BLOCKS_MAX; /* a size no store could hold in blocks is a lie */
 }
 
 /* ---- the blocks' sources ------------------------------------------------------------- */
@@ -267,6 +271,11 @@ static sc_code open_source(struct gw_req *q, uint32_t idx, uint64_t in)
     if (f != NULL) {
         b->fetch = f;
         relay_attach(block_fetch_relay(f), &b->cursor, in);
+        /* An answer that ends inside this block waits for the block's version check before its
+         * last byte, as one that ends with the block does (block_fetch.h). */
+        uint64_t end = b->a.start + b->a.len - (uint64_t)idx * b->block_size;
+        if (end < block_len(b, idx))
+            relay_hold_from(block_fetch_relay(f), &b->cursor, end - 1);
     }
     b->cur = idx;
     b->have = true;
@@ -318,8 +327,10 @@ static void keep_ahead(struct gw_req *q, uint32_t idx)
         b->next_ahead = idx + 1;
     if (b->next_ahead > until)
         return;
-    /* Fetches ahead hold their blocks in memory until stored: all readers together start no
-     * more of them than BLOCKS_AHEAD_READERS readers at full parallelism would. */
+    /* Fetches hold their blocks in memory until stored, and a reader keeps those it started
+     * ahead until it gets there (at most fetch-parallelism blocks a connection): all readers
+     * together start no more fetches ahead than BLOCKS_AHEAD_READERS readers at full
+     * parallelism would. */
     if (block_fetches_running(q->g->block_fetches) >= BLOCKS_AHEAD_READERS * p)
         return;
     store_obj *obj = view_of_version(q);
@@ -556,6 +567,7 @@ bool gw_blocks_ask_size(struct gw_req *q, struct gw_next *next)
     if (b == NULL || b->asked)
         return false;
     b->asked = true;
+    b->epoch = fill_write_epoch(q->g->fills, q->tgt.bucket, q->tgt.key);
     gw_ask_head(q, &q->ask, NULL, true);
     *next = GW_WAIT(GW_STEP_BLOCK_META);
     return true;
@@ -574,7 +586,8 @@ struct gw_next gw_blocks_meta_answer(struct gw_req *q)
     sc_code rc = large ? gw_blocks_take_meta(q, &m) : SC_EINVAL;
     if (rc == SC_OK)
         (void)fill_put_meta(q->g->fills, q->tgt.bucket, q->tgt.key, a->etag, a->hdrs, a->hdrs_len,
-                            m.size); /* a write in flight: read by blocks, not recorded */
+                            m.size,
+                            q->blocks->epoch); /* a write in flight: read by blocks, not recorded */
     gw_ask_release(a);
     return GW_NEXT(rc == SC_OK ? GW_STEP_BLOCKS : GW_STEP_MISS);
 }

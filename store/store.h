@@ -221,19 +221,22 @@ sc_code store_put_meta(store *st, const char *bucket, const char *key, const cha
 
 /*
  * @brief Queues block idx of the block object (bucket, key) at version etag (the ETag
- * header's value, quotes included). data (len bytes) must stay valid and unchanged until
- * done is called. Stored only if, when the writer applies it, the record under (bucket, key)
- * is a block object with that ETag and len is the length of its block idx; an already
+ * header's value, quotes included), cut in blocks of block_size bytes. data (len bytes) must
+ * stay valid and unchanged until done is called. Stored only if, when the writer applies it,
+ * the record under (bucket, key) is a block object with that ETag and block size (blocks of
+ * another layout have the same index and length but other bytes) and len is the length of
+ * its block idx; an already
  * cached block is kept. The policy admits it and victims are evicted for it as for a put.
  * @return SC_OK (queued), SC_EINVAL (bad names or arguments), SC_ECANCELED, SC_ENOMEM.
  *         On error done is not called.
  * @note Outcomes through done: SC_OK (stored, or was already), SC_ECANCELED (no such
- *       record: removed, replaced or of another ETag), SC_EMISMATCH (wrong length),
+ *       record: removed, replaced, of another ETag or block size), SC_EMISMATCH (wrong
+ *       length),
  *       SC_EFULL, SC_ENOMEM, SC_EIO.
  */
 sc_code store_put_block(store *st, const char *bucket, const char *key, const char *etag,
-                        uint32_t idx, const void *data, uint32_t len, store_done_fn done,
-                        void *arg);
+                        uint32_t block_size, uint32_t idx, const void *data, uint32_t len,
+                        store_done_fn done, void *arg);
 
 /*
  * @brief Removes the cached copy of (bucket, key) if any, and waits until the

@@ -130,7 +130,8 @@ sc_code store_put_meta(store *st, const char *bucket, const char *key, const cha
 }
 
 sc_code store_put_block(store *st, const char *bucket, const char *key, const char *etag,
-                        uint32_t idx, const void *data, uint32_t len, store_done_fn done, void *arg)
+                        uint32_t block_size, uint32_t idx, const void *data, uint32_t len,
+                        store_done_fn done, void *arg)
 {
     struct st_job *job = NULL;
     sc_code rc = st_check_names(bucket, key);
@@ -143,6 +144,7 @@ sc_code store_put_block(store *st, const char *bucket, const char *key, const ch
     if (rc != SC_OK)
         return rc;
     job->idx = idx;
+    job->block_size = block_size;
     job->body = data;
     job->size = len;
     job->done = done;

@@ -67,7 +67,8 @@ struct st_job {
     size_t hdrs_len;
     const void *body;
     uint64_t size;
-    uint32_t idx; /* _BLOCK, _DROP_BLOCK: the block's index */
+    uint32_t idx;        /* _BLOCK, _DROP_BLOCK: the block's index */
+    uint32_t block_size; /* _BLOCK: the block size the block was cut with */
     int64_t stored_at;
     store_done_fn done;
     void *arg;

@@ -761,7 +761,7 @@ static sc_code check_block_job(struct st_wtxn *w, struct st_job *job, uint64_t *
     struct st_record r;
     sc_code rc = get_record(w, job->mkey, &r);
     if (rc == SC_ENOTFOUND || rc == SC_ECORRUPT ||
-        (rc == SC_OK && !st_record_etag_is(&r, job->etag)))
+        (rc == SC_OK && (!st_record_etag_is(&r, job->etag) || r.block_size != job->block_size)))
         job->result = SC_ECANCELED;
     else if (rc == SC_OK &&
              (job->idx >= r.n_blocks || job->size != st_chunk_len(r.size, r.block_size, job->idx)))

@@ -36,8 +36,11 @@ struct block_fetch {
     uint64_t got;        /* body bytes received (upstream thread) */
     bool check_same;     /* the HEAD named the same ETag (upstream thread) */
     bool doomed;         /* the bytes fell short: the HEAD only tells whether it changed */
+    bool check_changed;  /* the HEAD said the object is gone or of another ETag */
+    long check_status;   /* the HEAD's status */
     bool listed;         /* table lock */
     bool part;           /* a span for one reader (block_fetch_part): never stored */
+    bool canceled;       /* a cancel was sent for an answer that is not the block (table lock) */
     atomic_long status;  /* the upstream's, once the head is in */
     atomic_int outcome;  /* sc_code: SC_OK until it failed */
     atomic_bool changed; /* the object is no longer this version */
@@ -189,8 +192,17 @@ static void on_head(void *arg, const struct http_head *head)
 static bool on_body(void *arg, const char *p, size_t n)
 {
     block_fetch *f = arg;
-    if (!f->good_head)
-        return true; /* dropped: the relay fails at the end */
+    if (!f->good_head) {
+        /* Not the block: nothing of it is wanted (an upstream that ignores Range would send
+         * the whole object). */
+        pthread_mutex_lock(&f->t->mu);
+        up_req *req = f->canceled ? NULL : f->req;
+        f->canceled = f->canceled || req != NULL;
+        pthread_mutex_unlock(&f->t->mu);
+        if (req != NULL)
+            up_req_cancel(req);
+        return true;
+    }
     if (!relay_push(f->relay, p, n))
         return false;
     f->got += n;
@@ -247,8 +259,8 @@ static void deliver(block_fetch *f)
         return;
     }
     const struct block_ctx *ctx = f->t->ctx;
-    if (store_put_block(ctx->st, f->bucket, f->key, f->etag, f->idx, body, f->len, on_stored, f) !=
-        SC_OK)
+    if (store_put_block(ctx->st, f->bucket, f->key, f->etag, f->block_size, f->idx, body, f->len,
+                        on_stored, f) != SC_OK)
         on_stored(f, SC_EFULL);
 }
 
@@ -257,6 +269,10 @@ static void on_check_head(void *arg, const struct http_head *head)
     block_fetch *f = arg;
     const char *etag = http_header_get(head->headers, head->n_headers, "ETag");
     f->check_same = head->status == 200 && etag != NULL && strcmp(etag, f->etag) == 0;
+    /* Changed: gone, or there with another ETag. Any other answer (503 SlowDown after its
+     * retries, a 5xx, a 403) says nothing about the version: the block fails, the copy stays. */
+    f->check_status = head->status;
+    f->check_changed = head->status == 404 || (head->status == 200 && !f->check_same);
 }
 
 static bool on_check_body(void *arg, const char *p, size_t n)
@@ -280,14 +296,20 @@ static void on_check_done(void *arg, sc_code rc)
             deliver(f);
         return;
     }
-    if (rc == SC_OK) {
+    if (rc == SC_OK && f->check_changed) {
         atomic_store(&f->changed, true);
         sc_warn("block %" PRIu32 " of %s/%s does not match its ETag %s: the object changed "
                 "while it was fetched; not served, its cached blocks dropped",
                 f->idx, f->bucket, f->key, f->etag);
         store_remove_queued(f->t->ctx->st, f->bucket, f->key);
+        fail(f, SC_EMISMATCH);
+        return;
     }
-    fail(f, rc == SC_OK ? SC_EMISMATCH : rc);
+    if (rc == SC_OK)
+        sc_warn("block %" PRIu32 " of %s/%s: its version check was not answered (status %ld): "
+                "not served",
+                f->idx, f->bucket, f->key, f->check_status);
+    fail(f, rc == SC_OK ? SC_EUPSTREAM : rc);
 }
 
 static const struct up_handler check_handler = {
@@ -331,7 +353,8 @@ static const struct up_handler block_handler = {
 static block_fetch *find(block_table *t, const struct block_ref *b)
 {
     for (block_fetch *f = t->slots[slot_of(b->bucket, b->key, b->idx)]; f; f = f->next)
-        if (f->idx == b->idx && strcmp(f->key, b->key) == 0 && strcmp(f->bucket, b->bucket) == 0 &&
+        if (f->idx == b->idx && f->block_size == b->block_size && f->size == b->size && !f->part &&
+            strcmp(f->key, b->key) == 0 && strcmp(f->bucket, b->bucket) == 0 &&
             strcmp(f->etag, b->etag) == 0)
             return f;
     return NULL;
@@ -557,17 +580,11 @@ static void mark_missing(block_table *t, struct object_job *j)
     store_obj_close(obj);
 }
 
-static void job_step(struct object_job *j);
+static void job_step(struct object_job *j, bool completion, sc_code rc);
 
 static void on_object_block(void *arg, sc_code rc)
 {
-    struct object_job *j = arg;
-    pthread_mutex_lock(&j->mu);
-    j->in_flight--;
-    if (rc != SC_OK && j->rc == SC_OK)
-        j->rc = rc;
-    pthread_mutex_unlock(&j->mu);
-    job_step(j);
+    job_step(arg, true, rc);
 }
 
 /* The next block to fetch, or false when none is left (job locked). */
@@ -584,13 +601,20 @@ static bool next_todo(struct object_job *j, uint32_t *idx)
 }
 
 /*
- * Keeps `parallelism` blocks in flight until none is left, then reports. A block that ends
- * while this runs (at once, when it was being fetched already) only sets `again`: the
- * running call goes on, so the stack never grows with the number of blocks.
+ * Keeps `parallelism` blocks in flight until none is left, then reports. A completion (a
+ * block ended with rc) is counted in the same locked section that decides whether the job is
+ * over, so only the call that sees it over touches the job afterwards. A block that ends while
+ * another call steps (at once, when it was being fetched already) only sets `again`: that call
+ * goes on, so the stack never grows with the number of blocks.
  */
-static void job_step(struct object_job *j)
+static void job_step(struct object_job *j, bool completion, sc_code rc)
 {
     pthread_mutex_lock(&j->mu);
+    if (completion) {
+        j->in_flight--;
+        if (rc != SC_OK && j->rc == SC_OK)
+            j->rc = rc;
+    }
     if (j->stepping) {
         j->again = true;
         pthread_mutex_unlock(&j->mu);
@@ -607,11 +631,11 @@ static void job_step(struct object_job *j)
             pthread_mutex_unlock(&j->mu);
             struct block_ref b = j->ref;
             b.idx = idx;
-            sc_code rc = block_fetch_prefetch(j->t, &b, &j->as, on_object_block, j);
+            sc_code sent = block_fetch_prefetch(j->t, &b, &j->as, on_object_block, j);
             pthread_mutex_lock(&j->mu);
-            if (rc != SC_OK) {
+            if (sent != SC_OK) {
                 j->in_flight--;
-                j->rc = rc;
+                j->rc = sent;
             }
         }
     } while (j->again);
@@ -647,6 +671,6 @@ sc_code block_fetch_object(block_table *t, const struct block_ref *b, const stru
         return SC_ENOMEM;
     }
     mark_missing(t, j);
-    job_step(j);
+    job_step(j, false, SC_OK);
     return SC_OK;
 }

@@ -78,7 +78,8 @@ struct fill_table {
     const struct fill_ctx *ctx;
     pthread_mutex_t mu;
     fill *slots[N_SLOTS];
-    struct fill_write *writes; /* table lock */
+    uint64_t write_epochs[N_SLOTS]; /* bumped when a write to a key of the slot begins */
+    struct fill_write *writes;      /* table lock */
 };
 
 sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
@@ -255,7 +256,8 @@ static void abandon_if_unread(fill *f)
  * gw_blocks_is_large() says the same). */
 static bool is_large(const struct fill_ctx *ctx, uint64_t size)
 {
-    return size > ctx->block_size && size <= ctx->max_object_size;
+    return size > ctx->block_size && size <= ctx->max_object_size &&
+           size / ctx->block_size < STORE_BLOCKS_MAX;
 }
 
 /* Whether a write to (bucket, key), or to the whole bucket, is in flight (table locked). */
@@ -270,11 +272,21 @@ static sc_code put_meta_locked(fill_table *t, const char *bucket, const char *ke
     return store_put_meta(t->ctx->st, bucket, key, etag, hdrs, hdrs_len, size, NULL, NULL);
 }
 
-sc_code fill_put_meta(fill_table *t, const char *bucket, const char *key, const char *etag,
-                      const char *hdrs, size_t hdrs_len, uint64_t size)
+uint64_t fill_write_epoch(fill_table *t, const char *bucket, const char *key)
 {
     pthread_mutex_lock(&t->mu);
-    sc_code rc = put_meta_locked(t, bucket, key, etag, hdrs, hdrs_len, size);
+    uint64_t epoch = t->write_epochs[slot_of(bucket, key)];
+    pthread_mutex_unlock(&t->mu);
+    return epoch;
+}
+
+sc_code fill_put_meta(fill_table *t, const char *bucket, const char *key, const char *etag,
+                      const char *hdrs, size_t hdrs_len, uint64_t size, uint64_t epoch)
+{
+    pthread_mutex_lock(&t->mu);
+    sc_code rc = t->write_epochs[slot_of(bucket, key)] != epoch
+                     ? SC_ECANCELED
+                     : put_meta_locked(t, bucket, key, etag, hdrs, hdrs_len, size);
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
@@ -674,6 +686,18 @@ static void free_writes(struct fill_write *w)
     }
 }
 
+/* A write to (bucket, key), or to keys of bucket named in its body (key NULL), begins: the
+ * epochs of what it may touch move (table locked). */
+static void bump_epochs(fill_table *t, const char *bucket, const char *key)
+{
+    if (key != NULL) {
+        t->write_epochs[slot_of(bucket, key)]++;
+        return;
+    }
+    for (unsigned s = 0; s < N_SLOTS; s++)
+        t->write_epochs[s]++;
+}
+
 sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
 {
     struct fill_write *fresh = write_new(bucket, key); /* allocated unlocked; may go unused */
@@ -686,6 +710,7 @@ sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
         fresh = NULL;
     }
     (*pp)->count++;
+    bump_epochs(t, bucket, key);
     invalidate_scope(t, bucket, key);
     pthread_mutex_unlock(&t->mu);
     write_free(fresh);

@@ -87,13 +87,21 @@ struct fill_result {
 };
 
 /*
- * @brief Records the metadata of a large object learned elsewhere (a HEAD), unless a write to
- * it is in flight (store_put_meta: hdrs copied, etag must be the one in hdrs).
- * @return SC_OK (queued), SC_ECANCELED (a write is in flight: not recorded), or the store's
- *         refusal.
+ * @brief Where writes to (bucket, key) stand: a number that changes whenever one begins
+ * (fill_write_begin(), also for a whole bucket). Read it before asking the upstream about an
+ * object, and hand it to fill_put_meta() with the answer.
+ */
+uint64_t fill_write_epoch(fill_table *t, const char *bucket, const char *key);
+
+/*
+ * @brief Records the metadata of a large object learned elsewhere (a HEAD sent at write
+ * epoch `epoch`), unless a write to it is in flight or began since (the answer may describe
+ * what the write replaced): store_put_meta, hdrs copied, etag the one in hdrs.
+ * @return SC_OK (queued), SC_ECANCELED (a write is in flight or began since: not recorded),
+ *         or the store's refusal.
  */
 sc_code fill_put_meta(fill_table *t, const char *bucket, const char *key, const char *etag,
-                      const char *hdrs, size_t hdrs_len, uint64_t size);
+                      const char *hdrs, size_t hdrs_len, uint64_t size, uint64_t epoch);
 
 typedef void (*fill_watch_fn)(void *arg, const struct fill_result *r);
 

@@ -288,3 +288,25 @@ def test_kill_9_during_fill_never_serves_partial_object(faulty_upstream, gateway
         assert r.body == body2, "wrong bytes after kill -9 %.2f s after the fill (X-Cache %s)" % (
             delay, r.headers.get("x-cache"))
         assert gw.stats()["corrupt_chunks"] == 0
+
+
+def test_fake_throttled_version_check_of_a_block_fails_it_but_keeps_the_cached_object(
+        faulty_upstream, gateway):
+    # Each block of a large object is checked with a HEAD after its last byte. A HEAD the
+    # upstream throttles (503 SlowDown, retries spent) says nothing about the version: the
+    # blocks are not served, but the object is not taken as changed either. (It was: every
+    # cached block of it was dropped, the reviewer of issue 11 found.)
+    fake = faulty_upstream
+    key = "large/throttled-check"
+    body = s3util.data(3 * MiB, seed=key)
+    fake.put(key, body, faults.head_unavailable())
+    gw = _start(gateway, fake, "--block-size", "1M", "--upstream-retries", "0")
+    r = rawhttp.get(gw.endpoint, _path(gw, key), timeout=60)
+    assert r.status == 200 and not r.complete, (r.status, r.error, len(r.body))
+    assert r.body == body[:len(r.body)], "bytes before the cut are the object's"
+    with open(os.path.join(gw.workdir, "stderr.%d.log" % gw.runs), errors="replace") as f:
+        log = f.read()
+    assert "version check was not answered" in log, log[-2000:]
+    assert "does not match its ETag" not in log, log[-2000:]
+    st = gw.stats()
+    assert st["block_objects"] == 1 and st["blocks"] == 0, st

@@ -177,7 +177,7 @@ static sc_code block_sync(store *st, const char *key, const char *etag, uint32_t
                           const unsigned char *body, uint64_t size)
 {
     struct outcome o = {0};
-    sc_code rc = store_put_block(st, "bkt", key, etag, idx, body + (uint64_t)idx * BS,
+    sc_code rc = store_put_block(st, "bkt", key, etag, BS, idx, body + (uint64_t)idx * BS,
                                  block_len(size, idx), record_outcome, &o);
     if (rc != SC_OK)
         return rc;
@@ -285,14 +285,28 @@ static void wrong_etag_or_length_is_refused(void **state)
     assert_int_equal(meta_sync(f->st, "k", ETAG, size), SC_OK);
     assert_int_equal(block_sync(f->st, "k", ETAG2, 0, body, size), SC_ECANCELED);
     struct outcome o = {0};
-    assert_int_equal(store_put_block(f->st, "bkt", "k", ETAG, 0, body, BS - 1, record_outcome, &o),
-                     SC_OK);
-    assert_int_equal(store_put_block(f->st, "bkt", "k", ETAG, 3, body, 100, record_outcome, &o),
+    assert_int_equal(
+        store_put_block(f->st, "bkt", "k", ETAG, BS, 0, body, BS - 1, record_outcome, &o), SC_OK);
+    assert_int_equal(store_put_block(f->st, "bkt", "k", ETAG, BS, 3, body, 100, record_outcome, &o),
                      SC_OK); /* past the last block */
     store_flush(f->st);
     assert_int_equal(o.calls, 2);
     assert_int_equal(o.rc, SC_EMISMATCH);
     assert_int_equal(stats_of(f->st).blocks, 0);
+    /* A block cut with another block size (a fetch that began before --block-size changed):
+     * in an object of 3 BS, block 1 of 2 BS blocks is bytes [2 BS, 3 BS), as long as this
+     * record's block 1, bytes [BS, 2 BS), but other bytes: refused. */
+    unsigned char *three = make_body(3 * BS, 5);
+    assert_int_equal(meta_sync(f->st, "k3", ETAG, 3 * BS), SC_OK);
+    struct outcome other = {0};
+    assert_int_equal(store_put_block(f->st, "bkt", "k3", ETAG, 2 * BS, 1, three + 2 * BS, BS,
+                                     record_outcome, &other),
+                     SC_OK);
+    store_flush(f->st);
+    assert_int_equal(other.calls, 1);
+    assert_int_equal(other.rc, SC_ECANCELED);
+    assert_int_equal(stats_of(f->st).blocks, 0);
+    free(three);
     /* The same block twice: the second is a no-op. */
     assert_int_equal(block_sync(f->st, "k", ETAG, 2, body, size), SC_OK);
     assert_int_equal(block_sync(f->st, "k", ETAG, 2, body, size), SC_OK);
@@ -310,9 +324,12 @@ static void wrong_etag_or_length_is_refused(void **state)
     assert_int_equal(
         store_put_meta(f->st, "bkt", "k", ETAG, "x", STORE_HDRS_MAX + 1, size, NULL, NULL),
         SC_ETOOBIG);
-    assert_int_equal(store_put_block(f->st, "bkt", "k", ETAG, 0, body, 0, NULL, NULL), SC_EINVAL);
-    assert_int_equal(store_put_block(f->st, "bkt", "k", ETAG, 0, NULL, 10, NULL, NULL), SC_EINVAL);
-    assert_int_equal(store_put_block(f->st, "bkt", NULL, ETAG, 0, body, 10, NULL, NULL), SC_EINVAL);
+    assert_int_equal(store_put_block(f->st, "bkt", "k", ETAG, BS, 0, body, 0, NULL, NULL),
+                     SC_EINVAL);
+    assert_int_equal(store_put_block(f->st, "bkt", "k", ETAG, BS, 0, NULL, 10, NULL, NULL),
+                     SC_EINVAL);
+    assert_int_equal(store_put_block(f->st, "bkt", NULL, ETAG, BS, 0, body, 10, NULL, NULL),
+                     SC_EINVAL);
     free(body);
 }
 

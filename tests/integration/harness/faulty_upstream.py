@@ -119,6 +119,12 @@ def slowdown(times):
     return Fault("slowdown", times=times)
 
 
+def head_unavailable():
+    """Every HEAD is answered 503 SlowDown; GETs are served normally, a Range (bytes=a-b) with
+    its 206, as S3 does. A throttled upstream asked whether an object changed."""
+    return Fault("head_unavailable")
+
+
 def reset():
     """Reads the request, then resets the connection (RST) before sending any byte."""
     return Fault("reset")
@@ -358,8 +364,10 @@ class FaultyUpstream:
         if fault.kind == "reset":
             self._reset(conn)
             raise _Closed()
-        if slowed:
+        if slowed or (fault.kind == "head_unavailable" and method == "HEAD"):
             return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
+        if fault.kind == "head_unavailable" and "range" in headers:
+            return self._send_range(conn, key, obj, headers["range"])
         wants_checksum = headers.get("x-amz-checksum-mode", "").upper() == "ENABLED"
         if fault.kind == "range_lie":
             fault = self._range_lie_answer(fault, obj, "range" in headers)
@@ -467,6 +475,19 @@ class FaultyUpstream:
                 self._send_body(conn, key, body[i:i + fault.chunk])
             return True
         self._send_body(conn, key, body)
+        return True
+
+    def _send_range(self, conn, key, obj, value):
+        """A 206 of bytes=first-last (the only form the gateway sends upstream)."""
+        first, last = (int(x) for x in value.split("=", 1)[1].split("-"))
+        last = min(last, len(obj.body) - 1)
+        part = obj.body[first:last + 1]
+        conn.sendall(self._head_bytes(206, "Partial Content", [
+            ("Content-Type", "application/octet-stream"), ("Content-Length", str(len(part))),
+            ("Content-Range", "bytes %d-%d/%d" % (first, last, len(obj.body))),
+            ("ETag", '"%s"' % obj.md5), ("Last-Modified", LAST_MODIFIED),
+            ("x-amz-request-id", "FAKE")]))
+        self._send_body(conn, key, part)
         return True
 
     def _send_body(self, conn, key, data):
