@@ -30,8 +30,9 @@
  * default; blocks already in wait for slow readers besides, up to fetch-parallelism each). */
 #define BLOCKS_AHEAD_READERS 16
 
-/* An answer starting this far into a block nobody has gets its span fetched on its own. */
-#define BLOCKS_DIRECT_MIN (1024 * 1024)
+/* An answer needing at most 1/BLOCKS_PART_SHARE of a block nobody has fetches its span of it
+ * on its own (source_from_part). */
+#define BLOCKS_PART_SHARE 4
 
 /* Answers over more blocks than this judge X-Cache by the store alone. */
 #define JUDGE_BLOCKS_MAX 1024
@@ -69,6 +70,7 @@ struct gw_blocks {
     const unsigned char *data;
     uint32_t data_len;
     block_fetch *fetch; /* ... or from its fetch */
+    bool part;          /* that fetch is the reader's own span of the block (source_from_part) */
     struct relay_cursor cursor;
     /* fetches started ahead of the reader */
     struct ahead ahead[GW_FETCH_PARALLELISM_MAX];
@@ -91,6 +93,7 @@ static void release_source(struct gw_req *q)
         block_fetch_leave(b->fetch);
         b->fetch = NULL;
     }
+    b->part = false;
     b->have = false;
 }
 
@@ -256,6 +259,19 @@ static bool source_from_store(struct gw_req *q, uint32_t idx)
     return true;
 }
 
+/* Reads block idx from the block's fetch f (a reader's reference, taken over) from offset in. */
+static void read_fetch_of_block(struct gw_req *q, block_fetch *f, uint32_t idx, uint64_t in)
+{
+    struct gw_blocks *b = q->blocks;
+    b->fetch = f;
+    relay_attach(block_fetch_relay(f), &b->cursor, in);
+    /* An answer that ends inside this block waits for the block's version check before its
+     * last byte, as one that ends with the block does (block_fetch.h). */
+    uint64_t end = b->a.start + b->a.len - (uint64_t)idx * b->block_size;
+    if (end < block_len(b, idx))
+        relay_hold_from(block_fetch_relay(f), &b->cursor, end - 1);
+}
+
 /* Makes block idx the one being sent, its first byte to send at offset `in` of it. */
 static sc_code open_source(struct gw_req *q, uint32_t idx, uint64_t in)
 {
@@ -268,39 +284,35 @@ static sc_code open_source(struct gw_req *q, uint32_t idx, uint64_t in)
         if (rc != SC_OK)
             return rc;
     }
-    if (f != NULL) {
-        b->fetch = f;
-        relay_attach(block_fetch_relay(f), &b->cursor, in);
-        /* An answer that ends inside this block waits for the block's version check before its
-         * last byte, as one that ends with the block does (block_fetch.h). */
-        uint64_t end = b->a.start + b->a.len - (uint64_t)idx * b->block_size;
-        if (end < block_len(b, idx))
-            relay_hold_from(block_fetch_relay(f), &b->cursor, end - 1);
-    }
+    if (f != NULL)
+        read_fetch_of_block(q, f, idx, in);
     b->cur = idx;
     b->have = true;
     return SC_OK;
 }
 
 /*
- * The answer's first block, when the answer starts deep into it and nobody has it: its
- * span the answer needs is fetched for this reader alone, so the first byte does not wait
- * for the block's front, and the whole block is fetched beside it for the cache.
+ * The answer's first block, when the answer needs only a small piece of it (at most
+ * BLOCKS_PART_SHARE of it) and nobody has it: that span is fetched for this reader alone, so
+ * its bytes wait neither for the block's front nor for the block's version check, and the
+ * whole block is fetched beside it for the cache (a small range costs its span and one block
+ * upstream). An answer that needs most of the block waits for the block.
  */
 static bool source_from_part(struct gw_req *q, uint32_t idx, uint64_t in)
 {
     struct gw_blocks *b = q->blocks;
     struct block_ref ref = ref_of(q, idx);
-    if (in < BLOCKS_DIRECT_MIN || block_fetch_arrived(q->g->block_fetches, &ref))
+    uint64_t to = b->a.start + b->a.len - (uint64_t)idx * b->block_size;
+    if (to > block_len(b, idx))
+        to = block_len(b, idx);
+    if ((to - in) * BLOCKS_PART_SHARE > block_len(b, idx) ||
+        block_fetch_arrived(q->g->block_fetches, &ref))
         return false;
     store_obj *obj = view_of_version(q);
     bool cached = obj != NULL && store_obj_blocks_cached(obj, idx, idx) == 1;
     store_obj_close(obj);
     if (cached)
         return false;
-    uint64_t to = in + (b->a.start + b->a.len - ((uint64_t)idx * b->block_size + in));
-    if (to > block_len(b, idx))
-        to = block_len(b, idx);
     block_fetch *f = NULL;
     if (block_fetch_part(q->g->block_fetches, &ref, (uint32_t)in, (uint32_t)to, &q->as, &f) !=
         SC_OK)
@@ -308,6 +320,7 @@ static bool source_from_part(struct gw_req *q, uint32_t idx, uint64_t in)
     (void)block_fetch_prefetch(q->g->block_fetches, &ref, &q->as, NULL, NULL);
     release_source(q);
     b->fetch = f;
+    b->part = true;
     relay_attach(block_fetch_relay(f), &b->cursor, 0);
     b->cur = idx;
     b->have = true;
@@ -534,6 +547,29 @@ static struct gw_next first_block_failed(struct gw_req *q)
     return GW_SENT(gw_respond_known_error(q, e, NULL));
 }
 
+/*
+ * The reader's own span of its first block was not answered as asked (s3rver answers
+ * "bytes=0-0" with the whole object): the answer waits for the shared fetch of the block.
+ */
+static struct gw_next part_failed(struct gw_req *q)
+{
+    struct gw_blocks *b = q->blocks;
+    uint32_t idx = b->cur;
+    sc_warn("the span of block %" PRIu32 " of %s/%s was not answered as asked: reading the "
+            "block",
+            idx, q->tgt.bucket, q->tgt.key);
+    uint64_t in = b->a.start - (uint64_t)idx * b->block_size;
+    struct block_ref ref = ref_of(q, idx);
+    block_fetch *f = NULL;
+    release_source(q);
+    if (block_fetch_join(q->g->block_fetches, &ref, &q->as, &f, NULL) != SC_OK)
+        return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL));
+    read_fetch_of_block(q, f, idx, in);
+    b->cur = idx;
+    b->have = true;
+    return GW_NEXT(GW_STEP_BLOCKS);
+}
+
 struct gw_next gw_blocks_serve(struct gw_req *q)
 {
     struct gw_blocks *b = q->blocks;
@@ -546,6 +582,8 @@ struct gw_next gw_blocks_serve(struct gw_req *q)
         const struct relay_head *h = relay_head(block_fetch_relay(b->fetch), &q->waiter, &failed);
         if (h == NULL && !failed)
             return GW_WAIT(GW_STEP_BLOCKS); /* resumed when the head arrives */
+        if (h == NULL && b->part && !block_fetch_changed(b->fetch))
+            return part_failed(q); /* the block itself may be served well */
         if (h == NULL)
             return first_block_failed(q);
     }

@@ -320,21 +320,23 @@ static const struct up_handler check_handler = {
 };
 
 /*
- * The transfer ended. A whole block is checked for its version before it is served; one that
- * fell short is failed, after the same check when it was answered as the block (an object
- * rewritten in place under the read is cut short as often as it is mixed), so that its
- * readers learn whether the object changed.
+ * The transfer ended. A whole block is checked for its version before it is served. One that
+ * fell short, or an answer that was not the block (another range, another length), fails, but
+ * after the same check, so that its readers learn whether the object changed: an upstream that
+ * rewrites objects in place cuts, stretches or mixes a read it overlaps.
  */
 static void on_done(void *arg, sc_code rc)
 {
     block_fetch *f = arg;
-    bool short_body = f->good_head && (rc == SC_OK || rc == SC_EMISMATCH || rc == SC_EUPSTREAM) &&
-                      f->got != f->len;
-    if (!short_body && (rc != SC_OK || !f->good_head)) {
+    long status = atomic_load(&f->status);
+    bool whole = f->good_head && rc == SC_OK && f->got == f->len;
+    bool suspect = !whole && !atomic_load(&f->changed) &&
+                   (f->good_head ? f->got != f->len : status == 200 || status == 206);
+    if (!whole && !suspect) {
         fail(f, outcome_of(f, rc));
         return;
     }
-    f->doomed = short_body;
+    f->doomed = suspect;
     sc_code sent =
         origin_head(f->t->ctx->origin, f->bucket, f->key, &f->as, &check_handler, f, &f->check);
     if (sent != SC_OK)
