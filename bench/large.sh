@@ -84,7 +84,7 @@ C_KEY() { printf '%s/large-c/%08d.bin' "$CLOUD_BUCKET" "$1"; }
 mib() { awk -v b="$1" 'BEGIN {printf "%g", b / 1048576}'; }
 cat <<EOF
 == bench/large.sh: large objects, the gateway against direct and nginx proxy_cache + slice
-   cloud: ${CLOUD_DELAY_MS} ms each way, $CLOUD_RATE each way; $RUNS run(s) per part, paths in alternating order, new caches each run
+   cloud: ${CLOUD_DELAY_MS} ms each way, $CLOUD_RATE each way${CLOUD_CONN_RATE:+, $CLOUD_CONN_RATE/s per connection}; $RUNS run(s) per part, paths in alternating order, new caches each run
    gateway: --threads $THREADS ${GW_ARGS[*]:-}; nginx: $THREADS worker(s), slice $(mib "$RANGE") MiB
    (a) $(mib "$SHARD") MiB shard, ${READERS[*]} concurrent sequential reader(s) (curl), gateway cache $(mib "$A_CACHE") MiB
    (b) $B_REQUESTS random $(mib "$RANGE") MiB ranges (offsets multiple of $B_ALIGN, seed $SEED) of a $(mib "$OBJ") MiB object, $B_CLIENTS in flight, cache $(mib "$CACHE") MiB

@@ -19,6 +19,8 @@
 #   CLOUD_RATE [2gbit]      tbf rate, each direction (tc units: 2gbit, 500mbit, ...)
 #   CLOUD_WINDOW [4M]       bytes the relay holds per direction of one connection: one
 #                           connection moves at most this per delay (a TCP window)
+#   CLOUD_CONN_RATE [none]  bytes a second one connection moves each way (K/M/G), as S3's
+#                           per-connection throughput (about 90 MB/s a GET); empty: no bound
 #   CLOUD_GETS [nginx]      nginx: GETs served by nginx; s3rver: everything to s3rver
 #   CLOUD_BUCKET [bench]    the bucket created at start
 #   CLOUD_NGINX_WORKERS [2] the cloud's nginx workers (it is the far side, not measured)
@@ -40,6 +42,7 @@
 CLOUD_DELAY_MS="${CLOUD_DELAY_MS:-15}"
 CLOUD_RATE="${CLOUD_RATE:-2gbit}"
 CLOUD_WINDOW="${CLOUD_WINDOW:-4M}"
+CLOUD_CONN_RATE="${CLOUD_CONN_RATE:-}"
 CLOUD_GETS="${CLOUD_GETS:-nginx}"
 CLOUD_BUCKET="${CLOUD_BUCKET:-bench}"
 CLOUD_NGINX_WORKERS="${CLOUD_NGINX_WORKERS:-2}"
@@ -379,7 +382,8 @@ cloud_up() {
     local port
     port="$(free_port)"
     "$RELAY_BIN" --listen "127.0.0.1:$port" --target "$CLOUD_IP_NS:80" \
-        --delay-ms "$CLOUD_DELAY_MS" --window "$CLOUD_WINDOW" --quiet 2>>"$WORK/cloud/relay.log" &
+        --delay-ms "$CLOUD_DELAY_MS" --window "$CLOUD_WINDOW" \
+        ${CLOUD_CONN_RATE:+--rate "$CLOUD_CONN_RATE"} --quiet 2>>"$WORK/cloud/relay.log" &
     CLOUD_RELAY_PID=$!
     bench_track "$CLOUD_RELAY_PID"
     CLOUD_URL="http://127.0.0.1:$port"
@@ -387,8 +391,10 @@ cloud_up() {
     CLOUD_JSON="$(jq -n --arg delay "$CLOUD_DELAY_MS" --arg rate "$CLOUD_RATE" \
         --arg rate_b "$rate_b" --arg tbf "$CLOUD_TBF" --arg window "$CLOUD_WINDOW" \
         --arg gets "$CLOUD_GETS" --arg ns "$CLOUD_NS" --arg net "$net.0/30" \
+        --arg conn_rate "$CLOUD_CONN_RATE" \
         '{one_way_delay_ms: ($delay | tonumber), rtt_ms: (2 * ($delay | tonumber)),
           rate: $rate, rate_bytes_per_s: ($rate_b | tonumber), tbf: $tbf,
+          per_connection_rate: (if $conn_rate == "" then null else $conn_rate end),
           relay_window: $window, gets_served_by: $gets, namespace: $ns, veth_net: $net,
           new_connection_extra_ms: (2 * ($delay | tonumber))}')"
     say "cloud: $CLOUD_URL -> relay (${CLOUD_DELAY_MS} ms each way) -> $CLOUD_VETH_HOST (tbf $CLOUD_RATE both ways) -> $CLOUD_NS $CLOUD_IP_NS:80 ($CLOUD_GETS GETs, s3rver)"

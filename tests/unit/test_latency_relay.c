@@ -240,6 +240,43 @@ static void delay_and_window_are_range_checked(void **state)
     assert_int_equal(lr_parse_window("99999999999999999999G", &w), SC_EINVAL);
 }
 
+static void rate_is_range_checked(void **state)
+{
+    (void)state;
+    uint64_t r;
+    assert_int_equal(lr_parse_rate("100M", &r), SC_OK);
+    assert_true(r == 100ull << 20);
+    assert_int_equal(lr_parse_rate("1K", &r), SC_OK);
+    assert_int_equal(lr_parse_rate("64G", &r), SC_OK);
+    assert_int_equal(lr_parse_rate("65G", &r), SC_EINVAL);
+    assert_int_equal(lr_parse_rate("1023", &r), SC_EINVAL);
+    assert_int_equal(lr_parse_rate("-1", &r), SC_EINVAL);
+    assert_int_equal(lr_parse_rate("1MB", &r), SC_EINVAL);
+}
+
+/* A direction bound to a rate: each chunk leaves after the delay and after those before it
+ * have passed at that rate; without a rate, after the delay alone. */
+static void release_times_follow_delay_then_rate(void **state)
+{
+    (void)state;
+    int64_t free_ns = 0;
+    const int64_t ms = 1000000;
+    /* No bound: the delay only, whatever came before. */
+    assert_true(lr_release_at(0, 15 * ms, 0, 1 << 20, &free_ns) == 15 * ms);
+    assert_true(free_ns == 0);
+    /* 1 MiB/s: 64 KiB take 62.5 ms once the delay has passed. */
+    const uint64_t rate = 1 << 20;
+    assert_true(lr_release_at(0, 15 * ms, rate, 64 << 10, &free_ns) == 15 * ms + 62500000);
+    /* The next chunk, read at once, queues behind the first. */
+    assert_true(lr_release_at(1 * ms, 15 * ms, rate, 64 << 10, &free_ns) == 15 * ms + 125000000);
+    /* One read long after the direction went idle waits only for the delay and its own bytes. */
+    assert_true(lr_release_at(1000 * ms, 15 * ms, rate, 64 << 10, &free_ns) ==
+                1015 * ms + 62500000);
+    /* An end-of-stream marker (0 bytes) leaves once what came before has passed. */
+    int64_t eof = lr_release_at(1000 * ms, 15 * ms, rate, 0, &free_ns);
+    assert_true(eof == 1015 * ms + 62500000);
+}
+
 static void command_line_needs_both_addresses(void **state)
 {
     (void)state;
@@ -273,6 +310,8 @@ int main(void)
         cmocka_unit_test(heap_yields_timers_earliest_first_after_moves_and_removals),
         cmocka_unit_test(addresses_parse_numeric_hosts_with_ports),
         cmocka_unit_test(delay_and_window_are_range_checked),
+        cmocka_unit_test(rate_is_range_checked),
+        cmocka_unit_test(release_times_follow_delay_then_rate),
         cmocka_unit_test(command_line_needs_both_addresses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -138,6 +138,7 @@ struct lr_opts {
     socklen_t listen_len, target_len;
     int64_t delay_ns; /* one-way delay applied to each direction */
     size_t window;    /* most bytes held per direction of a connection */
+    uint64_t rate;    /* most bytes a second per direction of a connection; 0: no bound */
     bool connect_rtt; /* a new connection's first bytes wait one round trip more */
     bool quiet;
 };
@@ -154,6 +155,17 @@ sc_code lr_parse_ms(const char *s, int64_t *ns);
 
 /* @brief Parses bytes with an optional K/M/G (binary) suffix, 64K..1G. @return SC_OK, SC_EINVAL. */
 sc_code lr_parse_window(const char *s, size_t *out);
+
+/* @brief Parses bytes a second with an optional K/M/G (binary) suffix, 1K..64G.
+ * @return SC_OK, SC_EINVAL. */
+sc_code lr_parse_rate(const char *s, uint64_t *out);
+
+/*
+ * @brief When a chunk of n bytes read at from_ns leaves a direction delayed delay_ns and bound
+ * to rate bytes a second (0: no bound): after the delay, and after the chunks before it have
+ * passed at that rate. *free_ns is when the direction's last chunk has passed; updated.
+ */
+int64_t lr_release_at(int64_t from_ns, int64_t delay_ns, uint64_t rate, size_t n, int64_t *free_ns);
 
 /*
  * @brief Parses argv into o; problems go to err, --help to out.

@@ -52,6 +52,7 @@ struct dir {
     bool eof_read;         /* the sender's FIN was read (and queued as a marker) */
     bool eof_sent;         /* the FIN was passed on: shutdown(SHUT_WR) on the receiver */
     bool want_out;         /* due bytes wait for the receiver's socket to drain */
+    int64_t free_ns;       /* --rate: when the chunks queued so far have passed */
     struct conn *c;        /* the connection it belongs to */
     int side;              /* the side it reads from */
 };
@@ -252,7 +253,9 @@ static void drain(struct relay *r, struct conn *c, int s)
         int64_t from = now > c->open_ns ? now : c->open_ns;
         if (n == 0) {
             lr_chunk_free(&r->pool, k);
-            if (lr_queue_push_eof(&d->q, &r->pool, from + r->o.delay_ns) != SC_OK) {
+            if (lr_queue_push_eof(&d->q, &r->pool,
+                                  lr_release_at(from, r->o.delay_ns, r->o.rate, 0, &d->free_ns)) !=
+                SC_OK) {
                 conn_close(r, c);
                 return;
             }
@@ -260,7 +263,8 @@ static void drain(struct relay *r, struct conn *c, int s)
             break;
         }
         k->len = (uint32_t)n;
-        lr_queue_push(&d->q, k, from + r->o.delay_ns);
+        lr_queue_push(&d->q, k,
+                      lr_release_at(from, r->o.delay_ns, r->o.rate, (size_t)n, &d->free_ns));
         r->held += (size_t)n;
         r->st.bytes[s] += (uint64_t)n;
         if (r->held > r->st.peak_held)

@@ -15,6 +15,8 @@
 #define MIN_WINDOW   (64u * 1024)
 #define MAX_WINDOW   (1024u * 1024 * 1024)
 #define DEF_WINDOW   (4u * 1024 * 1024)
+#define MIN_RATE     (1024ull)
+#define MAX_RATE     (64ull * 1024 * 1024 * 1024)
 
 sc_code lr_parse_addr(const char *s, struct sockaddr_storage *out, socklen_t *len)
 {
@@ -79,7 +81,9 @@ sc_code lr_parse_ms(const char *s, int64_t *ns)
     return SC_OK;
 }
 
-sc_code lr_parse_window(const char *s, size_t *out)
+/* Bytes with an optional K/M/G (binary) suffix, in [min, max]. */
+static sc_code parse_bytes(const char *s, unsigned long long min, unsigned long long max,
+                           unsigned long long *out)
 {
     if (*s < '0' || *s > '9')
         return SC_EINVAL;
@@ -99,39 +103,66 @@ sc_code lr_parse_window(const char *s, size_t *out)
         return SC_EINVAL;
     if (mult != 1 && end[1] != '\0')
         return SC_EINVAL;
-    if (v > MAX_WINDOW / mult)
+    if (v > max / mult)
         return SC_EINVAL;
     v *= mult;
-    if (v < MIN_WINDOW || v > MAX_WINDOW)
+    if (v < min || v > max)
         return SC_EINVAL;
-    *out = (size_t)v;
+    *out = v;
     return SC_OK;
+}
+
+sc_code lr_parse_window(const char *s, size_t *out)
+{
+    unsigned long long v = 0;
+    sc_code rc = parse_bytes(s, MIN_WINDOW, MAX_WINDOW, &v);
+    if (rc == SC_OK)
+        *out = (size_t)v;
+    return rc;
+}
+
+sc_code lr_parse_rate(const char *s, uint64_t *out)
+{
+    unsigned long long v = 0;
+    sc_code rc = parse_bytes(s, MIN_RATE, MAX_RATE, &v);
+    if (rc == SC_OK)
+        *out = v;
+    return rc;
 }
 
 static void usage(FILE *to)
 {
-    fprintf(to, "usage: latency-relay --listen HOST:PORT --target HOST:PORT [--delay-ms D]\n"
-                "                     [--window BYTES] [--no-connect-rtt] [--quiet]\n"
-                "Relays TCP connections from --listen to --target, holding every byte D ms\n"
-                "(one way, each direction) before passing it on: a request waits D, its answer D.\n"
-                "  --delay-ms D       one-way delay, 0..60000, fractions allowed (default 0)\n"
-                "  --window BYTES     most bytes held per direction of a connection, like a TCP\n"
-                "                     window: a connection moves at most BYTES per D\n"
-                "                     (64K..1G, K/M/G suffixes; default 4M)\n"
-                "  --no-connect-rtt   do not charge a new connection one round trip (2 D) before\n"
-                "                     its first byte, as TCP's handshake would\n"
-                "  --quiet            no start and exit lines on stderr\n"
-                "Hosts are numeric IPv4 or [IPv6]. SIGINT/SIGTERM close everything and exit 0;\n"
-                "SIGUSR1 prints the counters on stderr.\n");
+    fprintf(to,
+            "usage: latency-relay --listen HOST:PORT --target HOST:PORT [--delay-ms D]\n"
+            "                     [--window BYTES] [--rate BYTES] [--no-connect-rtt] [--quiet]\n"
+            "Relays TCP connections from --listen to --target, holding every byte D ms\n"
+            "(one way, each direction) before passing it on: a request waits D, its answer D.\n"
+            "  --delay-ms D       one-way delay, 0..60000, fractions allowed (default 0)\n"
+            "  --window BYTES     most bytes held per direction of a connection, like a TCP\n"
+            "                     window: a connection moves at most BYTES per D\n"
+            "                     (64K..1G, K/M/G suffixes; default 4M)\n"
+            "  --rate BYTES       most bytes a second each direction of one connection moves,\n"
+            "                     as a cloud store's per-connection throughput (1K..64G, K/M/G\n"
+            "                     suffixes; default: no bound)\n"
+            "  --no-connect-rtt   do not charge a new connection one round trip (2 D) before\n"
+            "                     its first byte, as TCP's handshake would\n"
+            "  --quiet            no start and exit lines on stderr\n"
+            "Hosts are numeric IPv4 or [IPv6]. SIGINT/SIGTERM close everything and exit 0;\n"
+            "SIGUSR1 prints the counters on stderr.\n");
 }
 
 int lr_opts_parse(int argc, char **argv, struct lr_opts *o, FILE *out, FILE *err)
 {
     static const struct option longs[] = {
-        {"listen", required_argument, NULL, 'l'},   {"target", required_argument, NULL, 't'},
-        {"delay-ms", required_argument, NULL, 'd'}, {"window", required_argument, NULL, 'w'},
-        {"no-connect-rtt", no_argument, NULL, 'n'}, {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"listen", required_argument, NULL, 'l'},
+        {"target", required_argument, NULL, 't'},
+        {"delay-ms", required_argument, NULL, 'd'},
+        {"window", required_argument, NULL, 'w'},
+        {"no-connect-rtt", no_argument, NULL, 'n'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"rate", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     bool have_listen = false, have_target = false;
     memset(o, 0, sizeof(*o));
@@ -165,6 +196,12 @@ int lr_opts_parse(int argc, char **argv, struct lr_opts *o, FILE *out, FILE *err
         case 'w':
             if (lr_parse_window(optarg, &o->window) != SC_OK) {
                 fprintf(err, "latency-relay: --window %s: want 64K..1G\n", optarg);
+                return 2;
+            }
+            break;
+        case 'r':
+            if (lr_parse_rate(optarg, &o->rate) != SC_OK) {
+                fprintf(err, "latency-relay: --rate %s: want 1K..64G bytes a second\n", optarg);
                 return 2;
             }
             break;

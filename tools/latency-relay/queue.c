@@ -146,3 +146,13 @@ void lr_queue_clear(struct lr_queue *q, struct lr_pool *p)
     }
     lr_queue_init(q);
 }
+
+int64_t lr_release_at(int64_t from_ns, int64_t delay_ns, uint64_t rate, size_t n, int64_t *free_ns)
+{
+    int64_t at = from_ns + delay_ns;
+    if (rate == 0)
+        return at;
+    int64_t start = at > *free_ns ? at : *free_ns;
+    *free_ns = start + (int64_t)((n * 1000000000ull) / rate);
+    return *free_ns;
+}
