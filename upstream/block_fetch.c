@@ -50,11 +50,16 @@ struct block_fetch {
     block_fetch *next;
 };
 
+/* Whether the upstream honors If-Match on a GET (learned once: see probe_if_match). */
+enum if_match_state { IF_MATCH_UNKNOWN, IF_MATCH_PROBING, IF_MATCH_HONORED, IF_MATCH_IGNORED };
+
 struct block_table {
     const struct block_ctx *ctx;
     pthread_mutex_t mu;
     block_fetch *slots[N_SLOTS];
     atomic_uint running;
+    atomic_int if_match; /* enum if_match_state */
+    up_req *probe;       /* the probe in flight, if any (table lock) */
 };
 
 sc_code block_table_new(const struct block_ctx *ctx, block_table **out)
@@ -72,6 +77,7 @@ void block_table_free(block_table *t)
 {
     if (t == NULL)
         return;
+    up_req_release(t->probe);
     pthread_mutex_destroy(&t->mu);
     free(t);
 }
@@ -171,10 +177,21 @@ static bool proves_block(block_fetch *f, const struct http_head *h)
            h->content_length == (int64_t)f->len;
 }
 
+/* What an answer to a GET with If-Match says about the upstream (see probe_if_match). */
+static void learn_if_match(block_table *t, long status, const char *etag, const char *asked)
+{
+    if (status == 412)
+        atomic_store(&t->if_match, IF_MATCH_HONORED);
+    else if ((status == 200 || status == 206) && etag != NULL && strcmp(etag, asked) != 0)
+        atomic_store(&t->if_match, IF_MATCH_IGNORED);
+}
+
 static void on_head(void *arg, const struct http_head *head)
 {
     block_fetch *f = arg;
     atomic_store(&f->status, head->status);
+    learn_if_match(f->t, head->status, http_header_get(head->headers, head->n_headers, "ETag"),
+                   f->etag);
     if (head->status == 404)
         atomic_store(&f->changed, true);
     f->good_head = proves_block(f, head);
@@ -337,6 +354,10 @@ static void on_done(void *arg, sc_code rc)
         return;
     }
     f->doomed = suspect;
+    if (whole && atomic_load(&f->t->if_match) == IF_MATCH_HONORED) {
+        deliver(f); /* the upstream serves one version per GET: nothing to check */
+        return;
+    }
     sc_code sent =
         origin_head(f->t->ctx->origin, f->bucket, f->key, &f->as, &check_handler, f, &f->check);
     if (sent != SC_OK)
@@ -392,6 +413,78 @@ static block_fetch *fetch_new(block_table *t, const struct block_ref *b,
     return f;
 }
 
+/* ---- does the upstream honor If-Match? --------------------------------------------------- */
+
+/*
+ * S3 serves every GET from one version and answers one whose If-Match names another with 412;
+ * so do radosgw, MinIO and GCS. An upstream that ignores If-Match (s3rver) may also rewrite
+ * an object in place under a read, and the block fetches of such an upstream are checked with
+ * a HEAD after their last byte (on_done). Which kind the upstream is, is asked once, on the
+ * first block fetched: a two-byte GET of it with an If-Match no object has.
+ */
+#define IF_MATCH_PROBE_ETAG "\"s3cached-if-match-probe\""
+
+static void on_probe_head(void *arg, const struct http_head *head)
+{
+    block_table *t = arg;
+    learn_if_match(t, head->status, http_header_get(head->headers, head->n_headers, "ETag"),
+                   IF_MATCH_PROBE_ETAG);
+}
+
+static bool on_probe_body(void *arg, const char *p, size_t n)
+{
+    (void)arg, (void)p, (void)n;
+    return true;
+}
+
+static void on_probe_done(void *arg, sc_code rc)
+{
+    block_table *t = arg;
+    (void)rc;
+    pthread_mutex_lock(&t->mu);
+    up_req *probe = t->probe;
+    t->probe = NULL;
+    int expected = IF_MATCH_PROBING;
+    atomic_compare_exchange_strong(&t->if_match, &expected, IF_MATCH_UNKNOWN); /* ask again */
+    pthread_mutex_unlock(&t->mu);
+    up_req_release(probe);
+    int now = atomic_load(&t->if_match);
+    if (now != IF_MATCH_UNKNOWN)
+        sc_info("the upstream %s If-Match on GET: %s",
+                now == IF_MATCH_HONORED ? "honors" : "ignores",
+                now == IF_MATCH_HONORED
+                    ? "a block is served once it has arrived whole"
+                    : "each block's version is checked with a HEAD after its last byte");
+}
+
+static const struct up_handler probe_handler = {
+    .on_head = on_probe_head,
+    .on_body = on_probe_body,
+    .read_body = NULL,
+    .on_done = on_probe_done,
+};
+
+/* Asks, unless known or being asked, whether the upstream honors If-Match (f's object). */
+static void probe_if_match(block_table *t, const block_fetch *f)
+{
+    int expected = IF_MATCH_UNKNOWN;
+    if (!atomic_compare_exchange_strong(&t->if_match, &expected, IF_MATCH_PROBING))
+        return;
+    up_req *req = NULL;
+    /* Two bytes: s3rver answers "bytes=0-0" with the whole object. */
+    if (origin_fetch_range(t->ctx->origin, f->bucket, f->key, &f->as, 0, 1, IF_MATCH_PROBE_ETAG,
+                           &probe_handler, t, &req) != SC_OK) {
+        atomic_store(&t->if_match, IF_MATCH_UNKNOWN);
+        return;
+    }
+    pthread_mutex_lock(&t->mu);
+    if (atomic_load(&t->if_match) == IF_MATCH_PROBING)
+        t->probe = req;
+    else
+        up_req_release(req); /* already answered */
+    pthread_mutex_unlock(&t->mu);
+}
+
 /* Starts the transfer of a fetch just listed, which holds a reference for it. */
 static void start_transfer(block_table *t, block_fetch *f)
 {
@@ -410,6 +503,7 @@ static void start_transfer(block_table *t, block_fetch *f)
     f->req = req;
     pthread_mutex_unlock(&t->mu);
     relay_set_upstream(f->relay, req);
+    probe_if_match(t, f);
 }
 
 sc_code block_fetch_part(block_table *t, const struct block_ref *b, uint32_t from, uint32_t to,

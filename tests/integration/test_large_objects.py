@@ -655,3 +655,30 @@ def test_manifest_warms_a_large_object_by_blocks_then_reads_hit(s3rver, gateway)
     _assert_whole(reply, body)
     _assert_x_cache(gw, reply.headers, "HIT")
     assert _upstream_bytes_settled(gw.proxy) - before < 64 * KiB, "a warmed object went upstream"
+
+
+# ---- 10. what the upstream does with If-Match decides whether blocks are checked -----------
+
+
+def test_upstream_if_match_support_is_learned_once(upstream, gateway):
+    # S3 and radosgw answer a GET whose If-Match names another version with 412 and serve every
+    # GET from one version: a block that arrived whole is served as it is. s3rver ignores
+    # If-Match (and rewrites objects in place): each block is checked with a HEAD. The gateway
+    # asks once, with a two-byte GET of the first block it fetches, and logs what it learned.
+    key, body = _put(upstream, 3 * MiB + 5, "ifmatch")
+    gw = gateway(upstream, cache_size="64M", extra_args=SMALL_BLOCKS)
+    gw.require_real()
+    _assert_whole(_get(gw, key), body)
+    want = "ignores" if upstream.name == "s3rver" else "honors"
+    deadline = time.monotonic() + 10
+    while True:
+        with open(os.path.join(gw.workdir, "stderr.%d.log" % gw.runs), errors="replace") as f:
+            log = f.read()
+        if "If-Match on GET" in log or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert "the upstream %s If-Match on GET" % want in log, log[-2000:]
+    assert log.count("If-Match on GET") == 1, log[-2000:]
+    again = _get(gw, key)
+    _assert_whole(again, body)
+    _assert_x_cache(gw, again.headers, "HIT")
