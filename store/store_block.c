@@ -120,13 +120,7 @@ sc_code store_put_meta(store *st, const char *bucket, const char *key, const cha
         memcpy((void *)job->hdrs, hdrs, hdrs_len); /* the job's own copy, after it */
     job->hdrs_len = hdrs_len;
     job->size = size;
-    job->stored_at = (int64_t)time(NULL);
-    job->done = done;
-    job->arg = arg;
-    rc = st_enqueue(st, job);
-    if (rc != SC_OK)
-        free(job);
-    return rc;
+    return st_submit(st, job, done, arg);
 }
 
 sc_code store_put_block(store *st, const char *bucket, const char *key, const char *etag,
@@ -147,10 +141,5 @@ sc_code store_put_block(store *st, const char *bucket, const char *key, const ch
     job->block_size = block_size;
     job->body = data;
     job->size = len;
-    job->done = done;
-    job->arg = arg;
-    rc = st_enqueue(st, job);
-    if (rc != SC_OK)
-        free(job);
-    return rc;
+    return st_submit(st, job, done, arg);
 }

@@ -246,4 +246,8 @@ sc_code st_job_new(enum st_job_kind kind, const char *bucket, const char *key, c
 /* Queues job for the writer, which then owns it. Returns SC_OK or SC_ECANCELED (closing). */
 sc_code st_enqueue(store *st, struct st_job *job);
 
+/* Queues a write job stamped now, reported to done(arg); frees it if it cannot be queued
+ * (done is then not called). Returns st_enqueue()'s result. */
+sc_code st_submit(store *st, struct st_job *job, store_done_fn done, void *arg);
+
 #endif

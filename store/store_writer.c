@@ -28,6 +28,17 @@
 #define BATCH_MAX_BYTES (64ull * 1024 * 1024)
 #define MAP_FULL_ROUNDS 3
 
+sc_code st_submit(store *st, struct st_job *job, store_done_fn done, void *arg)
+{
+    job->stored_at = (int64_t)time(NULL);
+    job->done = done;
+    job->arg = arg;
+    sc_code rc = st_enqueue(st, job);
+    if (rc != SC_OK)
+        free(job);
+    return rc;
+}
+
 sc_code st_enqueue(store *st, struct st_job *job)
 {
     sc_code rc = SC_ECANCELED;
@@ -349,13 +360,7 @@ sc_code store_put(store *st, const char *bucket, const char *key, const void *hd
     job->hdrs_len = hdrs_len;
     job->body = body;
     job->size = size;
-    job->stored_at = (int64_t)time(NULL);
-    job->done = done;
-    job->arg = arg;
-    rc = st_enqueue(st, job);
-    if (rc != SC_OK)
-        free(job);
-    return rc;
+    return st_submit(st, job, done, arg);
 }
 
 sc_code store_touch(store *st, const char *bucket, const char *key)
