@@ -108,18 +108,6 @@ void block_fetch_leave(block_fetch *f);
 sc_code block_fetch_prefetch(block_table *t, const struct block_ref *b,
                              const struct up_identity *as, store_done_fn done, void *arg);
 
-/* How a whole-object fetch by blocks ended: rc SC_OK when every block is cached now. */
-typedef void (*block_object_fn)(void *arg, sc_code rc, uint64_t bytes_fetched);
-
-/*
- * @brief Fetches every block of the object b names (b->idx is ignored) that the store lacks
- * at b->etag, at most `parallelism` at a time, signed as `as` (a manifest's warm-up of a
- * large object). done follows exactly once, on the calling, upstream or store thread.
- * @return SC_OK (done follows), SC_EINVAL, SC_ENOMEM; on error done is not called.
- */
-sc_code block_fetch_object(block_table *t, const struct block_ref *b, const struct up_identity *as,
-                           unsigned parallelism, block_object_fn done, void *arg);
-
 /* @brief True when block b has arrived whole in a fetch still listed (being stored): a
  * reader gets it with no upstream work. */
 bool block_fetch_arrived(block_table *t, const struct block_ref *b);

@@ -21,6 +21,8 @@
  */
 #include "fill.h"
 
+#include "block_object.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -189,7 +191,8 @@ static bool warm_by_blocks(fill *f, struct fill_watch *w)
     *bw = (struct block_warm){w, (uint64_t)f->length};
     struct block_ref ref = {f->bucket, f->key, f->etag, (uint64_t)f->length, ctx->block_size, 0};
     static const struct up_identity gateway = {0}; /* prefetches are the gateway's */
-    if (block_fetch_object(ctx->blocks, &ref, &gateway, ctx->parallelism, on_warmed, bw) == SC_OK)
+    if (block_object_fetch(ctx->blocks, ctx->st, &ref, &gateway, ctx->parallelism, on_warmed, bw) ==
+        SC_OK)
         return true;
     free(bw);
     return false;

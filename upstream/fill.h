@@ -24,7 +24,7 @@
  * in the store (store_put_meta, unless a write to it is in flight) and goes no further
  * than its head; its readers read it by blocks (block_fetch.h), and once they have all
  * left, its transfer is canceled. A prefetch of a large object fetches its blocks
- * (block_fetch_object) before it reports.
+ * (block_object_fetch) before it reports.
  */
 #ifndef GW_FILL_H
 #define GW_FILL_H
