@@ -193,16 +193,16 @@ bool gw_blocks_is_large(const struct gw_req *q, uint64_t size)
 
 /* ---- the blocks' sources ------------------------------------------------------------- */
 
-static uint32_t block_len(const struct gw_blocks *b, uint32_t idx)
-{
-    uint64_t left = b->size - (uint64_t)idx * b->block_size;
-    return left < b->block_size ? (uint32_t)left : b->block_size;
-}
-
 static struct block_ref ref_of(struct gw_req *q, uint32_t idx)
 {
     struct gw_blocks *b = q->blocks;
     return (struct block_ref){q->tgt.bucket, q->tgt.key, b->etag, b->size, b->block_size, idx};
+}
+
+static uint32_t block_len(struct gw_req *q, uint32_t idx)
+{
+    struct block_ref ref = ref_of(q, idx);
+    return block_ref_len(&ref);
 }
 
 /* A read view of the store's copy when it is this version of the object, else NULL. */
@@ -212,11 +212,7 @@ static store_obj *view_of_version(struct gw_req *q)
     store_obj *obj = NULL;
     if (store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj) != SC_OK)
         return NULL;
-    size_t hlen = 0;
-    const char *hdrs = store_obj_headers(obj, &hlen);
-    const char *etag = hdrblob_get(hdrs, hlen, "ETag");
-    if (!store_obj_is_blocks(obj) || etag == NULL || strcmp(etag, b->etag) != 0 ||
-        store_obj_size(obj) != b->size || store_obj_block_size(obj) != b->block_size) {
+    if (!store_obj_is_version(obj, b->etag, b->size, b->block_size)) {
         store_obj_close(obj);
         return NULL;
     }
@@ -268,7 +264,7 @@ static void read_fetch_of_block(struct gw_req *q, block_fetch *f, uint32_t idx, 
     /* An answer that ends inside this block waits for the block's version check before its
      * last byte, as one that ends with the block does (block_fetch.h). */
     uint64_t end = b->a.start + b->a.len - (uint64_t)idx * b->block_size;
-    if (end < block_len(b, idx))
+    if (end < block_len(q, idx))
         relay_hold_from(block_fetch_relay(f), &b->cursor, end - 1);
 }
 
@@ -303,9 +299,9 @@ static bool source_from_part(struct gw_req *q, uint32_t idx, uint64_t in)
     struct gw_blocks *b = q->blocks;
     struct block_ref ref = ref_of(q, idx);
     uint64_t to = b->a.start + b->a.len - (uint64_t)idx * b->block_size;
-    if (to > block_len(b, idx))
-        to = block_len(b, idx);
-    if ((to - in) * BLOCKS_PART_SHARE > block_len(b, idx) ||
+    if (to > block_len(q, idx))
+        to = block_len(q, idx);
+    if ((to - in) * BLOCKS_PART_SHARE > block_len(q, idx) ||
         block_fetch_arrived(q->g->block_fetches, &ref))
         return false;
     store_obj *obj = view_of_version(q);
@@ -407,7 +403,7 @@ static ssize_t read_blocks(void *cls, uint64_t pos, char *buf, size_t max)
         }
         keep_ahead(q, idx);
     }
-    uint64_t n = block_len(b, idx) - in;
+    uint64_t n = block_len(q, idx) - in;
     if (n > b->a.len - pos)
         n = b->a.len - pos;
     if (n > max)

@@ -157,6 +157,11 @@ bool store_obj_is_blocks(const store_obj *obj);
 /* @brief The block size of a block object (0 for a whole object). */
 uint32_t store_obj_block_size(const store_obj *obj);
 
+/* @brief True if the view is a block object of that version: that ETag (the header's value,
+ * quotes included), size and block size, so that its blocks are the ones asked for. */
+bool store_obj_is_version(const store_obj *obj, const char *etag, uint64_t size,
+                          uint32_t block_size);
+
 /*
  * @brief Points at block idx of a block object inside the map, without copying, checked
  * against its CRC32C first when the store verifies checksums (at every call: a view does

@@ -27,6 +27,13 @@ uint32_t store_obj_block_size(const store_obj *obj)
     return obj->rec.kind == ST_BLOCKS ? obj->rec.block_size : 0;
 }
 
+bool store_obj_is_version(const store_obj *obj, const char *etag, uint64_t size,
+                          uint32_t block_size)
+{
+    return obj->rec.kind == ST_BLOCKS && obj->rec.size == size &&
+           obj->rec.block_size == block_size && st_record_etag_is(&obj->rec, etag);
+}
+
 /* Counts a corrupt block and queues the removal of that block alone. */
 static void report_bad_block(store_obj *o, uint32_t idx, const char *why)
 {

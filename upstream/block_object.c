@@ -5,8 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../proto/hdrblob.h"
-
 struct object_job {
     block_table *t;
     struct block_ref ref; /* its strings are the job's own */
@@ -33,21 +31,12 @@ static void job_free(struct object_job *j)
     free(j);
 }
 
-static bool same_etag(store_obj *obj, const char *etag)
-{
-    size_t len = 0;
-    const char *hdrs = store_obj_headers(obj, &len);
-    const char *cached = hdrblob_get(hdrs, len, "ETag");
-    return cached != NULL && strcmp(cached, etag) == 0;
-}
-
 /* Marks the blocks the store lacks at this version (all of them if it has no such copy). */
 static void mark_missing(store *st, struct object_job *j)
 {
     store_obj *obj = NULL;
     bool have_view = store_obj_open(st, j->ref.bucket, j->ref.key, &obj) == SC_OK &&
-                     store_obj_is_blocks(obj) && store_obj_size(obj) == j->ref.size &&
-                     store_obj_block_size(obj) == j->ref.block_size && same_etag(obj, j->ref.etag);
+                     store_obj_is_version(obj, j->ref.etag, j->ref.size, j->ref.block_size);
     for (uint32_t i = 0; i < j->count; i++)
         if (!have_view || store_obj_blocks_cached(obj, i, i) == 0)
             j->todo[i / 8] |= (unsigned char)(1u << (i % 8));
