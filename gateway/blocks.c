@@ -62,6 +62,8 @@ struct gw_blocks {
     bool asked;      /* its size was asked with a HEAD (once per request) */
     uint64_t epoch;  /* where writes to it stood when the HEAD was sent (fill.h) */
     bool restarted;  /* it changed under this request once: fetched afresh */
+    bool via_fill;   /* the metadata came from this request's fill, whose GET goes on as
+                        block 0's fetch (fill.c): that block is this request's miss */
     /* the answer */
     bool answered;
     struct answer a;
@@ -169,6 +171,7 @@ sc_code gw_blocks_take_meta(struct gw_req *q, const struct gw_blocks_meta *m)
     b->block_size = m->block_size;
     b->from_cache = m->from_cache;
     b->stale = m->stale;
+    b->via_fill = false; /* gw_blocks_take_head says otherwise */
     return SC_OK;
 }
 
@@ -186,6 +189,8 @@ sc_code gw_blocks_take_head(struct gw_req *q, const struct http_header *headers,
                                .block_size = q->g->cfg->block_size};
     sc_code rc = gw_blocks_take_meta(q, &m);
     free(blob);
+    if (rc == SC_OK)
+        q->blocks->via_fill = true;
     return rc;
 }
 
@@ -462,7 +467,7 @@ static void judge_cached(struct gw_req *q, uint32_t first)
         for (uint32_t i = first; i <= b->last; i++) {
             struct block_ref ref = ref_of(q, i);
             if ((obj != NULL && store_obj_blocks_cached(obj, i, i) == 1) ||
-                block_fetch_arrived(q->g->block_fetches, &ref))
+                (!(i == 0 && b->via_fill) && block_fetch_arrived(q->g->block_fetches, &ref)))
                 cached++;
         }
     }

@@ -25,6 +25,7 @@ import io
 import json
 import os
 import random
+import re
 import subprocess
 import tarfile
 import time
@@ -468,6 +469,33 @@ def test_random_ranges_of_every_form_match_the_local_copy(upstream, gateway, see
     _assert_whole(whole, body)
     cached.update(range((size + BLOCK - 1) // BLOCK))
     gw.stats_when(lambda st: st["used_bytes"] >= size, timeout=5)
+    again = _get(gw, key)
+    _assert_whole(again, body)
+    _assert_x_cache(gw, again.headers, "HIT")
+
+
+def _ranges_sent(proxy):
+    """The Range header values of every request the gateway sent through the proxy."""
+    return [m.group(1).decode() for data in proxy.sent
+            for m in re.finditer(rb"\r\nRange: *(bytes=[0-9-]+)\r\n", bytes(data), re.I)]
+
+
+def test_cold_whole_get_takes_block_0_from_the_get_that_found_it_large(upstream, gateway):
+    """A cold whole GET of a large object: the GET that reveals its size goes on as the fetch
+    of its block 0, so the reader waits for no second round trip; only the other blocks are
+    asked by range, and every block is cached."""
+    size = 4 * MiB + 5
+    key, body = _put(upstream, size, "first")
+    gw = gateway(upstream, proxy=True, cache_size="256M", extra_args=SMALL_BLOCKS)
+    gw.require_real()
+    r = _get(gw, key)
+    _assert_whole(r, body)
+    _assert_x_cache(gw, r.headers, "MISS")
+    gw.stats_when(lambda st: st["used_bytes"] >= size, timeout=5)
+    ranges = _ranges_sent(gw.proxy)
+    assert "bytes=0-%d" % (BLOCK - 1) not in ranges, ranges
+    for i in range(1, 5):
+        assert "bytes=%d-%d" % (i * BLOCK, min(size, (i + 1) * BLOCK) - 1) in ranges, ranges
     again = _get(gw, key)
     _assert_whole(again, body)
     _assert_x_cache(gw, again.headers, "HIT")
