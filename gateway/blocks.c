@@ -25,11 +25,6 @@
 #include "req.h"
 #include "respond.h"
 
-/* Block fetches running at once beyond which no reader starts more ahead of itself, counted
- * in readers at --fetch-parallelism (16 x 4 x 8 MiB: 512 MiB of blocks arriving at once by
- * default; blocks already in wait for slow readers besides, up to fetch-parallelism each). */
-#define BLOCKS_AHEAD_READERS 16
-
 /* An answer needing at most 1/BLOCKS_PART_SHARE of a block nobody has fetches its span of it
  * on its own (source_from_part). */
 #define BLOCKS_PART_SHARE 4
@@ -362,9 +357,9 @@ static void keep_ahead(struct gw_req *q, uint32_t idx)
         return;
     /* Fetches hold their blocks in memory until stored, and a reader keeps those it started
      * ahead until it gets there (at most fetch-parallelism blocks a connection): all readers
-     * together start no more fetches ahead than BLOCKS_AHEAD_READERS readers at full
-     * parallelism would. */
-    if (block_fetches_running(q->g->block_fetches) >= BLOCKS_AHEAD_READERS * p)
+     * together start no more fetches ahead than BLOCK_FETCH_READERS readers at full
+     * parallelism would (blocks already in wait for slow readers besides). */
+    if (block_fetches_running(q->g->block_fetches) >= BLOCK_FETCH_READERS * p)
         return;
     store_obj *obj = view_of_version(q);
     for (uint32_t j = b->next_ahead; j <= until && b->n_ahead < GW_FETCH_PARALLELISM_MAX; j++) {
@@ -601,34 +596,34 @@ static void close_view(void *arg)
 static struct MHD_Response *body_from_store(struct gw_req *q)
 {
     struct gw_blocks *b = q->blocks;
-    if (b->view == NULL || b->last - b->cur >= BLOCKS_IOVEC_MAX ||
-        (b->last > b->cur && store_obj_blocks_cached(b->view, b->cur + 1, b->last) !=
-                                 b->last - b->cur)) /* before a read counts a hit */
+    uint32_t more = b->last - b->cur; /* blocks after the first */
+    if (b->view == NULL || more >= BLOCKS_IOVEC_MAX ||
+        (more > 0 && store_obj_blocks_cached(b->view, b->cur + 1, b->last) != more))
         return NULL;
+    const void *data[BLOCKS_IOVEC_MAX] = {b->data};
+    uint32_t len[BLOCKS_IOVEC_MAX] = {b->data_len};
+    uint32_t bad = 0;
+    if (more > 0 &&
+        store_obj_blocks_read(b->view, b->cur + 1, more, &data[1], &len[1], &bad) != SC_OK) {
+        (void)fetch_ahead(q, bad); /* taken over there, not read from the store again */
+        return NULL;
+    }
     struct iovec iov[BLOCKS_IOVEC_MAX];
-    uint64_t in = b->a.start - (uint64_t)b->cur * b->block_size;
+    uint64_t skip = b->a.start - (uint64_t)b->cur * b->block_size;
     uint64_t left = b->a.len;
-    iov[0] = (struct iovec){(void *)(b->data + in), b->data_len - in};
-    for (uint32_t idx = b->cur + 1, i = 1; idx <= b->last; idx++, i++) {
-        const void *data = NULL;
-        uint32_t len = 0;
-        if (store_obj_block(b->view, idx, &data, &len) != SC_OK) {
-            (void)fetch_ahead(q, idx); /* taken over there, not read from the store again */
-            return NULL;
-        }
-        iov[i] = (struct iovec){(void *)data, len};
+    for (uint32_t i = 0; i <= more; i++) { /* from the answer's first byte to its last */
+        uint64_t n = len[i] - skip < left ? len[i] - skip : left;
+        iov[i] = (struct iovec){(void *)((const char *)data[i] + skip), (size_t)n};
+        left -= n;
+        skip = 0;
     }
-    size_t n = b->last - b->cur + 1;
-    for (size_t i = 0; i < n; i++) { /* the last one ends where the answer does */
-        iov[i].iov_len = iov[i].iov_len < left ? iov[i].iov_len : left;
-        left -= iov[i].iov_len;
-    }
-    struct MHD_Response *resp = gw_respond_iovec(iov, n, close_view, b->view);
+    struct MHD_Response *resp = gw_respond_iovec(iov, more + 1, close_view, b->view);
     if (resp == NULL)
         return NULL;
     b->view = NULL; /* the response's now */
     b->data = NULL;
     b->have = false;
+    keep_ahead(q, b->last); /* a sequential reader's next blocks, as the callback path does */
     sc_stat_add(q->g->stats.bytes_from_cache, b->a.len);
     q->bytes_out = b->a.len;
     return resp;

@@ -124,7 +124,8 @@ static void write_cache(FILE *out, struct gw *g)
     fprintf(out, "s3cached_fills_total{result=\"stored\"} %llu\n", LOAD(s->fills_stored));
     fprintf(out, "s3cached_fills_total{result=\"failed\"} %llu\n", LOAD(s->fills_failed));
     one(out, "s3cached_block_fetches_total", "counter",
-        "Blocks of large objects fetched from the upstream (one ranged GET each).",
+        "Blocks of large objects fetched from the upstream (a ranged GET each; block 0 of a "
+        "cold whole GET is that GET's).",
         LOAD(s->block_fetches));
     one(out, "s3cached_blocks_stored_total", "counter", "Fetched blocks stored in the cache.",
         LOAD(s->blocks_stored));

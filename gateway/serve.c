@@ -270,7 +270,7 @@ static bool fill_status_is_a_lie(long status)
 
 /*
  * The fill's head says the object is large: it is read by blocks (the fill recorded its
- * metadata and stops at its head, canceled once its readers have left).
+ * metadata and goes on as the fetch of block 0, upstream/fill.h).
  */
 static struct gw_next fill_to_blocks(struct gw_req *q, const struct relay_head *h, uint64_t size)
 {

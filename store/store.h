@@ -175,6 +175,16 @@ bool store_obj_is_version(const store_obj *obj, const char *etag, uint64_t size,
 sc_code store_obj_block(store_obj *obj, uint32_t idx, const void **data, uint32_t *len);
 
 /*
+ * @brief store_obj_block() for the n blocks from first on, all or none: the policy counts a
+ * hit on each only when every one is cached and checked.
+ * @param[out] data, len arrays of n: each block's bytes and length.
+ * @param[out] bad on failure, the first block that failed (may be NULL).
+ * @return as store_obj_block(), for that block.
+ */
+sc_code store_obj_blocks_read(store_obj *obj, uint32_t first, uint32_t n, const void **data,
+                              uint32_t *len, uint32_t *bad);
+
+/*
  * @brief Counts the blocks in [first, last] cached in this view (no checksum, no hit).
  * @return the count; 0 for a whole object.
  */

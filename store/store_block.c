@@ -48,7 +48,8 @@ static void report_bad_block(store_obj *o, uint32_t idx, const char *why)
     st_queue_block_removal(st, o->mkey, o->rec.id, idx);
 }
 
-sc_code store_obj_block(store_obj *obj, uint32_t idx, const void **data, uint32_t *len)
+/* Block idx of the view, its length and checksum checked; no hit counted. */
+static sc_code read_block(store_obj *obj, uint32_t idx, const void **data, uint32_t *len)
 {
     unsigned char bkey[ST_CKEY_LEN];
     MDB_val k = {.mv_size = sizeof(bkey), .mv_data = bkey};
@@ -72,11 +73,36 @@ sc_code store_obj_block(store_obj *obj, uint32_t idx, const void **data, uint32_
         report_bad_block(obj, idx, "fails its checksum");
         return SC_ECORRUPT;
     }
-    pthread_mutex_lock(&obj->st->pol_lock);
-    obj->st->pol->on_hit(obj->st->pol_state, STORE_BLOCK_ID(r->id, idx));
-    pthread_mutex_unlock(&obj->st->pol_lock);
     *data = bytes;
     *len = want;
+    return SC_OK;
+}
+
+static void count_hits(store_obj *obj, uint32_t first, uint32_t n)
+{
+    pthread_mutex_lock(&obj->st->pol_lock);
+    for (uint32_t i = 0; i < n; i++)
+        obj->st->pol->on_hit(obj->st->pol_state, STORE_BLOCK_ID(obj->rec.id, first + i));
+    pthread_mutex_unlock(&obj->st->pol_lock);
+}
+
+sc_code store_obj_block(store_obj *obj, uint32_t idx, const void **data, uint32_t *len)
+{
+    return store_obj_blocks_read(obj, idx, 1, data, len, NULL);
+}
+
+sc_code store_obj_blocks_read(store_obj *obj, uint32_t first, uint32_t n, const void **data,
+                              uint32_t *len, uint32_t *bad)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        sc_code rc = read_block(obj, first + i, &data[i], &len[i]);
+        if (rc != SC_OK) {
+            if (bad != NULL)
+                *bad = first + i;
+            return rc;
+        }
+    }
+    count_hits(obj, first, n);
     return SC_OK;
 }
 

@@ -25,6 +25,11 @@
 #include "origin.h"
 #include "relay.h"
 
+/* Each running fetch holds its block in memory until stored: beyond this many readers at full
+ * --fetch-parallelism (16 x 4 x 8 MiB: 512 MiB of blocks by default), no fetch is started
+ * ahead of a reader (gateway/blocks.c) or adopted from a GET (fill.c). */
+#define BLOCK_FETCH_READERS 16
+
 typedef struct block_table block_table;
 typedef struct block_fetch block_fetch;
 

@@ -323,8 +323,9 @@ static void record_large(fill *f, const struct http_head *head)
 static void adopt_block0(fill *f, const struct http_head *head)
 {
     const struct fill_ctx *ctx = f->t->ctx;
-    if (ctx->blocks == NULL || f->etag == NULL)
-        return;
+    if (ctx->blocks == NULL || f->etag == NULL ||
+        block_fetches_running(ctx->blocks) >= BLOCK_FETCH_READERS * ctx->parallelism)
+        return; /* each holds its block in memory: as many as readers may start ahead */
     struct block_ref ref = {f->bucket,       f->key, f->etag, (uint64_t)head->content_length,
                             ctx->block_size, 0};
     f->block0 = block_fetch_adopt(ctx->blocks, &ref, &f->as, head);
@@ -378,7 +379,8 @@ static void on_head(void *arg, const struct http_head *head)
         f->cacheable = false;
     /* The body's length and MD5 ETag or checksum are checked, cached or not; every reader's
      * last byte waits for the verdict, so a body that fails reaches no client as a success. */
-    body_check_start(&f->check, head);
+    if (!f->adopted) /* an adopted GET is not read to its end */
+        body_check_start(&f->check, head);
     if (f->check.active)
         relay_hold_tail(f->relay);
     if (f->no_etag)
@@ -400,7 +402,9 @@ static bool on_body(void *arg, const char *p, size_t n)
     if (f->adopted) {
         if (f->block0 != NULL)
             feed_block0(f, p, n);
-        return true; /* past block 0: dropped until the cancel lands */
+        else /* past block 0: dropped until the cancel lands */
+            sc_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
+        return true;
     }
     if (!relay_push(f->relay, p, n))
         return false;

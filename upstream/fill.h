@@ -21,10 +21,11 @@
  * nobody else joins it.
  *
  * An object larger than the block size is a large object: the fill records its metadata
- * in the store (store_put_meta, unless a write to it is in flight) and goes no further
- * than its head; its readers read it by blocks (block_fetch.h), and once they have all
- * left, its transfer is canceled. A prefetch of a large object fetches its blocks
- * (block_object_fetch) before it reports.
+ * in the store (store_put_meta, unless a write to it is in flight), and its GET goes on as
+ * the fetch of block 0 (block_fetch_adopt), canceled once that block is whole; its readers
+ * read it by blocks (block_fetch.h). When block 0 is being fetched already, the fill goes no
+ * further than its head and its transfer is canceled once its readers have all left. A
+ * prefetch of a large object fetches its blocks (block_object_fetch) before it reports.
  */
 #ifndef GW_FILL_H
 #define GW_FILL_H

@@ -294,11 +294,12 @@ def test_fake_first_get_cut_inside_block_0_never_serves_a_wrong_byte(faulty_upst
     # A cold whole GET of a large object: the GET that revealed its size goes on as the fetch
     # of block 0. The upstream cuts it short inside that block: the response is cut short
     # too (bytes before the cut are the object's), nothing of it is cached, and the next GET
-    # of a well-behaved upstream is whole and exact.
+    # of a well-behaved upstream is whole and exact. (The cut comes a second after the bytes
+    # before it, so that the reader has joined the block's fetch by then.)
     fake = faulty_upstream
     key = "large/first-get-cut"
     body = s3util.data(3 * MiB + 7, seed=key)
-    fake.put(key, body, faults.truncated(after=300 * 1024, ranges=True))
+    fake.put(key, body, faults.truncated(after=300 * 1024, ranges=True, seconds=1.0))
     gw = _start(gateway, fake, "--block-size", "1M")
     r = rawhttp.get(gw.endpoint, _path(gw, key), timeout=60)
     assert not r.complete, (r.status, r.error, len(r.body))

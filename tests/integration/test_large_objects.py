@@ -480,11 +480,12 @@ def _ranges_sent(proxy):
             for m in re.finditer(rb"\r\nRange: *(bytes=[0-9-]+)\r\n", bytes(data), re.I)]
 
 
-def test_cold_whole_get_takes_block_0_from_the_get_that_found_it_large(upstream, gateway):
+@pytest.mark.parametrize("size", [BLOCK + 5, 4 * MiB + 5], ids=["2_blocks", "5_blocks"])
+def test_cold_whole_get_takes_block_0_from_the_get_that_found_it_large(upstream, gateway, size):
     """A cold whole GET of a large object: the GET that reveals its size goes on as the fetch
     of its block 0, so the reader waits for no second round trip; only the other blocks are
-    asked by range, and every block is cached."""
-    size = 4 * MiB + 5
+    asked by range, and every block is cached. The GET, stopped after block 0, is no upstream
+    failure (its body is not checked against the whole object's length or digest)."""
     key, body = _put(upstream, size, "first")
     gw = gateway(upstream, proxy=True, cache_size="256M", extra_args=SMALL_BLOCKS)
     gw.require_real()
@@ -494,11 +495,14 @@ def test_cold_whole_get_takes_block_0_from_the_get_that_found_it_large(upstream,
     gw.stats_when(lambda st: st["used_bytes"] >= size, timeout=5)
     ranges = _ranges_sent(gw.proxy)
     assert "bytes=0-%d" % (BLOCK - 1) not in ranges, ranges
-    for i in range(1, 5):
+    for i in range(1, (size + BLOCK - 1) // BLOCK):
         assert "bytes=%d-%d" % (i * BLOCK, min(size, (i + 1) * BLOCK) - 1) in ranges, ranges
     again = _get(gw, key)
     _assert_whole(again, body)
     _assert_x_cache(gw, again.headers, "HIT")
+    with open(os.path.join(gw.workdir, "stderr.%d.log" % gw.runs), errors="replace") as f:
+        log = f.read()
+    assert "upstream body of" not in log, log[-2000:]
 
 
 # ---- 6. an overwrite under a long read -------------------------------------------------------

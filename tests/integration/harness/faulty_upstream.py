@@ -30,6 +30,7 @@ import hashlib
 import socket
 import struct
 import threading
+import time
 import urllib.parse
 
 import pytest
@@ -77,10 +78,10 @@ def no_etag():
     return Fault("normal", etag="")
 
 
-def truncated(after, ranges=False):
-    """Content-Length is the whole body, but only `after` bytes are sent, then FIN.
-    ranges: see Fault.ranges."""
-    return Fault("truncated", after=after, ranges=ranges)
+def truncated(after, ranges=False, seconds=0.0):
+    """Content-Length is the whole body, but only `after` bytes are sent, then, `seconds`
+    later, FIN. ranges: see Fault.ranges."""
+    return Fault("truncated", after=after, ranges=ranges, seconds=seconds)
 
 
 def reset_mid_body(after):
@@ -443,6 +444,7 @@ class FaultyUpstream:
             return True
         if kind == "truncated":
             self._send_body(conn, key, body[:fault.after])
+            time.sleep(fault.seconds)
             conn.shutdown(socket.SHUT_WR)
             return False
         if kind == "reset_mid_body":
