@@ -40,6 +40,11 @@
 /* Bytes libmicrohttpd asks for at a time. */
 #define BLOCKS_READ_CHUNK (256 * 1024)
 
+/* An answer over at most this many blocks, all cached, is sent from the store's map without
+ * a copy (body_from_store); their checksums are verified before the first byte, so longer
+ * answers are streamed block by block instead. */
+#define BLOCKS_IOVEC_MAX 4
+
 struct ahead {
     uint32_t idx;
     block_fetch *fetch;
@@ -57,6 +62,8 @@ struct gw_blocks {
     bool asked;      /* its size was asked with a HEAD (once per request) */
     uint64_t epoch;  /* where writes to it stood when the HEAD was sent (fill.h) */
     bool restarted;  /* it changed under this request once: fetched afresh */
+    bool via_fill;   /* the metadata came from this request's fill, whose GET goes on as
+                        block 0's fetch (fill.c): that block is this request's miss */
     /* the answer */
     bool answered;
     struct answer a;
@@ -164,6 +171,7 @@ sc_code gw_blocks_take_meta(struct gw_req *q, const struct gw_blocks_meta *m)
     b->block_size = m->block_size;
     b->from_cache = m->from_cache;
     b->stale = m->stale;
+    b->via_fill = false; /* gw_blocks_take_head says otherwise */
     return SC_OK;
 }
 
@@ -181,6 +189,8 @@ sc_code gw_blocks_take_head(struct gw_req *q, const struct http_header *headers,
                                .block_size = q->g->cfg->block_size};
     sc_code rc = gw_blocks_take_meta(q, &m);
     free(blob);
+    if (rc == SC_OK)
+        q->blocks->via_fill = true;
     return rc;
 }
 
@@ -230,6 +240,20 @@ static block_fetch *take_ahead(struct gw_blocks *b, uint32_t idx)
         return f;
     }
     return NULL;
+}
+
+/* Starts (or joins) the fetch of block idx for the reader to take over when it gets there
+ * (take_ahead). False when it could not. */
+static bool fetch_ahead(struct gw_req *q, uint32_t idx)
+{
+    struct gw_blocks *b = q->blocks;
+    struct block_ref ref = ref_of(q, idx);
+    block_fetch *f = NULL;
+    if (b->n_ahead >= GW_FETCH_PARALLELISM_MAX ||
+        block_fetch_join(q->g->block_fetches, &ref, &q->as, &f, NULL) != SC_OK)
+        return false;
+    b->ahead[b->n_ahead++] = (struct ahead){idx, f};
+    return true;
 }
 
 /* Block idx from the store, if it holds it at this version. */
@@ -347,11 +371,8 @@ static void keep_ahead(struct gw_req *q, uint32_t idx)
         b->next_ahead = j + 1;
         if (obj != NULL && store_obj_blocks_cached(obj, j, j) == 1)
             continue;
-        struct block_ref ref = ref_of(q, j);
-        block_fetch *f = NULL;
-        if (block_fetch_join(q->g->block_fetches, &ref, &q->as, &f, NULL) != SC_OK)
+        if (!fetch_ahead(q, j))
             break;
-        b->ahead[b->n_ahead++] = (struct ahead){j, f};
     }
     store_obj_close(obj);
 }
@@ -446,7 +467,7 @@ static void judge_cached(struct gw_req *q, uint32_t first)
         for (uint32_t i = first; i <= b->last; i++) {
             struct block_ref ref = ref_of(q, i);
             if ((obj != NULL && store_obj_blocks_cached(obj, i, i) == 1) ||
-                block_fetch_arrived(q->g->block_fetches, &ref))
+                (!(i == 0 && b->via_fill) && block_fetch_arrived(q->g->block_fetches, &ref)))
                 cached++;
         }
     }
@@ -566,6 +587,53 @@ static struct gw_next part_failed(struct gw_req *q)
     return GW_NEXT(GW_STEP_BLOCKS);
 }
 
+static void close_view(void *arg)
+{
+    store_obj_close(arg);
+}
+
+/*
+ * The whole answer as iovecs into the store's map when the first block comes from the store
+ * and the few others are cached at this version too (each checked against its checksum
+ * here): libmicrohttpd sends them as they are, and the response takes over the view, which
+ * keeps the bytes in place until it is freed. NULL otherwise (the callback response serves).
+ */
+static struct MHD_Response *body_from_store(struct gw_req *q)
+{
+    struct gw_blocks *b = q->blocks;
+    if (b->view == NULL || b->last - b->cur >= BLOCKS_IOVEC_MAX ||
+        (b->last > b->cur && store_obj_blocks_cached(b->view, b->cur + 1, b->last) !=
+                                 b->last - b->cur)) /* before a read counts a hit */
+        return NULL;
+    struct iovec iov[BLOCKS_IOVEC_MAX];
+    uint64_t in = b->a.start - (uint64_t)b->cur * b->block_size;
+    uint64_t left = b->a.len;
+    iov[0] = (struct iovec){(void *)(b->data + in), b->data_len - in};
+    for (uint32_t idx = b->cur + 1, i = 1; idx <= b->last; idx++, i++) {
+        const void *data = NULL;
+        uint32_t len = 0;
+        if (store_obj_block(b->view, idx, &data, &len) != SC_OK) {
+            (void)fetch_ahead(q, idx); /* taken over there, not read from the store again */
+            return NULL;
+        }
+        iov[i] = (struct iovec){(void *)data, len};
+    }
+    size_t n = b->last - b->cur + 1;
+    for (size_t i = 0; i < n; i++) { /* the last one ends where the answer does */
+        iov[i].iov_len = iov[i].iov_len < left ? iov[i].iov_len : left;
+        left -= iov[i].iov_len;
+    }
+    struct MHD_Response *resp = gw_respond_iovec(iov, n, close_view, b->view);
+    if (resp == NULL)
+        return NULL;
+    b->view = NULL; /* the response's now */
+    b->data = NULL;
+    b->have = false;
+    sc_stat_add(q->g->stats.bytes_from_cache, b->a.len);
+    q->bytes_out = b->a.len;
+    return resp;
+}
+
 struct gw_next gw_blocks_serve(struct gw_req *q)
 {
     struct gw_blocks *b = q->blocks;
@@ -585,8 +653,10 @@ struct gw_next gw_blocks_serve(struct gw_req *q)
     }
     bool hit = strcmp(q->x_cache, "HIT") == 0;
     count(q, hit, b->a.len);
-    struct MHD_Response *resp = with_headers(
-        q, MHD_create_response_from_callback(b->a.len, BLOCKS_READ_CHUNK, read_blocks, q, NULL));
+    struct MHD_Response *resp = body_from_store(q);
+    if (resp == NULL)
+        resp = MHD_create_response_from_callback(b->a.len, BLOCKS_READ_CHUNK, read_blocks, q, NULL);
+    resp = with_headers(q, resp);
     return resp ? GW_SENT(gw_respond_queue(q, b->a.status, resp)) : GW_CLOSE;
 }
 

@@ -565,6 +565,57 @@ sc_code block_fetch_join(block_table *t, const struct block_ref *b, const struct
     return SC_OK;
 }
 
+block_fetch *block_fetch_adopt(block_table *t, const struct block_ref *b,
+                               const struct up_identity *as, const struct http_head *head)
+{
+    if (!valid_ref(b))
+        return NULL;
+    bool fresh = false;
+    pthread_mutex_lock(&t->mu);
+    block_fetch *f = join_locked(t, b, as, &fresh);
+    pthread_mutex_unlock(&t->mu);
+    if (f == NULL)
+        return NULL;
+    fetch_unref(f); /* join_locked's for a caller; the feeder holds the transfer's */
+    if (!fresh)
+        return NULL; /* being fetched already: it goes on, the feeder's GET is not needed */
+    atomic_fetch_add(&t->running, 1);
+    sc_stat_add(t->ctx->stats->block_fetches, 1);
+    atomic_store(&f->status, head->status);
+    /* The GET asked for the whole object of this ETag: its first bytes are this block. */
+    struct http_head block_head = *head;
+    block_head.content_length = f->len;
+    relay_hold_tail(f->relay); /* the last byte waits for the version check, as ever */
+    if (relay_set_head(f->relay, &block_head, true) != SC_OK) {
+        fail(f, SC_ENOMEM);
+        return NULL;
+    }
+    f->good_head = true;
+    probe_if_match(t, f);
+    return f;
+}
+
+size_t block_fetch_feed(block_fetch *f, const char *p, size_t n, bool *whole)
+{
+    size_t take = n < f->len - f->got ? n : (size_t)(f->len - f->got);
+    *whole = false;
+    if (!on_body(f, p, take)) {
+        block_fetch_fed(f, SC_ENOMEM);
+        *whole = true; /* ended: no longer the feeder's */
+        return take;
+    }
+    if (f->got == f->len) {
+        on_done(f, SC_OK);
+        *whole = true;
+    }
+    return take;
+}
+
+void block_fetch_fed(block_fetch *f, sc_code rc)
+{
+    on_done(f, rc == SC_OK ? SC_EUPSTREAM : rc); /* short: checked, then failed (on_done) */
+}
+
 sc_code block_fetch_prefetch(block_table *t, const struct block_ref *b,
                              const struct up_identity *as, store_done_fn done, void *arg)
 {

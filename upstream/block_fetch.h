@@ -99,6 +99,32 @@ long block_fetch_status(block_fetch *f);
 void block_fetch_leave(block_fetch *f);
 
 /*
+ * @brief Lists the fetch of block b fed by a GET already under way instead of a request of its
+ * own: a whole-object GET of b's ETag whose head revealed a large object (fill.c) hands its
+ * first bytes to the readers of block 0, who so wait for no second round trip. head is that
+ * GET's head. The block is checked and stored as any fetched block (its version checked with
+ * a HEAD after its last byte unless the upstream honors If-Match). Upstream thread.
+ * The feeder then passes the body to block_fetch_feed() as it arrives, and calls
+ * block_fetch_fed() if the GET ends before the block is whole.
+ * @return the fetch, the feeder's until block_fetch_feed() sets *whole or block_fetch_fed()
+ *         is called; NULL when the block is being fetched already, or out of memory.
+ */
+block_fetch *block_fetch_adopt(block_table *t, const struct block_ref *b,
+                               const struct up_identity *as, const struct http_head *head);
+
+/*
+ * @brief Feeds the next body bytes of the adopted GET.
+ * @param[out] whole set once the block is whole (or failed): the fetch is no longer the
+ *             feeder's, and the rest of the GET's body is not the block's.
+ * @return how many of the n bytes were the block's.
+ */
+size_t block_fetch_feed(block_fetch *f, const char *p, size_t n, bool *whole);
+
+/* @brief The adopted GET ended (rc) before the block was whole: the fetch fails as a short
+ * transfer does. The fetch is no longer the feeder's. */
+void block_fetch_fed(block_fetch *f, sc_code rc);
+
+/*
  * @brief Fetches block b into the cache with no reader (read-ahead, warm-up), signed as
  * `as`, unless it is being fetched already. done(arg, rc) follows exactly once (on the
  * upstream or store thread, must not block), with the store's outcome (SC_OK: stored), or

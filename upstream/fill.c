@@ -61,8 +61,12 @@ struct fill {
     long status;                /* the upstream's, once the head is in */
     int64_t length;             /* its Content-Length, or -1 */
     bool no_etag;               /* a 200 without an ETag: never cached */
-    bool large;                 /* cached by blocks: the fill stops at its head */
+    bool large;                 /* cached by blocks: the fill stops at its head ... */
     char *etag;                 /* then its ETag (upstream thread, before the end) */
+    bool adopted;               /* ... or at the end of block 0, which it fetches (upstream
+                                   thread: see adopt_block0) */
+    block_fetch *block0;        /* while it feeds that block (upstream thread) */
+    atomic_bool feeding;        /* block0 is being fed: readers leaving do not cancel */
     bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
     struct fill_watch *watches; /* notified when the fill ends (table lock) */
     fill *next;
@@ -241,15 +245,15 @@ static sc_code failure_of(const fill *f, sc_code rc)
 }
 
 /*
- * An uncacheable object nobody reads (a prefetch, or every client left before the head)
- * would fill its window and pause forever: cancel it. f->req may not be set yet when the
- * head is quick; fill_join cancels then.
+ * Cancels the transfer, or (only_if_unread) does so if nobody reads it: an uncacheable object
+ * nobody reads (a prefetch, or every client left before the head) would fill its window and
+ * pause forever. f->req may not be set yet when the head is quick; fill_join cancels then.
  */
-static void abandon_if_unread(fill *f)
+static void abandon(fill *f, bool only_if_unread)
 {
     pthread_mutex_lock(&f->t->mu);
     up_req *req = NULL;
-    if (atomic_load(&f->readers) == 0) {
+    if (!only_if_unread || atomic_load(&f->readers) == 0) {
         f->abandoned = true;
         req = f->req;
     }
@@ -321,6 +325,45 @@ static void record_large(fill *f, const struct http_head *head)
     free(hdrs);
 }
 
+/*
+ * A large object's fill goes on as the fetch of its block 0 (block_fetch_adopt): the reader
+ * who asked for the object gets its first bytes from this GET, not from a second request a
+ * round trip later. Unless block 0 is being fetched already.
+ */
+static void adopt_block0(fill *f, const struct http_head *head)
+{
+    const struct fill_ctx *ctx = f->t->ctx;
+    if (ctx->blocks == NULL || f->etag == NULL)
+        return;
+    struct block_ref ref = {f->bucket,       f->key, f->etag, (uint64_t)head->content_length,
+                            ctx->block_size, 0};
+    f->block0 = block_fetch_adopt(ctx->blocks, &ref, &f->as, head);
+    f->adopted = f->block0 != NULL;
+    atomic_store(&f->feeding, f->adopted);
+}
+
+/* Ends the feeding of block 0 (the block is whole, or failed with rc). */
+static void block0_fed(fill *f, sc_code rc, bool whole)
+{
+    if (!whole)
+        block_fetch_fed(f->block0, rc);
+    f->block0 = NULL;
+    atomic_store(&f->feeding, false);
+}
+
+/* The body of a fill feeding block 0: once the block is whole the GET stops, the object's
+ * other blocks being fetched by their readers. */
+static void feed_block0(fill *f, const char *p, size_t n)
+{
+    bool whole = false;
+    size_t took = block_fetch_feed(f->block0, p, n, &whole);
+    sc_stat_add(f->t->ctx->stats->bytes_from_upstream, n - took); /* the block counts its own */
+    if (whole) {
+        block0_fed(f, SC_OK, true);
+        abandon(f, false);
+    }
+}
+
 static void on_head(void *arg, const struct http_head *head)
 {
     fill *f = arg;
@@ -338,6 +381,7 @@ static void on_head(void *arg, const struct http_head *head)
     if (f->large) {
         f->etag = strdup(http_header_get(head->headers, head->n_headers, "ETag"));
         record_large(f, head);
+        adopt_block0(f, head);
     }
     if (f->cacheable &&
         hdrblob_encode(head->headers, head->n_headers, &f->hdrs, &f->hdrs_len) != SC_OK)
@@ -356,13 +400,18 @@ static void on_head(void *arg, const struct http_head *head)
         head->status != 200 && head->content_length >= 0 && head->content_length <= 1024 * 1024;
     if (relay_set_head(f->relay, head, f->cacheable || small_error) != SC_OK)
         f->cacheable = false;
-    if (!f->cacheable && !small_error)
-        abandon_if_unread(f);
+    if (!f->cacheable && !small_error && !atomic_load(&f->feeding))
+        abandon(f, true);
 }
 
 static bool on_body(void *arg, const char *p, size_t n)
 {
     fill *f = arg;
+    if (f->adopted) {
+        if (f->block0 != NULL)
+            feed_block0(f, p, n);
+        return true; /* past block 0: dropped until the cancel lands */
+    }
     if (!relay_push(f->relay, p, n))
         return false;
     sc_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
@@ -387,6 +436,8 @@ static void on_done(void *arg, sc_code rc)
 {
     fill *f = arg;
     const struct fill_ctx *ctx = f->t->ctx;
+    if (f->block0 != NULL)
+        block0_fed(f, rc, false);
     rc = body_check_verdict(&f->check, rc, f->bucket, f->key);
     if (rc != SC_OK)
         unlist_locked(f); /* before its readers learn: a retry starts a new fill, not this one */
@@ -590,7 +641,7 @@ void fill_leave(fill *f)
     /* Nobody reads an uncacheable object any more: stop fetching it. A cacheable one
      * goes on, so the next reader finds it cached. */
     pthread_mutex_lock(&f->t->mu);
-    bool cancel = last && !f->listed && f->req != NULL;
+    bool cancel = last && !f->listed && f->req != NULL && !atomic_load(&f->feeding);
     pthread_mutex_unlock(&f->t->mu);
     if (cancel)
         up_req_cancel(f->req);

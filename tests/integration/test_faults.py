@@ -290,6 +290,28 @@ def test_kill_9_during_fill_never_serves_partial_object(faulty_upstream, gateway
         assert gw.stats()["corrupt_chunks"] == 0
 
 
+def test_fake_first_get_cut_inside_block_0_never_serves_a_wrong_byte(faulty_upstream, gateway):
+    # A cold whole GET of a large object: the GET that revealed its size goes on as the fetch
+    # of block 0. The upstream cuts it short inside that block: the response is cut short
+    # too (bytes before the cut are the object's), nothing of it is cached, and the next GET
+    # of a well-behaved upstream is whole and exact.
+    fake = faulty_upstream
+    key = "large/first-get-cut"
+    body = s3util.data(3 * MiB + 7, seed=key)
+    fake.put(key, body, faults.truncated(after=300 * 1024, ranges=True))
+    gw = _start(gateway, fake, "--block-size", "1M")
+    r = rawhttp.get(gw.endpoint, _path(gw, key), timeout=60)
+    assert not r.complete, (r.status, r.error, len(r.body))
+    assert r.body == body[:len(r.body)], "bytes before the cut are the object's"
+    fake.set_fault(key, faults.normal(ranges=True))
+    r = rawhttp.get(gw.endpoint, _path(gw, key), timeout=60)
+    assert r.status == 200 and r.complete and r.body == body, (r.status, r.error, len(r.body))
+    gw.stats_when(lambda st: st["used_bytes"] >= len(body), timeout=5)
+    r = rawhttp.get(gw.endpoint, _path(gw, key), timeout=60)
+    assert r.status == 200 and r.complete and r.body == body
+    assert r.headers.get("x-cache") == "HIT"
+
+
 def test_fake_throttled_version_check_of_a_block_fails_it_but_keeps_the_cached_object(
         faulty_upstream, gateway):
     # Each block of a large object is checked with a HEAD after its last byte. A HEAD the

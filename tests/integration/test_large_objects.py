@@ -25,6 +25,7 @@ import io
 import json
 import os
 import random
+import re
 import subprocess
 import tarfile
 import time
@@ -473,6 +474,33 @@ def test_random_ranges_of_every_form_match_the_local_copy(upstream, gateway, see
     _assert_x_cache(gw, again.headers, "HIT")
 
 
+def _ranges_sent(proxy):
+    """The Range header values of every request the gateway sent through the proxy."""
+    return [m.group(1).decode() for data in proxy.sent
+            for m in re.finditer(rb"\r\nRange: *(bytes=[0-9-]+)\r\n", bytes(data), re.I)]
+
+
+def test_cold_whole_get_takes_block_0_from_the_get_that_found_it_large(upstream, gateway):
+    """A cold whole GET of a large object: the GET that reveals its size goes on as the fetch
+    of its block 0, so the reader waits for no second round trip; only the other blocks are
+    asked by range, and every block is cached."""
+    size = 4 * MiB + 5
+    key, body = _put(upstream, size, "first")
+    gw = gateway(upstream, proxy=True, cache_size="256M", extra_args=SMALL_BLOCKS)
+    gw.require_real()
+    r = _get(gw, key)
+    _assert_whole(r, body)
+    _assert_x_cache(gw, r.headers, "MISS")
+    gw.stats_when(lambda st: st["used_bytes"] >= size, timeout=5)
+    ranges = _ranges_sent(gw.proxy)
+    assert "bytes=0-%d" % (BLOCK - 1) not in ranges, ranges
+    for i in range(1, 5):
+        assert "bytes=%d-%d" % (i * BLOCK, min(size, (i + 1) * BLOCK) - 1) in ranges, ranges
+    again = _get(gw, key)
+    _assert_whole(again, body)
+    _assert_x_cache(gw, again.headers, "HIT")
+
+
 # ---- 6. an overwrite under a long read -------------------------------------------------------
 
 
@@ -613,6 +641,40 @@ def test_kill_9_during_parallel_cold_fetch_keeps_stored_blocks(upstream, gateway
     refetched = _upstream_bytes_settled(gw.proxy)
     assert refetched <= size - 2 * MiB, "%.1f MiB fetched again of %.1f MiB" % (
         refetched / MiB, size / MiB)
+    again = _get(gw, key)
+    _assert_whole(again, body)
+    _assert_x_cache(gw, again.headers, "HIT")
+
+
+def _flip_in_store(gw, needle):
+    """Flips one byte of the only copy of needle in the store's data file, under the running
+    gateway (its read-only map sees the page change)."""
+    path = os.path.join(gw.cache_dir, "data.mdb")
+    with open(path, "r+b") as f:
+        data = f.read()
+        at = data.find(needle)
+        assert at >= 0 and data.find(needle, at + 1) < 0, "the block is not in data.mdb once"
+        f.seek(at)
+        f.write(bytes([data[at] ^ 0xFF]))
+
+
+def test_a_block_rotten_on_disk_is_fetched_again_and_never_served(upstream, gateway):
+    """A cached block whose bytes changed on disk fails its checksum when read: a range over
+    it and its cached neighbours (an answer sent from the store's map in one piece) and a
+    whole GET are byte-exact, the block is counted corrupt and fetched again."""
+    size = 8 * MiB + 11
+    key, body = _put(upstream, size, "rot")
+    gw = gateway(upstream, proxy=True, cache_size="256M", extra_args=SMALL_BLOCKS)
+    gw.require_real()
+    _assert_whole(_get(gw, key), body)
+    gw.stats_when(lambda st: st["used_bytes"] >= size, timeout=5)
+    _flip_in_store(gw, body[3 * BLOCK + 4096:3 * BLOCK + 4160])
+    first, last = 2 * BLOCK + 5, 4 * BLOCK + 5  # blocks 2..4, all cached, 3 rotten
+    gw.proxy.reset_counters()
+    _assert_part(_range(gw, key, first, last), body, first, last)
+    assert gw.stats()["corrupt_chunks"] == 1
+    assert _upstream_bytes_settled(gw.proxy) >= BLOCK, "the rotten block was not fetched again"
+    gw.stats_when(lambda st: st["used_bytes"] >= size, timeout=5)
     again = _get(gw, key)
     _assert_whole(again, body)
     _assert_x_cache(gw, again.headers, "HIT")

@@ -13,8 +13,8 @@ each with one Fault, and counts the requests per (method, key) so a test can
 tell how many upstream fetches the gateway made, and records every request
 with its headers (requests(), request_headers()) so a test can see what the gateway sent.
 Unknown keys get 404 NoSuchKey; other methods get 501. It ignores signatures (the gateway may sign
-with any credentials, or none) and Range (it always answers the whole
-object, which the gateway must cope with anyway).
+with any credentials, or none) and, unless a fault says otherwise (Fault.ranges), Range (it
+answers the whole object, which the gateway must cope with anyway).
 
 Use it through the `faulty_upstream` fixture (function scope):
 
@@ -60,14 +60,16 @@ class Fault:
     headers: dict = None  # more response headers (name -> value), sent to every GET and HEAD
     status: int = 200  # lying_status: the status line's code
     part: tuple = None  # lying_status: (first, last) body bytes sent, or None: the whole body
+    ranges: bool = False  # answer a GET with Range as S3 does (206), the fault striking only
+    # GETs of the whole object; False: Range is ignored
 
 
-def normal(etag=None, checksums=None, headers=None):
+def normal(etag=None, checksums=None, headers=None, ranges=False):
     """200 with the right Content-Length and an ETag that is the body's MD5 (or etag).
 
     checksums: x-amz-checksum-* headers to send when the request asks for them;
-    headers: more headers to send with every answer."""
-    return Fault("normal", etag=etag, checksums=checksums, headers=headers)
+    headers: more headers to send with every answer; ranges: see Fault.ranges."""
+    return Fault("normal", etag=etag, checksums=checksums, headers=headers, ranges=ranges)
 
 
 def no_etag():
@@ -75,9 +77,10 @@ def no_etag():
     return Fault("normal", etag="")
 
 
-def truncated(after):
-    """Content-Length is the whole body, but only `after` bytes are sent, then FIN."""
-    return Fault("truncated", after=after)
+def truncated(after, ranges=False):
+    """Content-Length is the whole body, but only `after` bytes are sent, then FIN.
+    ranges: see Fault.ranges."""
+    return Fault("truncated", after=after, ranges=ranges)
 
 
 def reset_mid_body(after):
@@ -366,7 +369,7 @@ class FaultyUpstream:
             raise _Closed()
         if slowed or (fault.kind == "head_unavailable" and method == "HEAD"):
             return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
-        if fault.kind == "head_unavailable" and "range" in headers:
+        if (fault.ranges or fault.kind == "head_unavailable") and "range" in headers:
             return self._send_range(conn, key, obj, headers["range"])
         wants_checksum = headers.get("x-amz-checksum-mode", "").upper() == "ENABLED"
         if fault.kind == "range_lie":
