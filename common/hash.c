@@ -28,6 +28,11 @@ uint64_t sc_key_hash(const char *bucket, const char *key)
     return sc_hash_mix(sc_fnv1a(h, key, strlen(key)));
 }
 
+uint64_t sc_block_key_hash(uint64_t khash, uint32_t idx)
+{
+    return sc_hash_mix(khash ^ (0x9E3779B97F4A7C15ull * ((uint64_t)idx + 1)));
+}
+
 uint64_t sc_bytes_hash(const void *p, size_t n)
 {
     return sc_hash_mix(sc_fnv1a(SC_FNV1A_BASIS, p, n));

@@ -4,7 +4,8 @@
  *
  * sc_key_hash() values cross components: the policies file importance hints
  * and ghosts under them, manifests' plans and futures give them to the
- * policies, and tools/sim replays traces with them. They must never change:
+ * policies, and tools/sim replays traces with them; sc_block_key_hash() names
+ * one block of an object in a future. They must never change:
  * tests/unit/test_hash.c pins known values.
  */
 #ifndef SC_HASH_H
@@ -28,6 +29,15 @@ uint64_t sc_hash_mix(uint64_t h);
  * policy mistake one name's hint for another's, never serve wrong bytes.
  */
 uint64_t sc_key_hash(const char *bucket, const char *key);
+
+/*
+ * @brief The hash of block idx of the object whose sc_key_hash() is khash, as a manifest's
+ * future names a ranged read (one entry per block the range covers):
+ * sc_hash_mix(khash ^ (0x9E3779B97F4A7C15 * (idx + 1))), arithmetic modulo 2^64. The blocks
+ * of one object never share a hash (both steps are bijections); a block's hash meets a key's
+ * with probability about 2^-64. Pinned in tests/unit/test_hash.c like sc_key_hash().
+ */
+uint64_t sc_block_key_hash(uint64_t khash, uint32_t idx);
 
 /* @brief A hash of n bytes for a table in one process: sc_hash_mix of their FNV-1a. */
 uint64_t sc_bytes_hash(const void *p, size_t n);

@@ -140,6 +140,7 @@ static sc_code start_manifests(struct gw *g)
         .up = g->up,
         .fills = g->fills,
         .capacity = g->cfg->cache_size,
+        .block_size = g->cfg->block_size,
         .concurrency = g->cfg->prefetch_concurrency,
         .dir = dir,
         .stats = &g->stats,

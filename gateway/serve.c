@@ -469,12 +469,21 @@ static void serve_cached(struct gw_req *q, bool may_revalidate, bool stale, stru
             sc_strerror(rc));
 }
 
+/* Tells the manifests what the trainer reads: the object, or the bytes its Range names. */
+static void observe(struct gw_req *q)
+{
+    const char *range = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range");
+    struct mf_read span;
+    bool ranged = range_span(range, &span.first, &span.last);
+    mf_observe(q->g->manifests, q->tgt.bucket, q->tgt.key, ranged ? &span : NULL);
+}
+
 struct gw_next gw_serve_lookup(struct gw_req *q)
 {
     /* The trainer's position moves before the store counts the read, so that a policy
-     * planning by a manifest sees the object's next use, not this one. */
+     * planning by a manifest sees the object's (or block's) next use, not this one. */
     if (q->tgt.kind == S3_REQ_GET_OBJECT && !q->serve.observed)
-        mf_observe(q->g->manifests, q->tgt.bucket, q->tgt.key);
+        observe(q);
     q->serve.observed = true; /* an authorization's answer comes back here */
     /* Right after a revalidation the copy is served as its answer said, once. */
     bool revalidated = q->reval.answered, stale = q->reval.stale;

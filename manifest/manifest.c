@@ -4,8 +4,10 @@
  *
  * A manifest's dataset is known at once for "keys" and "epochs" and after
  * the listing for "prefix"; then mf_activate() builds what the prefetcher and
- * the policy use: the future (the plan's keys by sc_key_hash, in order),
- * the order as dataset indices, and one state and size per object. The
+ * the policy use: the future (in order, a whole item by its key's sc_key_hash,
+ * a ranged item by the sc_block_key_hash of each block its range covers at the
+ * gateway's block size), the order as dataset indices (and, with ranges, where
+ * each access starts in the future), and one state and size per item. The
  * newest manifest with a future is the one the policy plans by.
  */
 #include <dirent.h>
@@ -44,6 +46,7 @@ void mf_unref(struct mf *m)
     future_unref(m->fut);
     plan_free(m->plan);
     free(m->order);
+    free(m->fstart);
     free(m->obj);
     free(m->size);
     free(m->stamp);
@@ -54,18 +57,47 @@ void mf_unref(struct mf *m)
     free(m);
 }
 
+uint32_t mf_block_size(const struct mf_registry *r)
+{
+    return r->cfg.block_size ? r->cfg.block_size : STORE_DEFAULT_BLOCK_SIZE;
+}
+
+uint64_t mf_item_bytes(const struct mf *m, uint32_t idx)
+{
+    struct plan_range r;
+    uint64_t size = m->size[idx];
+    if (!plan_item_range(m->plan, idx, &r))
+        return size;
+    if (size == 0)
+        return r.length;
+    if (r.offset >= size)
+        return 0;
+    return r.length < size - r.offset ? r.length : size - r.offset;
+}
+
+void mf_learn_size(struct mf *m, uint32_t idx, uint64_t size)
+{
+    if (size == 0 || m->size[idx] != 0)
+        return;
+    bool ranged = plan_item_range(m->plan, idx, NULL);
+    uint64_t before = ranged ? mf_item_bytes(m, idx) : 0; /* a range counted its length */
+    m->size[idx] = size;
+    uint64_t after = mf_item_bytes(m, idx);
+    m->bytes_known = m->bytes_known - before + after;
+    if (!ranged)
+        m->known_count++;
+    if (m->obj[idx] == MF_OBJ_CACHED)
+        m->bytes_cached = m->bytes_cached - before + after;
+}
+
 void mf_mark_cached(struct mf *m, uint32_t idx, uint64_t size)
 {
     if (m->obj[idx] == MF_OBJ_CACHED)
         return;
-    if (m->size[idx] == 0 && size > 0) {
-        m->size[idx] = size;
-        m->bytes_known += size;
-        m->known_count++;
-    }
+    mf_learn_size(m, idx, size);
     m->obj[idx] = MF_OBJ_CACHED;
     m->cached++;
-    m->bytes_cached += m->size[idx];
+    m->bytes_cached += mf_item_bytes(m, idx);
 }
 
 /* Sizes from the listing, where the sorted dataset still matches the listing order. */
@@ -82,12 +114,68 @@ static void take_listed_sizes(struct mf *m)
     m->list_sizes = NULL;
 }
 
-/* The plan's keys by sc_key_hash, in access order; counts the objects this rank reads. */
-static sc_code build_future(struct mf *m)
+/* The blocks dataset index idx's range covers, at block size bs; false for a whole item. */
+static bool item_blocks(const struct mf *m, uint32_t idx, uint32_t bs, uint32_t *first,
+                        uint32_t *last)
+{
+    struct plan_range r;
+    if (!plan_item_range(m->plan, idx, &r))
+        return false;
+    *first = (uint32_t)(r.offset / bs); /* ranges end within 5 TiB: indices fit */
+    *last = (uint32_t)((r.offset + r.length - 1) / bs);
+    return true;
+}
+
+/*
+ * With ranges: where each access starts in the future (fstart), and its length, which must
+ * fit the limit on accesses (a future costs ~16 bytes per entry).
+ */
+static sc_code map_ranged_positions(struct mf *m, uint64_t *length, struct api_err *err)
+{
+    uint32_t bs = mf_block_size(m->reg), first, last;
+    uint64_t at = 0;
+    *length = m->accesses;
+    if (!plan_has_ranges(m->plan))
+        return SC_OK;
+    m->fstart = malloc((m->accesses ? m->accesses : 1) * sizeof(*m->fstart));
+    if (m->fstart == NULL)
+        return SC_ENOMEM;
+    for (uint64_t pos = 0; pos < m->accesses; pos++) {
+        m->fstart[pos] = (uint32_t)at;
+        at += item_blocks(m, m->order[pos], bs, &first, &last) ? (uint64_t)last - first + 1 : 1;
+        if (at > PLAN_MAX_ACCESSES) {
+            api_err_set(err, API_TOO_LARGE,
+                        "the plan's ranges cover more blocks of %u bytes over this rank's "
+                        "accesses than a plan may read (%u)",
+                        bs, PLAN_MAX_ACCESSES);
+            return SC_ETOOBIG;
+        }
+    }
+    *length = at;
+    return SC_OK;
+}
+
+/* Access pos of the plan into the future: its key's hash, or its blocks' (see the top). */
+static sc_code append_access(struct mf *m, future *f, uint64_t pos, const uint64_t *hashes)
+{
+    uint32_t idx = m->order[pos], first, last;
+    if (!item_blocks(m, idx, mf_block_size(m->reg), &first, &last))
+        return future_append(f, hashes[idx]);
+    sc_code rc = SC_OK;
+    for (uint64_t b = first; rc == SC_OK && b <= last; b++)
+        rc = future_append(f, sc_block_key_hash(hashes[idx], (uint32_t)b));
+    return rc;
+}
+
+/* The future, in access order; counts the items this rank reads and a range's bytes. */
+static sc_code build_future(struct mf *m, struct api_err *err)
 {
     future *f = NULL;
     uint64_t *hashes = NULL;
-    sc_code rc = plan_key_hashes(m->plan, &hashes);
+    uint64_t length;
+    sc_code rc = map_ranged_positions(m, &length, err);
+    if (rc == SC_OK)
+        rc = plan_key_hashes(m->plan, &hashes);
     if (rc == SC_OK)
         rc = future_new(&f);
     for (uint64_t pos = 0; rc == SC_OK && pos < m->accesses; pos++) {
@@ -95,8 +183,12 @@ static sc_code build_future(struct mf *m)
         if (m->stamp[idx] == 0) {
             m->stamp[idx] = 1;
             m->used++;
+            if (plan_item_range(m->plan, idx, NULL)) {
+                m->bytes_known += mf_item_bytes(m, idx); /* known before the object is seen */
+                m->known_count++;
+            }
         }
-        rc = future_append(f, hashes[idx]);
+        rc = append_access(m, f, pos, hashes);
     }
     free(hashes);
     if (rc == SC_OK)
@@ -110,7 +202,26 @@ static sc_code build_future(struct mf *m)
     return SC_OK;
 }
 
-sc_code mf_activate(struct mf *m)
+uint64_t mf_position(struct mf *m)
+{
+    uint64_t fpos = future_position(m->fut);
+    if (m->fstart == NULL)
+        return fpos;
+    /* the last access starting at or before fpos; past the future's end, all of them */
+    if (fpos >= future_length(m->fut))
+        return m->accesses;
+    uint64_t lo = 0, hi = m->accesses;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (m->fstart[mid] <= fpos)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+sc_code mf_activate(struct mf *m, struct api_err *err)
 {
     const struct plan *p = m->plan;
     m->n = plan_objects(p);
@@ -131,7 +242,7 @@ sc_code mf_activate(struct mf *m)
     plan_iter_free(&it);
     if (rc != SC_ENOTFOUND)
         return rc;
-    rc = build_future(m);
+    rc = build_future(m, err);
     if (rc != SC_OK)
         return rc;
     take_listed_sizes(m);
@@ -218,7 +329,7 @@ static sc_code add(struct mf_registry *r, const char *id, const char *body, size
     m->state = MF_LISTING;
     sc_code rc = plan_parse(body, len, NULL, &m->plan, err);
     if (rc == SC_OK && plan_ready(m->plan))
-        rc = mf_activate(m);
+        rc = mf_activate(m, err);
     if (rc != SC_OK) {
         mf_unref(m);
         return rc;
@@ -278,9 +389,15 @@ static void add_rates(json_t *o, const struct mf *m)
 static json_t *failures_json(const struct mf *m)
 {
     json_t *a = json_array();
-    for (size_t i = 0; a && i < m->n_failures; i++)
-        json_array_append_new(
-            a, json_pack("{s:s, s:s}", "key", m->failures[i].key, "reason", m->failures[i].reason));
+    for (size_t i = 0; a && i < m->n_failures; i++) {
+        const struct mf_failure *f = &m->failures[i];
+        json_t *o = json_pack("{s:s, s:s}", "key", f->key, "reason", f->reason);
+        if (o != NULL && f->range.length > 0)
+            json_object_set_new(
+                o, "range",
+                json_pack("[I, I]", (json_int_t)f->range.offset, (json_int_t)f->range.length));
+        json_array_append_new(a, o);
+    }
     return a;
 }
 
@@ -291,7 +408,7 @@ static json_t *progress_locked(struct mf *m, bool failures)
     if (o == NULL)
         return NULL;
     bool known = m->fut != NULL;
-    uint64_t pos = known ? future_position(m->fut) : 0;
+    uint64_t pos = known ? mf_position(m) : 0;
     json_object_set_new(o, "id", json_string(m->id));
     json_object_set_new(o, "state", json_string(state_names[m->state]));
     json_object_set_new(o, "created_at", json_integer((json_int_t)m->created));
@@ -402,7 +519,23 @@ json_t *mf_cancel(mf_registry *r, const char *id)
     return o;
 }
 
-void mf_observe(mf_registry *r, const char *bucket, const char *key)
+/* The read consumes, in m's future, the blocks it covers that the plan holds, else the key. */
+static bool consume(struct mf *m, uint64_t khash, const struct mf_read *range)
+{
+    bool any = false;
+    uint64_t bs = mf_block_size(m->reg);
+    if (range != NULL && m->fstart != NULL && range->first / bs <= UINT32_MAX) {
+        uint64_t first = range->first / bs;
+        uint64_t last = range->last == UINT64_MAX ? first : range->last / bs;
+        if (last - first >= MF_OBSERVE_BLOCKS)
+            last = first + MF_OBSERVE_BLOCKS - 1;
+        for (uint64_t b = first; b <= last && b <= UINT32_MAX; b++)
+            any |= future_consume(m->fut, sc_block_key_hash(khash, (uint32_t)b));
+    }
+    return any || future_consume(m->fut, khash);
+}
+
+void mf_observe(mf_registry *r, const char *bucket, const char *key, const struct mf_read *range)
 {
     uint64_t khash = 0;
     pthread_rwlock_rdlock(&r->list_lock);
@@ -411,7 +544,7 @@ void mf_observe(mf_registry *r, const char *bucket, const char *key)
             continue;
         if (khash == 0)
             khash = sc_key_hash(bucket, key);
-        if (future_consume(m->fut, khash) && atomic_exchange(&m->blocked, false))
+        if (consume(m, khash, range) && atomic_exchange(&m->blocked, false))
             mf_kick(r);
     }
     pthread_rwlock_unlock(&r->list_lock);

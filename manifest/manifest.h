@@ -1,15 +1,14 @@
 /*
  * manifest.h - manifests: warm the cache and tell the policy the future.
  *
- * A manifest (POST /_s3cached/manifests, parsed by plan.c) names the objects
- * a trainer will read, in order. The registry keeps every manifest of this
- * gateway, lists prefix manifests through the upstream, hands the newest
- * active plan's future to the policy (POLICY_HINT_FUTURE), follows the
- * trainer's position from the reads it serves (mf_observe), and runs the
- * prefetcher: one thread that walks each plan ahead of the trainer and starts
- * cache fills with bounded concurrency, never further ahead than the cache
- * holds and never for an object the policy would not admit (an object needed
- * later than everything cached). Progress is JSON for the admin API.
+ * A manifest (POST /_s3cached/manifests, parsed by plan.c) names the objects,
+ * or byte ranges of objects, a trainer will read, in order. The registry keeps every manifest of
+ * this gateway, lists prefix manifests through the upstream, hands the newest active plan's future
+ * to the policy (POLICY_HINT_FUTURE), follows the trainer's position from the reads it serves
+ * (mf_observe), and runs the prefetcher: one thread that walks each plan ahead of the trainer and
+ * starts cache fills with bounded concurrency, never further ahead than the cache holds and never
+ * for an object the policy would not admit (an object needed later than everything cached).
+ * Progress is JSON for the admin API.
  *
  * All functions are thread-safe. Created manifests are written to the
  * cache directory and registered again at start-up (their trainer position
@@ -36,6 +35,8 @@ struct mf_config {
     upstream *up;           /* for listing prefixes */
     fill_table *fills;      /* prefetches are fills nobody reads yet */
     uint64_t capacity;      /* the cache's capacity in bytes */
+    uint32_t block_size;    /* the gateway's --block-size: a ranged item is planned, warmed and
+                               counted by the blocks it covers; 0: STORE_DEFAULT_BLOCK_SIZE */
     unsigned concurrency;   /* prefetches in flight at once, over all manifests */
     const char *dir;        /* where manifests are kept across restarts; NULL: not kept */
     struct sc_stats *stats; /* counts prefetched objects */
@@ -96,7 +97,22 @@ struct mf_totals {
 /* @brief Fills t. Any thread. */
 void mf_get_totals(mf_registry *r, struct mf_totals *t);
 
-/* @brief The trainer read (bucket, key): moves the plans that name it forward. */
-void mf_observe(mf_registry *r, const char *bucket, const char *key);
+/* The bytes a read asked for: [first, last], last UINT64_MAX for "to the end" (range_span()). */
+struct mf_read {
+    uint64_t first, last;
+};
+
+/* Blocks one bounded read consumes at most (a longer one consumes its first ones). */
+#define MF_OBSERVE_BLOCKS 1024u
+
+/*
+ * @brief The trainer read (bucket, key): moves the plans that name it forward. A whole read
+ * (range NULL; also a suffix range, whose bytes are not known before the size) consumes the
+ * key's planned occurrence. A ranged read, in a plan that names ranges, consumes the planned
+ * occurrence of each block it covers (up to MF_OBSERVE_BLOCKS; a read "to the end" only its
+ * first block, since the reader may stop anywhere), and the key's when the plan holds none of
+ * those blocks.
+ */
+void mf_observe(mf_registry *r, const char *bucket, const char *key, const struct mf_read *range);
 
 #endif

@@ -42,6 +42,7 @@ enum mf_obj {
 
 struct mf_failure {
     char *key;
+    struct plan_range range; /* length 0: the whole object */
     char *reason;
 };
 
@@ -51,12 +52,14 @@ struct mf {
     struct mf_registry *reg;
     struct plan *plan;
     future *fut;       /* NULL until the dataset is known (list_lock) */
-    uint32_t n;        /* dataset objects */
-    uint32_t used;     /* distinct objects this rank reads */
+    uint32_t n;        /* dataset items (objects or ranges) */
+    uint32_t used;     /* distinct items this rank reads */
     uint64_t accesses; /* this rank's positions */
     uint32_t *order;   /* position -> dataset index */
+    uint32_t *fstart;  /* a plan with ranges: position -> its first position in the future (a
+                          ranged access is one future entry per block); NULL: the same */
     uint8_t *obj;      /* enum mf_obj per dataset index */
-    uint64_t *size;    /* per dataset index; 0 while unknown */
+    uint64_t *size;    /* per dataset index: its object's size; 0 while unknown */
     uint32_t *stamp;   /* per dataset index: the walk that last counted it */
     uint32_t walk;     /* the current walk's stamp */
     pthread_mutex_t mu;
@@ -98,10 +101,29 @@ void mf_kick(struct mf_registry *r);
 /* @brief Gives the policy the newest active plan, if it changed (list_lock held for writing). */
 void mf_refresh_hint(struct mf_registry *r);
 
-/* @brief Makes the dataset known: future, order, state arrays (m->mu held). */
-sc_code mf_activate(struct mf *m);
+/*
+ * @brief Makes the dataset known: future, order, state arrays (m->mu held).
+ * @return SC_OK, SC_ENOMEM, SC_ETOOBIG (the ranges cover more blocks than a future holds:
+ *         err says so).
+ */
+sc_code mf_activate(struct mf *m, struct api_err *err);
 
-/* @brief Marks dataset index idx cached with its size (m->mu held). */
+/* @brief The registry's block size (cfg.block_size, or the store's default). */
+uint32_t mf_block_size(const struct mf_registry *r);
+
+/* @brief The trainer's position in m's plan, 0..accesses (an access read in part counts as
+ * not read yet). m->fut must be set. */
+uint64_t mf_position(struct mf *m);
+
+/* @brief The bytes dataset index idx counts for in progress: its object's size, or its
+ * range's length, cut to the object once its size is known (m->mu held). */
+uint64_t mf_item_bytes(const struct mf *m, uint32_t idx);
+
+/* @brief Records the size of idx's object, if not known yet (size 0: nothing), and
+ * what it changes in the byte counts (m->mu held). */
+void mf_learn_size(struct mf *m, uint32_t idx, uint64_t size);
+
+/* @brief Marks dataset index idx cached; size is its object's, or 0 (m->mu held). */
 void mf_mark_cached(struct mf *m, uint32_t idx, uint64_t size);
 
 /* prefetch.c: the prefetcher thread's body. */

@@ -16,7 +16,7 @@
 #define BUCKET_MAX     63  /* current S3 rules */
 #define BUCKET_LEGACY  255 /* legacy and path-style names */
 #define PLAN_MAX_WORLD 1000000u
-#define LABEL_MAX      64 /* "epochs[<20 digits>][<20 digits>]" */
+#define LABEL_MAX      64 /* "epochs[<20 digits>][<20 digits>].length" */
 #define KEYSET_EMPTY   0  /* slot value; a slot holds index + 1 */
 
 static const char *const fields[] = {"bucket",     "keys",      "epochs",   "prefix",
@@ -61,33 +61,71 @@ bool plan_bucket_valid(const char *name, size_t len)
     return true;
 }
 
-/* ---- the key arena and a transient hash set over it ---- */
+/* ---- the dataset: a key arena, items, and transient hash sets over them ---- */
 
-sc_code plan_arena_push(struct plan *p, const char *key, size_t len)
+/* Makes room for item p->n in off (and rng, when there). */
+static sc_code reserve_item(struct plan *p)
 {
     if (p->n >= PLAN_KEYS_CAP)
         return SC_ETOOBIG; /* callers check their smaller limit first */
-    if (p->n == p->off_cap) {
-        uint32_t cap = p->off_cap < 1024 ? 1024 : p->off_cap + p->off_cap / 2;
-        if (cap < p->off_cap || cap > PLAN_KEYS_CAP)
-            cap = PLAN_KEYS_CAP;
-        uint64_t *off = realloc(p->off, (size_t)cap * sizeof(*off));
-        if (off == NULL)
-            return SC_ENOMEM;
-        p->off = off;
-        p->off_cap = cap;
+    if (p->n < p->off_cap)
+        return SC_OK;
+    uint32_t cap = p->off_cap < 1024 ? 1024 : p->off_cap + p->off_cap / 2;
+    if (cap < p->off_cap || cap > PLAN_KEYS_CAP)
+        cap = PLAN_KEYS_CAP;
+    uint64_t *off = realloc(p->off, (size_t)cap * sizeof(*off));
+    if (off == NULL)
+        return SC_ENOMEM;
+    p->off = off;
+    if (p->rng != NULL) {
+        struct plan_range *rng = realloc(p->rng, (size_t)cap * sizeof(*rng));
+        if (rng == NULL)
+            return SC_ENOMEM; /* off grew alone; off_cap still bounds both */
+        memset(rng + p->off_cap, 0, (size_t)(cap - p->off_cap) * sizeof(*rng));
+        p->rng = rng;
     }
-    uint64_t at = p->arena.len;
-    sc_code rc = sc_buf_append(&p->arena, key, len);
-    if (rc == SC_OK)
-        rc = sc_buf_putc(&p->arena, '\0');
-    if (rc == SC_OK)
-        p->off[p->n++] = at;
-    return rc;
+    p->off_cap = cap;
+    return SC_OK;
 }
 
+/* Appends item p->n: the key string at arena offset at, of range r (length 0: whole). */
+static sc_code push_item(struct plan *p, uint64_t at, const struct plan_range *r)
+{
+    sc_code rc = reserve_item(p);
+    if (rc != SC_OK)
+        return rc;
+    if (r->length > 0 && p->rng == NULL) {
+        p->rng = calloc(p->off_cap, sizeof(*p->rng));
+        if (p->rng == NULL)
+            return SC_ENOMEM;
+    }
+    if (p->rng != NULL)
+        p->rng[p->n] = *r;
+    p->off[p->n++] = at;
+    return SC_OK;
+}
+
+/* Appends key[0..len) and a NUL to the arena. @param[out] at where it starts. */
+static sc_code push_string(struct plan *p, const char *key, size_t len, uint64_t *at)
+{
+    *at = p->arena.len;
+    sc_code rc = sc_buf_append(&p->arena, key, len);
+    return rc == SC_OK ? sc_buf_putc(&p->arena, '\0') : rc;
+}
+
+sc_code plan_arena_push(struct plan *p, const char *key, size_t len)
+{
+    static const struct plan_range whole = {0, 0};
+    uint64_t at;
+    sc_code rc = reserve_item(p); /* first, so a refused item leaves no string behind */
+    if (rc == SC_OK)
+        rc = push_string(p, key, len, &at);
+    return rc == SC_OK ? push_item(p, at, &whole) : rc;
+}
+
+/* An open-addressing set of item indices (each stored + 1; KEYSET_EMPTY is a free slot). */
 struct keyset {
-    uint32_t *slot; /* index + 1, or KEYSET_EMPTY */
+    uint32_t *slot;
     uint64_t mask;
 };
 
@@ -101,36 +139,97 @@ static sc_code keyset_init(struct keyset *ks, uint64_t expected)
     return ks->slot ? SC_OK : SC_ENOMEM;
 }
 
-/* Length of dataset key idx while the arena is only appended to (parsing, listing). */
-static size_t arena_key_len(const struct plan *p, uint32_t idx)
+/*
+ * While parsing: strings finds an item whose key is a given string (so that items of one key
+ * share it), items finds an item by (string, range) (so that repeats are found).
+ */
+struct itemsets {
+    struct keyset strings, items;
+};
+
+static sc_code itemsets_init(struct itemsets *s, uint64_t expected)
 {
-    uint64_t end = idx + 1 < p->n ? p->off[idx + 1] : p->arena.len;
-    return (size_t)(end - p->off[idx] - 1);
+    sc_code rc = keyset_init(&s->strings, expected);
+    return rc == SC_OK ? keyset_init(&s->items, expected) : rc;
+}
+
+static void itemsets_free(struct itemsets *s)
+{
+    free(s->strings.slot);
+    free(s->items.slot);
+}
+
+static struct plan_range range_of(const struct plan *p, uint32_t idx)
+{
+    return p->rng != NULL ? p->rng[idx] : (struct plan_range){0, 0};
+}
+
+/* The slot of the string key[0..len) in ss: an item whose key it is, or the free slot. */
+static uint64_t string_slot(const struct keyset *ss, const struct plan *p, const char *key,
+                            size_t len)
+{
+    uint64_t i = sc_bytes_hash(key, len) & ss->mask;
+    for (; ss->slot[i] != KEYSET_EMPTY; i = (i + 1) & ss->mask) {
+        /* strncmp stops at the arena string's NUL: nothing past the arena's end is read */
+        const char *k = p->arena.data + p->off[ss->slot[i] - 1];
+        if (strncmp(k, key, len) == 0 && k[len] == '\0')
+            break;
+    }
+    return i;
+}
+
+static uint64_t item_hash(uint64_t at, const struct plan_range *r)
+{
+    return sc_hash_mix(sc_hash_mix(at ^ sc_hash_mix(r->offset)) ^ r->length);
+}
+
+/* The slot of item (string at `at`, range r) in is: that item, or the free slot. */
+static uint64_t item_slot(const struct keyset *is, const struct plan *p, uint64_t at,
+                          const struct plan_range *r)
+{
+    uint64_t i = item_hash(at, r) & is->mask;
+    for (; is->slot[i] != KEYSET_EMPTY; i = (i + 1) & is->mask) {
+        uint32_t idx = is->slot[i] - 1;
+        struct plan_range had = range_of(p, idx);
+        if (p->off[idx] == at && had.offset == r->offset && had.length == r->length)
+            break;
+    }
+    return i;
 }
 
 /*
- * Finds key in p's dataset or adds it (the set must have room: at most
- * `expected` keys). @param[out] idx its index. @param[out] added whether it was new.
+ * Finds item (key[0..len), r) in p's dataset or adds it (the sets must have room: at most
+ * `expected` items). @param[out] idx its index. @param[out] added whether it was new.
  */
-static sc_code keyset_add(struct keyset *ks, struct plan *p, const char *key, size_t len,
-                          uint32_t *idx, bool *added)
+static sc_code item_add(struct itemsets *s, struct plan *p, const char *key, size_t len,
+                        const struct plan_range *r, uint32_t *idx, bool *added)
 {
-    uint64_t i = sc_bytes_hash(key, len) & ks->mask;
-    for (; ks->slot[i] != KEYSET_EMPTY; i = (i + 1) & ks->mask) {
-        /* lengths first: a shorter key may end near the arena's end, memcmp reads len bytes */
-        const char *k = p->arena.data + p->off[ks->slot[i] - 1];
-        if (arena_key_len(p, ks->slot[i] - 1) == len && memcmp(k, key, len) == 0) {
-            *idx = ks->slot[i] - 1;
-            *added = false;
+    uint64_t si = string_slot(&s->strings, p, key, len);
+    bool new_string = s->strings.slot[si] == KEYSET_EMPTY;
+    uint64_t at = 0, ii = 0;
+    *added = false;
+    if (!new_string) {
+        at = p->off[s->strings.slot[si] - 1];
+        ii = item_slot(&s->items, p, at, r);
+        if (s->items.slot[ii] != KEYSET_EMPTY) {
+            *idx = s->items.slot[ii] - 1;
             return SC_OK;
         }
     }
-    sc_code rc = plan_arena_push(p, key, len);
+    sc_code rc = reserve_item(p); /* first, so a refused item leaves no string behind */
+    if (rc == SC_OK && new_string)
+        rc = push_string(p, key, len, &at);
+    if (rc == SC_OK)
+        rc = push_item(p, at, r);
     if (rc != SC_OK)
         return rc;
     *idx = p->n - 1;
-    ks->slot[i] = p->n;
     *added = true;
+    if (new_string) {
+        s->strings.slot[si] = p->n;
+        ii = item_slot(&s->items, p, at, r);
+    }
+    s->items.slot[ii] = p->n;
     return SC_OK;
 }
 
@@ -313,9 +412,98 @@ static sc_code check_key(const struct plan *p, json_t *v, const char *label, str
     return SC_OK;
 }
 
+#define RANGE_FORM "a range is {\"key\", \"offset\", \"length\"}"
+
+/* Field name of a range object at label: present, and an integer in min..max. */
+static sc_code range_number(json_t *o, const char *label, const char *name, uint64_t min,
+                            uint64_t max, uint64_t *out, struct api_err *err)
+{
+    json_t *v = json_object_get(o, name);
+    if (v == NULL) {
+        api_err_set(err, API_MISSING_FIELD, "%s has no \"%s\" (" RANGE_FORM ")", label, name);
+        return SC_EINVAL;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)min ||
+        json_integer_value(v) > (json_int_t)max) {
+        api_err_set(err, API_INVALID_FIELD, "%s.%s must be an integer in %llu..%llu", label, name,
+                    (unsigned long long)min, (unsigned long long)max);
+        return SC_EINVAL;
+    }
+    *out = (uint64_t)json_integer_value(v);
+    return SC_OK;
+}
+
+/* A range entry {"key", "offset", "length"} at label: *key its key, *r its bytes. */
+static sc_code read_range(const struct plan *p, json_t *o, const char *label, json_t **key,
+                          struct plan_range *r, struct api_err *err)
+{
+    char q[JSON_IN_EXCERPT_CAP];
+    char key_label[LABEL_MAX];
+    const char *name;
+    json_t *v;
+    json_object_foreach(o, name, v)
+    {
+        if (strcmp(name, "key") != 0 && strcmp(name, "offset") != 0 &&
+            strcmp(name, "length") != 0) {
+            api_err_set(err, API_UNKNOWN_FIELD, "unknown field \"%s\" in %s (" RANGE_FORM ")",
+                        json_in_excerpt(q, sizeof(q), name, strlen(name)), label);
+            return SC_EINVAL;
+        }
+    }
+    *key = json_object_get(o, "key");
+    if (*key == NULL) {
+        api_err_set(err, API_MISSING_FIELD, "%s has no \"key\" (" RANGE_FORM ")", label);
+        return SC_EINVAL;
+    }
+    snprintf(key_label, sizeof(key_label), "%s.key", label);
+    sc_code rc = check_key(p, *key, key_label, err);
+    if (rc == SC_OK)
+        rc = range_number(o, label, "offset", 0, PLAN_MAX_OBJECT_SIZE - 1, &r->offset, err);
+    if (rc == SC_OK)
+        rc = range_number(o, label, "length", 1, PLAN_MAX_OBJECT_SIZE, &r->length, err);
+    if (rc == SC_OK && r->length > PLAN_MAX_OBJECT_SIZE - r->offset) {
+        api_err_set(err, API_INVALID_FIELD,
+                    "%s ends at byte %llu; an object is at most 5 TiB (%llu bytes)", label,
+                    (unsigned long long)(r->offset + r->length),
+                    (unsigned long long)PLAN_MAX_OBJECT_SIZE);
+        rc = SC_EINVAL;
+    }
+    return rc;
+}
+
+/* An entry at label: a key (*r whole, {0, 0}) or a range object. *key is its key string. */
+static sc_code read_entry(const struct plan *p, json_t *v, const char *label, json_t **key,
+                          struct plan_range *r, struct api_err *err)
+{
+    *r = (struct plan_range){0, 0};
+    *key = v;
+    if (json_is_object(v))
+        return read_range(p, v, label, key, r, err);
+    return check_key(p, v, label, err);
+}
+
+/* keys[i] repeats dataset item idx: the error, naming the range when it has one. */
+static sc_code repeated(struct api_err *err, size_t i, json_t *key, const struct plan_range *r,
+                        uint32_t idx)
+{
+    char q[JSON_IN_EXCERPT_CAP];
+    json_in_excerpt(q, sizeof(q), json_string_value(key), json_string_length(key));
+    if (r->length == 0)
+        api_err_set(err, API_INVALID_FIELD,
+                    "keys[%zu] (\"%s\") repeats keys[%" PRIu32
+                    "]; the keys of a dataset must be unique",
+                    i, q, idx);
+    else
+        api_err_set(err, API_INVALID_FIELD,
+                    "keys[%zu] (\"%s\", offset %llu, length %llu) repeats keys[%" PRIu32
+                    "]; the entries of a dataset must be unique",
+                    i, q, (unsigned long long)r->offset, (unsigned long long)r->length, idx);
+    return SC_EINVAL;
+}
+
 static sc_code parse_keys(struct plan *p, json_t *arr, struct api_err *err)
 {
-    struct keyset ks = {NULL, 0};
+    struct itemsets sets = {{NULL, 0}, {NULL, 0}};
     size_t cnt = json_array_size(arr);
     char label[LABEL_MAX];
     sc_code rc = SC_EINVAL;
@@ -327,36 +515,30 @@ static sc_code parse_keys(struct plan *p, json_t *arr, struct api_err *err)
                     p->lim.max_keys);
         return SC_ETOOBIG;
     }
-    p->off = malloc(cnt * sizeof(*p->off)); /* exactly one offset per key */
-    if (p->off == NULL || keyset_init(&ks, cnt) != SC_OK) {
+    p->off = malloc(cnt * sizeof(*p->off)); /* exactly one offset per item */
+    if (p->off == NULL || itemsets_init(&sets, cnt) != SC_OK) {
         rc = SC_ENOMEM;
         goto out;
     }
     p->off_cap = (uint32_t)cnt;
     for (size_t i = 0; i < cnt; i++) {
-        json_t *v = json_array_get(arr, i);
+        json_t *key;
+        struct plan_range r;
         uint32_t idx;
         bool added;
         snprintf(label, sizeof(label), "keys[%zu]", i);
-        rc = check_key(p, v, label, err);
+        rc = read_entry(p, json_array_get(arr, i), label, &key, &r, err);
         if (rc == SC_OK)
-            rc = keyset_add(&ks, p, json_string_value(v), json_string_length(v), &idx, &added);
+            rc = item_add(&sets, p, json_string_value(key), json_string_length(key), &r, &idx,
+                          &added);
+        if (rc == SC_OK && !added)
+            rc = repeated(err, i, key, &r, idx);
         if (rc != SC_OK)
             goto out;
-        if (!added) {
-            char q[JSON_IN_EXCERPT_CAP];
-            api_err_set(
-                err, API_INVALID_FIELD,
-                "keys[%zu] (\"%s\") repeats keys[%" PRIu32
-                "]; the keys of a dataset must be unique",
-                i, json_in_excerpt(q, sizeof(q), json_string_value(v), json_string_length(v)), idx);
-            rc = SC_EINVAL;
-            goto out;
-        }
     }
     rc = SC_OK;
 out:
-    free(ks.slot);
+    itemsets_free(&sets);
     return rc;
 }
 
@@ -396,7 +578,7 @@ static sc_code count_epochs(const struct plan *p, json_t *arr, uint64_t *total, 
 
 static sc_code parse_epochs(struct plan *p, json_t *arr, struct api_err *err)
 {
-    struct keyset ks = {NULL, 0};
+    struct itemsets sets = {{NULL, 0}, {NULL, 0}};
     char label[LABEL_MAX];
     uint64_t total, pos = 0;
     size_t ne = json_array_size(arr);
@@ -406,19 +588,20 @@ static sc_code parse_epochs(struct plan *p, json_t *arr, struct api_err *err)
     rc = SC_ENOMEM;
     p->acc = malloc(total * sizeof(*p->acc));
     p->ep_start = malloc((ne + 1) * sizeof(*p->ep_start));
-    if (p->acc == NULL || p->ep_start == NULL || keyset_init(&ks, total) != SC_OK)
+    if (p->acc == NULL || p->ep_start == NULL || itemsets_init(&sets, total) != SC_OK)
         goto out;
     for (size_t e = 0; e < ne; e++) {
         json_t *ep = json_array_get(arr, e);
         p->ep_start[e] = pos;
         for (size_t i = 0; i < json_array_size(ep); i++) {
-            json_t *v = json_array_get(ep, i);
+            json_t *key;
+            struct plan_range r;
             bool added;
             snprintf(label, sizeof(label), "epochs[%zu][%zu]", e, i);
-            rc = check_key(p, v, label, err);
+            rc = read_entry(p, json_array_get(ep, i), label, &key, &r, err);
             if (rc == SC_OK)
-                rc = keyset_add(&ks, p, json_string_value(v), json_string_length(v), &p->acc[pos],
-                                &added);
+                rc = item_add(&sets, p, json_string_value(key), json_string_length(key), &r,
+                              &p->acc[pos], &added);
             if (rc != SC_OK)
                 goto out;
             pos++;
@@ -429,19 +612,21 @@ static sc_code parse_epochs(struct plan *p, json_t *arr, struct api_err *err)
     p->accesses = pos;
     rc = SC_OK;
 out:
-    free(ks.slot);
+    itemsets_free(&sets);
     return rc;
 }
 
-/* Gives back the unused tail of the arena and offsets (a large plan lives long). */
+/* Gives back the unused tail of the arena, offsets and ranges (a large plan lives long). */
 static void shrink(struct plan *p)
 {
     uint64_t *o = p->n ? realloc(p->off, (size_t)p->n * sizeof(*o)) : NULL;
+    struct plan_range *r = p->n && p->rng ? realloc(p->rng, (size_t)p->n * sizeof(*r)) : NULL;
     sc_buf_shrink(&p->arena);
-    if (o != NULL) {
+    if (o != NULL)
         p->off = o;
-        p->off_cap = p->n;
-    }
+    if (r != NULL)
+        p->rng = r;
+    p->off_cap = p->n; /* at most what each holds now; nothing is added after this */
 }
 
 static sc_code parse_root(struct plan *p, json_t *root, struct api_err *err)
@@ -521,6 +706,7 @@ void plan_free(struct plan *p)
     free(p->name);
     sc_buf_free(&p->arena);
     free(p->off);
+    free(p->rng);
     free(p->acc);
     free(p->ep_start);
     free(p);

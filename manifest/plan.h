@@ -4,7 +4,7 @@
  * no threads, no globals; see docs/manifests.md for the user-facing API.
  *
  * Three forms (exactly one of "keys", "epochs", "prefix" beside "bucket"):
- *  - PLAN_FORM_KEYS: the dataset is the keys as given (must be unique); the
+ *  - PLAN_FORM_KEYS: the dataset is the entries as given (must be unique); the
  *    epochs are derived with the sampling fields (num_epochs, shuffle, seed,
  *    world_size, rank, drop_last).
  *  - PLAN_FORM_PREFIX: like KEYS, but the dataset is every key under the
@@ -12,9 +12,15 @@
  *    with plan_dataset_append() and ends it with plan_dataset_finish(), which
  *    sorts the keys ascending by bytes (S3's order) and drops duplicates.
  *  - PLAN_FORM_EPOCHS: the epochs are the lists given, in access order. The
- *    dataset is the distinct keys in order of first appearance, so every form
+ *    dataset is the distinct entries in order of first appearance, so every form
  *    is read alike (dataset indices); plan_has_indices() is false because the
  *    order endpoint answers "indices": null for this form.
+ *
+ * An entry of "keys" or of an inner list of "epochs" is a key (the whole
+ * object) or {"key": k, "offset": o, "length": l}: bytes [o, o + l) of it, with
+ * o >= 0, l >= 1 and o + l <= PLAN_MAX_OBJECT_SIZE (no other field). A dataset
+ * item is (key, range or whole): a key may be named whole and with several
+ * ranges, each its own item; the sampling contract below works on items.
  *
  * Order of epoch e for KEYS and PREFIX (the contract; reproducible in Python):
  *   perm = [0..n-1]; if shuffle, Fisher-Yates from i = n-1 down to 1 with
@@ -26,8 +32,9 @@
  *   total: total / ws accesses per epoch.
  * The future is this rank's epochs concatenated: plan_accesses() positions.
  *
- * Dataset indices are uint32_t: a plan holds at most PLAN_KEYS_CAP keys.
- * Keys live in one arena of NUL-terminated strings plus one offset each.
+ * Dataset indices are uint32_t: a plan holds at most PLAN_KEYS_CAP items.
+ * Keys live in one arena of NUL-terminated strings (one per distinct key) plus
+ * one offset per item; the ranges, 16 bytes per item, only once an item has one.
  *
  * Lifetime: plan_parse() creates, plan_free() frees. Not thread-safe while
  * being filled (append/finish); after that, every const function may be called
@@ -46,19 +53,20 @@
 #include "../proto/api_err.h"
 
 /* Defaults of struct plan_limits (the documented limits of the API). */
-#define PLAN_MAX_BODY     (64u * 1024 * 1024) /* bytes of request body */
-#define PLAN_MAX_KEYS     10000000u           /* key strings in the body / listed keys */
-#define PLAN_MAX_KEY_LEN  1024u               /* bytes per key (and per prefix) */
-#define PLAN_MAX_EPOCHS   1000u               /* num_epochs, or lists in "epochs" */
-#define PLAN_MAX_ACCESSES 100000000u          /* this rank's accesses over all epochs */
-#define PLAN_MAX_NAME     256u                /* bytes of "name" */
-#define PLAN_MAX_DEPTH    8u                  /* JSON nesting (a manifest needs 3) */
-#define PLAN_KEYS_CAP     (UINT32_MAX - 1u)   /* hard cap on max_keys: indices are uint32_t */
+#define PLAN_MAX_BODY        (64u * 1024 * 1024) /* bytes of request body */
+#define PLAN_MAX_KEYS        10000000u           /* key strings in the body / listed keys */
+#define PLAN_MAX_KEY_LEN     1024u               /* bytes per key (and per prefix) */
+#define PLAN_MAX_EPOCHS      1000u               /* num_epochs, or lists in "epochs" */
+#define PLAN_MAX_ACCESSES    100000000u          /* this rank's accesses over all epochs */
+#define PLAN_MAX_NAME        256u                /* bytes of "name" */
+#define PLAN_MAX_DEPTH       8u                  /* JSON nesting (a manifest needs up to 4) */
+#define PLAN_MAX_OBJECT_SIZE (5ull << 40)        /* S3's largest object: a range ends within it */
+#define PLAN_KEYS_CAP        (UINT32_MAX - 1u)   /* hard cap on max_keys: indices are uint32_t */
 
 /* Limits applied by plan_parse() and plan_dataset_append(); tests pass small ones. */
 struct plan_limits {
     size_t max_body;       /* TooLarge above */
-    uint32_t max_keys;     /* TooLarge above; at most PLAN_KEYS_CAP */
+    uint32_t max_keys;     /* entries: TooLarge above; at most PLAN_KEYS_CAP */
     uint32_t max_key_len;  /* InvalidField above */
     uint32_t max_epochs;   /* InvalidField above */
     uint64_t max_accesses; /* TooLarge above (a future costs ~16 bytes per access) */
@@ -134,11 +142,26 @@ sc_code plan_dataset_finish(struct plan *p, struct api_err *err);
 /* @brief Whether the dataset is known and the orders can be asked for. */
 bool plan_ready(const struct plan *p);
 
-/* @brief Dataset size n: the distinct objects the plan names (0 until ready). */
+/* @brief Dataset size n: the distinct items (objects or ranges) the plan names (0 until ready). */
 uint32_t plan_objects(const struct plan *p);
 
 /* @brief The key of dataset index idx (< plan_objects); valid as long as p. */
 const char *plan_key(const struct plan *p, uint32_t idx);
+
+/* A byte range of an object as a manifest names it: bytes [offset, offset + length). */
+struct plan_range {
+    uint64_t offset;
+    uint64_t length; /* at least 1; 0 means the whole object */
+};
+
+/*
+ * @brief Whether dataset index idx (< plan_objects) names a byte range.
+ * @param[out] r its range; {0, 0} for a whole object. May be NULL.
+ */
+bool plan_item_range(const struct plan *p, uint32_t idx, struct plan_range *r);
+
+/* @brief Whether some item of the dataset names a byte range. */
+bool plan_has_ranges(const struct plan *p);
 
 /* @brief sc_key_hash(bucket, plan_key(p, idx)). */
 uint64_t plan_key_hash(const struct plan *p, uint32_t idx);
@@ -211,7 +234,8 @@ sc_code plan_used_objects(const struct plan *p, uint32_t *used);
 
 /*
  * @brief The reply of GET .../order?epoch=e: {"id", "epoch", "indices", "keys"}
- * ("indices" null for the EPOCHS form).
+ * ("indices" null for the EPOCHS form), and when the plan has ranges, "ranges":
+ * [offset, length] of each access's range beside its key, null for a whole object.
  * @param[in] id the manifest's id, copied.
  * @return a new reference the caller json_decref()s; NULL if not ready, e is
  *         out of range, or out of memory.

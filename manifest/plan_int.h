@@ -15,9 +15,14 @@ struct plan {
     char *prefix;
     char *name;
 
-    /* The dataset: key i is arena.data + off[i], NUL-terminated (the NULs are in arena.len). */
+    /*
+     * The dataset: item i's key is arena.data + off[i], NUL-terminated (the NULs are in
+     * arena.len); items naming one key share its string. rng[i] is item i's byte range
+     * (length 0: the whole object), allocated with off's capacity once an item has a range.
+     */
     struct sc_buf arena;
     uint64_t *off;
+    struct plan_range *rng;
     uint32_t n, off_cap;
     bool ready;
 
@@ -29,7 +34,7 @@ struct plan {
     uint64_t accesses;  /* this rank's accesses over all epochs */
 };
 
-/* Appends key[0..len) to the dataset as index p->n. @return SC_OK or SC_ENOMEM. */
+/* Appends key[0..len) to the dataset as index p->n, a whole object. @return SC_OK or SC_ENOMEM. */
 sc_code plan_arena_push(struct plan *p, const char *key, size_t len);
 
 /*

@@ -12,50 +12,68 @@ static bool put(json_t *o, const char *key, json_t *value)
     return value != NULL && json_object_set_new(o, key, value) == 0;
 }
 
-static json_t *order_arrays(const struct plan *p, const uint32_t *order, uint64_t n,
-                            json_t **indices)
+/* [offset, length] of dataset item idx, or null for a whole object. */
+static json_t *range_json(const struct plan *p, uint32_t idx)
 {
-    json_t *keys = json_array();
-    *indices = plan_has_indices(p) ? json_array() : json_null();
-    if (keys == NULL || *indices == NULL)
-        goto fail;
+    struct plan_range r;
+    if (!plan_item_range(p, idx, &r))
+        return json_null();
+    return json_pack("[I, I]", (json_int_t)r.offset, (json_int_t)r.length);
+}
+
+/* The order's "keys", and its "indices" and "ranges" (NULL when the plan has none). */
+struct order_arrays {
+    json_t *keys, *indices, *ranges;
+};
+
+static void order_arrays_free(struct order_arrays *a)
+{
+    json_decref(a->keys);
+    json_decref(a->indices);
+    json_decref(a->ranges);
+    *a = (struct order_arrays){NULL, NULL, NULL};
+}
+
+static bool order_arrays_fill(const struct plan *p, const uint32_t *order, uint64_t n,
+                              struct order_arrays *a)
+{
+    a->keys = json_array();
+    a->indices = plan_has_indices(p) ? json_array() : json_null();
+    a->ranges = plan_has_ranges(p) ? json_array() : NULL;
+    if (a->keys == NULL || a->indices == NULL || (plan_has_ranges(p) && a->ranges == NULL))
+        return false;
     for (uint64_t i = 0; i < n; i++) {
-        if (json_array_append_new(keys, json_string_nocheck(plan_key(p, order[i]))) != 0)
-            goto fail;
-        if (plan_has_indices(p) && json_array_append_new(*indices, json_integer(order[i])) != 0)
-            goto fail;
+        if (json_array_append_new(a->keys, json_string_nocheck(plan_key(p, order[i]))) != 0)
+            return false;
+        if (plan_has_indices(p) && json_array_append_new(a->indices, json_integer(order[i])) != 0)
+            return false;
+        if (a->ranges != NULL && json_array_append_new(a->ranges, range_json(p, order[i])) != 0)
+            return false;
     }
-    return keys;
-fail:
-    json_decref(keys);
-    json_decref(*indices);
-    *indices = NULL;
-    return NULL;
+    return true;
 }
 
 json_t *plan_order_json(const struct plan *p, const char *id, uint32_t e)
 {
     uint32_t *order = NULL;
     uint64_t n;
-    json_t *indices = NULL;
-    json_t *keys = NULL;
+    struct order_arrays a = {NULL, NULL, NULL};
     json_t *o = NULL;
     if (plan_epoch_order(p, e, &order, &n) != SC_OK)
         goto out;
-    keys = order_arrays(p, order, n, &indices);
     o = json_object();
-    if (keys == NULL || o == NULL)
+    if (o == NULL || !order_arrays_fill(p, order, n, &a))
         goto fail;
     if (!put(o, "id", json_string(id)) || !put(o, "epoch", json_integer(e)) ||
-        json_object_set(o, "indices", indices) != 0 || json_object_set(o, "keys", keys) != 0)
+        json_object_set(o, "indices", a.indices) != 0 || json_object_set(o, "keys", a.keys) != 0 ||
+        (a.ranges != NULL && json_object_set(o, "ranges", a.ranges) != 0))
         goto fail;
     goto out;
 fail:
     json_decref(o);
     o = NULL;
 out:
-    json_decref(indices);
-    json_decref(keys);
+    order_arrays_free(&a);
     free(order);
     return o;
 }

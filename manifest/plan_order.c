@@ -195,6 +195,19 @@ const char *plan_key(const struct plan *p, uint32_t idx)
     return p->arena.data + p->off[idx];
 }
 
+bool plan_item_range(const struct plan *p, uint32_t idx, struct plan_range *r)
+{
+    struct plan_range got = p->rng != NULL ? p->rng[idx] : (struct plan_range){0, 0};
+    if (r != NULL)
+        *r = got;
+    return got.length > 0;
+}
+
+bool plan_has_ranges(const struct plan *p)
+{
+    return p->rng != NULL;
+}
+
 uint64_t plan_key_hash(const struct plan *p, uint32_t idx)
 {
     return sc_key_hash(p->bucket, plan_key(p, idx));

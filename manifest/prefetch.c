@@ -3,8 +3,10 @@
  * trainer (see manifest.h).
  *
  * Each walk goes through a plan from the trainer's position onwards, counting
- * every distinct object once, until the objects counted would no longer fit
- * in the cache (WALK_SHARE of it, shared by all manifests, oldest first).
+ * every distinct item once, until the items counted would no longer fit
+ * in the cache (WALK_SHARE of it, shared by all manifests, oldest first). An
+ * item is a whole object or a byte range of one (range_prefetch.h: a large
+ * object's range takes, and warms, only the blocks it covers).
  * Within that window it starts a fill for each object neither cached nor in
  * flight, up to the concurrency bound, and stops at the first object the
  * policy would not admit: with `clairvoyant`, that object is needed later than
@@ -25,6 +27,7 @@
 #include "../common/log.h"
 #include "manifest_int.h"
 #include "../upstream/list.h"
+#include "../upstream/range_prefetch.h"
 
 #define WALK_PERIOD_MS 50
 #define WALK_SHARE     0.9             /* of the capacity a walk may plan for */
@@ -50,6 +53,7 @@ static void add_failure(struct mf *m, uint32_t idx, const char *reason)
     if (m->n_failures == MF_MAX_FAILURES)
         return;
     struct mf_failure *f = &m->failures[m->n_failures];
+    plan_item_range(m->plan, idx, &f->range);
     f->key = strdup(plan_key(m->plan, idx));
     f->reason = strdup(reason);
     if (f->key && f->reason) {
@@ -90,15 +94,11 @@ static void on_fetched(void *arg, const struct fill_result *res)
     char buf[64];
     pthread_mutex_lock(&m->mu);
     m->inflight--;
-    if (res->size > 0 && m->size[f->idx] == 0) {
-        m->size[f->idx] = res->size;
-        m->bytes_known += res->size;
-        m->known_count++;
-    }
+    mf_learn_size(m, f->idx, res->size);
     if (res->rc == SC_OK) {
         mf_mark_cached(m, f->idx, res->size);
         m->fetched++;
-        m->bytes_fetched += res->size;
+        m->bytes_fetched += mf_item_bytes(m, f->idx);
         sc_stat_add(r->cfg.stats->prefetched, 1);
     } else if (res->rc == SC_EFULL || res->rc == SC_ECANCELED) {
         m->obj[f->idx] = MF_OBJ_PENDING; /* refused for now, or invalidated: a later walk decides */
@@ -112,11 +112,22 @@ static void on_fetched(void *arg, const struct fill_result *res)
     free(f);
 }
 
-/* Starts the fills a walk chose (no lock held: a failed start calls back at once). */
-static void launch(struct mf *m, const uint32_t *idx, unsigned n)
+/* Starts the prefetch of item idx: a fill of the whole object, or of a range's blocks. */
+static sc_code start(struct mf *m, uint32_t idx, struct fetch *f)
 {
     struct mf_registry *r = m->reg;
     const char *bucket = plan_params(m->plan)->bucket;
+    struct plan_range rg;
+    if (!plan_item_range(m->plan, idx, &rg))
+        return fill_prefetch(r->cfg.fills, bucket, plan_key(m->plan, idx), on_fetched, f);
+    return range_prefetch(r->cfg.fills, bucket, plan_key(m->plan, idx), rg.offset,
+                          rg.offset + rg.length - 1, on_fetched, f);
+}
+
+/* Starts the prefetches a walk chose (no lock held: a failed start calls back at once). */
+static void launch(struct mf *m, const uint32_t *idx, unsigned n)
+{
+    struct mf_registry *r = m->reg;
     for (unsigned i = 0; i < n; i++) {
         struct fetch *f = malloc(sizeof(*f));
         sc_code rc = SC_ENOMEM;
@@ -124,7 +135,7 @@ static void launch(struct mf *m, const uint32_t *idx, unsigned n)
             *f = (struct fetch){m, idx[i]};
             mf_ref(m);
             atomic_fetch_add(&r->inflight, 1);
-            rc = fill_prefetch(r->cfg.fills, bucket, plan_key(m->plan, idx[i]), on_fetched, f);
+            rc = start(m, idx[i], f);
         }
         if (rc == SC_OK)
             continue;
@@ -140,32 +151,100 @@ static void launch(struct mf *m, const uint32_t *idx, unsigned n)
     }
 }
 
-/* Re-checks a cached object next to the trainer; false if it was evicted since. */
+/* Whether every block of store view obj that bytes r of it cover is cached. */
+static bool range_blocks_cached(store_obj *obj, const struct plan_range *r)
+{
+    uint64_t size = store_obj_size(obj);
+    uint32_t bs = store_obj_block_size(obj);
+    if (r->offset >= size)
+        return true; /* no byte of it exists */
+    uint64_t end = r->length < size - r->offset ? r->offset + r->length : size;
+    uint32_t first = (uint32_t)(r->offset / bs), last = (uint32_t)((end - 1) / bs);
+    return store_obj_blocks_cached(obj, first, last) == (uint64_t)last - first + 1;
+}
+
+/*
+ * Whether item idx is cached, without counting a read with the policy: a whole object as
+ * store_peek() says (a block object: all its blocks); a range also when every block it
+ * covers is. *size: its object's size when the store knows it, else 0.
+ */
+static bool item_cached(struct mf *m, uint32_t idx, uint64_t *size)
+{
+    store *st = m->reg->cfg.st;
+    const char *bucket = plan_params(m->plan)->bucket;
+    const char *key = plan_key(m->plan, idx);
+    struct plan_range r;
+    store_obj *obj = NULL;
+    *size = 0;
+    if (store_peek(st, bucket, key, size) == SC_OK)
+        return true;
+    if (!plan_item_range(m->plan, idx, &r) || store_obj_open(st, bucket, key, &obj) != SC_OK)
+        return false;
+    /* a whole object found here was stored since the peek (and this open counted a read) */
+    bool cached = !store_obj_is_blocks(obj) || range_blocks_cached(obj, &r);
+    *size = store_obj_size(obj);
+    store_obj_close(obj);
+    return cached;
+}
+
+/* Re-checks a cached item next to the trainer; false if it was evicted since. */
 static bool still_cached(struct mf *m, uint32_t idx)
 {
     uint64_t size = 0;
-    const char *bucket = plan_params(m->plan)->bucket;
-    if (store_peek(m->reg->cfg.st, bucket, plan_key(m->plan, idx), &size) == SC_OK)
+    if (item_cached(m, idx, &size))
         return true;
     m->cached--;
-    m->bytes_cached -= m->size[idx];
+    m->bytes_cached -= mf_item_bytes(m, idx);
     m->obj[idx] = MF_OBJ_PENDING;
     return false;
 }
 
-/* Whether a pending object is worth a fill; marks it cached if the store has it. */
-static bool wants_fetch(struct mf *m, uint32_t idx, uint64_t size, bool *refused)
+/* Whether the policy would take item idx, of footprint bytes (a range: as its first block). */
+static bool would_admit(struct mf *m, uint32_t idx, uint64_t footprint)
 {
-    struct mf_registry *r = m->reg;
+    store *st = m->reg->cfg.st;
     const char *bucket = plan_params(m->plan)->bucket;
     const char *key = plan_key(m->plan, idx);
+    struct plan_range r;
+    if (!plan_item_range(m->plan, idx, &r))
+        return store_would_admit(st, bucket, key, footprint);
+    uint64_t first = r.offset / mf_block_size(m->reg);
+    return store_would_admit_block(st, bucket, key, (uint32_t)first, footprint);
+}
+
+/* Whether a pending item is worth a prefetch; marks it cached if the store has it. */
+static bool wants_fetch(struct mf *m, uint32_t idx, uint64_t footprint, bool *refused)
+{
     uint64_t have = 0;
-    if (store_peek(r->cfg.st, bucket, key, &have) == SC_OK) {
+    if (item_cached(m, idx, &have)) {
         mf_mark_cached(m, idx, have);
         return false;
     }
-    *refused = !store_would_admit(r->cfg.st, bucket, key, size);
+    mf_learn_size(m, idx, have);
+    *refused = !would_admit(m, idx, footprint);
     return !*refused;
+}
+
+/*
+ * The bytes item idx takes in the cache: a whole object's size (the mean while unknown); a
+ * range of a large object, the blocks it covers (as if large while the size is unknown); a
+ * range of an object stored whole, the object.
+ */
+static uint64_t footprint(const struct mf *m, uint32_t idx)
+{
+    struct plan_range r;
+    uint64_t size = m->size[idx], bs = mf_block_size(m->reg);
+    if (!plan_item_range(m->plan, idx, &r))
+        return size ? size : assumed_size(m);
+    if (size != 0 && size <= bs)
+        return size;
+    uint64_t end = r.offset + r.length;
+    if (size != 0 && end > size)
+        end = size;
+    if (end <= r.offset)
+        return 0; /* past the object's end */
+    uint64_t from = r.offset / bs * bs, to = (end + bs - 1) / bs * bs;
+    return (size != 0 && to > size ? size : to) - from;
 }
 
 /*
@@ -186,7 +265,7 @@ static uint32_t estimate_fits(const struct mf *m, uint32_t counted, uint64_t bud
  */
 static unsigned walk(struct mf *m, uint64_t *budget, unsigned slots, uint32_t *idx)
 {
-    uint64_t pos = future_position(m->fut);
+    uint64_t pos = mf_position(m);
     if (pos >= m->accesses) {
         m->state = MF_DONE;
         return 0;
@@ -204,7 +283,7 @@ static unsigned walk(struct mf *m, uint64_t *budget, unsigned slots, uint32_t *i
         if (m->stamp[i] == m->walk)
             continue;
         m->stamp[i] = m->walk;
-        uint64_t size = m->size[i] ? m->size[i] : assumed_size(m);
+        uint64_t size = footprint(m, i);
         if (bytes + size > *budget) {
             blocked = true;
             break;
@@ -291,7 +370,7 @@ static void list_step(struct mf *m)
     if (rc == SC_OK && !page.truncated)
         rc = plan_dataset_finish(m->plan, &err);
     if (rc == SC_OK && !page.truncated)
-        rc = mf_activate(m);
+        rc = mf_activate(m, &err);
     pthread_mutex_unlock(&m->mu);
     if (rc == SC_OK && !page.truncated)
         mf_refresh_hint(r);

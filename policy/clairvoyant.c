@@ -8,6 +8,14 @@
  * first. Without a future every object is "not needed again", so the policy
  * is exactly LRU.
  *
+ * Blocks. A block of a large object is its own entry (policy_obj.is_block). A
+ * manifest's future names an object read whole by its key hash and a ranged
+ * read by the hash of each block it covers (sc_block_key_hash), so an entry's
+ * next use is the earlier of its key's and its block's (future_next_use_block;
+ * block 0 for a whole object, which holds every range of it): a block the plan
+ * reads soon is kept over a sibling block it does not read again. The node
+ * keeps the block index; the block's hash is computed when asked.
+ *
  * Unequal sizes. Like libCacheSim's BeladySize, an object's cost of staying
  * is size * distance, where distance = next_use - position (0 for an object
  * due at or behind the trainer's position); the victim has the largest cost.
@@ -59,8 +67,12 @@ struct clv_node {
     uint64_t stamp;    /* last insert or hit, for LRU order */
     uint32_t a;        /* heap: index in its class heap; list: prev (towards head) */
     uint32_t b;        /* list: next (towards tail); free: next free node */
+    uint32_t block;    /* a block entry's index in its object; 0 for a whole object */
     uint8_t cls;       /* size class while in a heap, IN_LIST, or IS_FREE */
 };
+
+/* The block index fits in what was padding: a node stays 56 bytes. */
+_Static_assert(sizeof(struct clv_node) <= 56, "a clairvoyant node grew");
 
 struct clv_heap {
     uint32_t *at; /* node indices; at[0] is needed furthest ahead */
@@ -245,7 +257,8 @@ static void heap_delete(struct clv *c, uint32_t n)
 
 static uint64_t read_next_use(const struct clv *c, uint32_t n)
 {
-    return c->fut != NULL ? future_next_use(c->fut, c->nodes[n].khash) : FUTURE_NEVER;
+    const struct clv_node *x = &c->nodes[n];
+    return c->fut != NULL ? future_next_use_block(c->fut, x->khash, x->block) : FUTURE_NEVER;
 }
 
 /*
@@ -391,6 +404,12 @@ static uint64_t obj_khash(const struct policy_obj *obj)
     return sc_key_hash(obj->bucket ? obj->bucket : "", obj->key ? obj->key : "");
 }
 
+/* The block an entry is planned as: its own for a block, 0 for a whole object. */
+static uint32_t obj_block(const struct policy_obj *obj)
+{
+    return obj->is_block ? obj->block : 0;
+}
+
 /* An id already tracked counts as a hit. */
 static sc_code clv_on_insert(void *state, const struct policy_obj *obj)
 {
@@ -408,6 +427,7 @@ static sc_code clv_on_insert(void *state, const struct policy_obj *obj)
     c->nodes[n] = (struct clv_node){.id = obj->id,
                                     .khash = obj_khash(obj),
                                     .size = obj->size,
+                                    .block = obj_block(obj),
                                     .stamp = ++c->clock,
                                     .cls = IS_FREE};
     if (idmap_put(&c->ids, n) != SC_OK) {
@@ -463,7 +483,7 @@ static bool clv_admit(void *state, const struct policy_obj *obj)
         return true;
     if (obj->size > c->capacity)
         return false;
-    uint64_t nu = future_next_use(c->fut, obj_khash(obj));
+    uint64_t nu = future_next_use_block(c->fut, obj_khash(obj), obj_block(obj));
     uint32_t victim = heap_victim(c);
     if (c->tail != NIL)
         return true; /* an unneeded object goes before this one */

@@ -25,6 +25,8 @@
  */
 #include "future.h"
 
+#include "../common/hash.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -250,6 +252,13 @@ uint64_t future_position(future *f)
 uint64_t future_next_use(future *f, uint64_t khash)
 {
     return next_use(f, khash, false);
+}
+
+uint64_t future_next_use_block(future *f, uint64_t khash, uint32_t block)
+{
+    uint64_t whole = next_use(f, khash, false);
+    uint64_t part = next_use(f, sc_block_key_hash(khash, block), false);
+    return whole < part ? whole : part;
 }
 
 bool future_contains(const future *f, uint64_t khash)

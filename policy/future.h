@@ -2,7 +2,8 @@
  * future.h - the known order of coming accesses (a manifest's plan).
  *
  * A future is the sequence of objects a trainer will read, in order, named by
- * sc_key_hash(). It is built once (future_append, then future_seal) and
+ * sc_key_hash(), or for a read of a byte range, by sc_block_key_hash() of each
+ * block the range covers. It is built once (future_append, then future_seal) and
  * then shared: the gateway tells it what the trainer actually read
  * (future_consume), the clairvoyant policy asks when each object is needed
  * next (future_next_use), and the prefetcher walks it ahead of the trainer.
@@ -68,6 +69,14 @@ uint64_t future_position(future *f);
  * in the plan (see future_contains).
  */
 uint64_t future_next_use(future *f, uint64_t khash);
+
+/*
+ * @brief The next use of a cache entry: the earlier of future_next_use(khash), its object
+ * read whole, and future_next_use(sc_block_key_hash(khash, block)), a ranged read covering
+ * its block. A whole object's entry passes block 0, where every range of an object stored
+ * whole lies. FUTURE_NEVER if neither is planned again.
+ */
+uint64_t future_next_use_block(future *f, uint64_t khash, uint32_t block);
 
 /* @brief Whether khash occurs anywhere in the plan. */
 bool future_contains(const future *f, uint64_t khash);

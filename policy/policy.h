@@ -9,7 +9,8 @@
  * Objects are named by the store's 64-bit object id, which is never reused.
  * Policies that must recognise an object before it is cached (importance
  * scores, the future access order) name it by sc_key_hash(bucket, key)
- * (common/hash.h, included here as part of this contract).
+ * (common/hash.h, included here as part of this contract); a future names a
+ * block of an object read by range by sc_block_key_hash(key hash, index).
  * A new policy is one file defining a `const struct policy_ops` plus one line
  * in the table in policy.c.
  *
@@ -27,12 +28,17 @@
 #include "../common/hash.h"
 #include "../common/sc_err.h"
 
-/* What a policy is told about an object. Strings are only valid during the call. */
+/*
+ * What a policy is told about an entry: a whole object, or one block of a large object
+ * (is_block). Strings are only valid during the call.
+ */
 struct policy_obj {
-    uint64_t id;        /* the store's object id */
+    uint64_t id;        /* the store's object id (a block's: STORE_BLOCK_ID, store.h) */
     uint64_t size;      /* body bytes charged against the capacity */
     const char *bucket; /* bucket name */
     const char *key;    /* object key */
+    bool is_block;      /* one block of a large object; false for a whole object */
+    uint32_t block;     /* is_block: the block's index in its object; else 0 */
 };
 
 struct future; /* the known order of coming accesses, see future.h */

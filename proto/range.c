@@ -125,6 +125,18 @@ enum range_result range_resolve(const char *header, uint64_t size, uint64_t *sta
     return r;
 }
 
+bool range_span(const char *header, uint64_t *first, uint64_t *last)
+{
+    const char *p;
+    const char *end;
+    struct spec sp;
+    if (header == NULL || !find_spec(header, &p, &end) || !parse_spec(p, end, &sp) || sp.suffix)
+        return false;
+    *first = sp.first;
+    *last = sp.open ? UINT64_MAX : sp.last;
+    return true;
+}
+
 sc_code range_content_range(uint64_t start, uint64_t len, uint64_t size,
                             char buf[RANGE_CONTENT_RANGE_LEN])
 {

@@ -27,6 +27,7 @@
 #ifndef RANGE_H
 #define RANGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,17 @@ enum range_result {
  * @return which response to give; never fails.
  */
 enum range_result range_resolve(const char *header, uint64_t size, uint64_t *start, uint64_t *len);
+
+/*
+ * @brief The bytes a Range header asks for, before the object's size is known (a read
+ * reported to the manifests, whose plans name byte ranges): "bytes=a-b" is first a, last b
+ * (b may lie past the end); "bytes=a-" is first a, last UINT64_MAX (to the end).
+ * @param[in] header the field value, NUL-terminated, or NULL when absent.
+ * @return true for those two forms; false for a suffix range ("bytes=-n", which needs the
+ *         size) and whenever range_resolve() would serve the whole object (no header, bad
+ *         syntax, several ranges). *first and *last are set only on true.
+ */
+bool range_span(const char *header, uint64_t *first, uint64_t *last);
 
 /*
  * @brief Formats the Content-Range value for a 206 or a 416.

@@ -299,6 +299,14 @@ sc_code store_hint(store *st, const struct policy_hint *h);
  */
 bool store_would_admit(store *st, const char *bucket, const char *key, uint64_t size);
 
+/*
+ * @brief store_would_admit() for block idx of a block object (a manifest's ranged item
+ * asks for the first block it covers, with the bytes of all of them): a policy that plans
+ * by blocks (clairvoyant) judges it by the block's next use, not the object's.
+ */
+bool store_would_admit_block(store *st, const char *bucket, const char *key, uint32_t idx,
+                             uint64_t size);
+
 /* @brief Copies the current counters into out. Cannot fail. */
 void store_get_stats(store *st, struct store_stats *out);
 

@@ -312,6 +312,8 @@ static sc_code register_block(void *ctx, uint32_t idx, size_t value_len)
     struct policy_obj obj = *b->obj;
     (void)value_len; /* checked by judge_block */
     obj.id = STORE_BLOCK_ID(b->l->id, idx);
+    obj.is_block = true;
+    obj.block = idx;
     obj.size = st_chunk_len(b->l->size, b->l->block_size, idx);
     return b->st->pol->on_insert(b->st->pol_state, &obj);
 }

@@ -102,8 +102,14 @@ static void undo_rollback(struct st_wtxn *w)
             pol_remove(w->st, u->id);
             continue;
         }
-        struct policy_obj obj = {
-            .id = u->id, .size = u->size, .bucket = u->names, .key = u->names + u->bucket_len + 1};
+        struct policy_obj obj = {.id = u->id,
+                                 .size = u->size,
+                                 .bucket = u->names,
+                                 .key = u->names + u->bucket_len + 1,
+                                 .is_block = STORE_ID_IS_BLOCK(u->id)};
+        uint64_t obj_id;
+        if (obj.is_block)
+            st_block_id_split(u->id, &obj_id, &obj.block);
         if (pol_insert(w->st, &obj) != SC_OK)
             sc_warn("store: policy lost object %llu while undoing a transaction",
                     (unsigned long long)u->id);
@@ -798,7 +804,9 @@ sc_code st_wtxn_put_block(struct st_wtxn *w, struct st_job *job)
     struct policy_obj obj = {.id = STORE_BLOCK_ID(id, job->idx),
                              .size = job->size,
                              .bucket = job->bucket,
-                             .key = job->key};
+                             .key = job->key,
+                             .is_block = true,
+                             .block = job->idx};
     if (!pol_admit(w->st, &obj)) {
         job->result = SC_EFULL;
         return SC_OK;

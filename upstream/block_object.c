@@ -1,4 +1,5 @@
-/* block_object.c - a whole large object fetched block by block (see block_object.h). */
+/* block_object.c - a large object, or a run of its blocks, fetched block by block (see
+ * block_object.h). */
 #include "block_object.h"
 
 #include <pthread.h>
@@ -10,9 +11,10 @@ struct object_job {
     struct block_ref ref; /* its strings are the job's own */
     struct up_identity as;
     unsigned parallelism;
-    unsigned char *todo; /* one bit per block: not cached when the job started */
+    unsigned char *todo; /* one bit per block of the run: not cached when the job started */
     pthread_mutex_t mu;
-    uint32_t next, count;
+    uint32_t first;       /* the run's first block; todo's bit 0 */
+    uint32_t next, count; /* the next block to consider; one past the run's last */
     unsigned in_flight;
     bool stepping, again; /* job_step() runs; a block ended meanwhile */
     sc_code rc;
@@ -37,9 +39,11 @@ static void mark_missing(store *st, struct object_job *j)
     store_obj *obj = NULL;
     bool have_view = store_obj_open(st, j->ref.bucket, j->ref.key, &obj) == SC_OK &&
                      store_obj_is_version(obj, j->ref.etag, j->ref.size, j->ref.block_size);
-    for (uint32_t i = 0; i < j->count; i++)
+    for (uint32_t i = j->first; i < j->count; i++) {
+        uint32_t bit = i - j->first;
         if (!have_view || store_obj_blocks_cached(obj, i, i) == 0)
-            j->todo[i / 8] |= (unsigned char)(1u << (i % 8));
+            j->todo[bit / 8] |= (unsigned char)(1u << (bit % 8));
+    }
     store_obj_close(obj);
 }
 
@@ -55,7 +59,8 @@ static bool next_todo(struct object_job *j, uint32_t *idx)
 {
     while (j->next < j->count) {
         uint32_t i = j->next++;
-        if (j->todo[i / 8] & (1u << (i % 8))) {
+        uint32_t bit = i - j->first;
+        if (j->todo[bit / 8] & (1u << (bit % 8))) {
             *idx = i;
             return true;
         }
@@ -111,11 +116,12 @@ static void job_step(struct object_job *j, bool completion, sc_code rc)
     }
 }
 
-sc_code block_object_fetch(block_table *t, store *st, const struct block_ref *b,
-                           const struct up_identity *as, unsigned parallelism, block_object_fn done,
-                           void *arg)
+sc_code block_object_fetch_range(block_table *t, store *st, const struct block_ref *b,
+                                 uint32_t first, uint32_t last, const struct up_identity *as,
+                                 unsigned parallelism, block_object_fn done, void *arg)
 {
-    if (b->block_size == 0 || b->etag == NULL || b->size == 0 || parallelism == 0)
+    if (b->block_size == 0 || b->etag == NULL || b->size == 0 || parallelism == 0 || first > last ||
+        last >= block_count(b->size, b->block_size))
         return SC_EINVAL;
     struct object_job *j = calloc(1, sizeof(*j));
     if (j == NULL)
@@ -124,10 +130,11 @@ sc_code block_object_fetch(block_table *t, store *st, const struct block_ref *b,
     j->t = t;
     j->as = *as;
     j->parallelism = parallelism;
-    j->count = block_count(b->size, b->block_size);
+    j->first = j->next = first;
+    j->count = last + 1;
     j->ref = (struct block_ref){strdup(b->bucket), strdup(b->key), strdup(b->etag),
                                 b->size,           b->block_size,  0};
-    j->todo = calloc((size_t)j->count / 8 + 1, 1);
+    j->todo = calloc((size_t)(last - first) / 8 + 1, 1);
     j->done = done;
     j->arg = arg;
     if (!j->ref.bucket || !j->ref.key || !j->ref.etag || !j->todo) {
@@ -137,4 +144,14 @@ sc_code block_object_fetch(block_table *t, store *st, const struct block_ref *b,
     mark_missing(st, j);
     job_step(j, false, SC_OK);
     return SC_OK;
+}
+
+sc_code block_object_fetch(block_table *t, store *st, const struct block_ref *b,
+                           const struct up_identity *as, unsigned parallelism, block_object_fn done,
+                           void *arg)
+{
+    uint32_t count = b->block_size ? block_count(b->size, b->block_size) : 0;
+    if (count == 0)
+        return SC_EINVAL;
+    return block_object_fetch_range(t, st, b, 0, count - 1, as, parallelism, done, arg);
 }

@@ -99,6 +99,11 @@ sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
     return SC_OK;
 }
 
+const struct fill_ctx *fill_table_ctx(const fill_table *t)
+{
+    return t->ctx;
+}
+
 static void write_free(struct fill_write *w)
 {
     if (w == NULL)
@@ -265,6 +270,11 @@ static bool is_large(const struct fill_ctx *ctx, uint64_t size)
 {
     return size > ctx->block_size && size <= ctx->max_object_size &&
            size / ctx->block_size < STORE_BLOCKS_MAX;
+}
+
+bool fill_is_large(const fill_table *t, uint64_t size)
+{
+    return is_large(t->ctx, size);
 }
 
 /* Whether a write to (bucket, key), or to the whole bucket, is in flight (table locked). */

@@ -56,6 +56,14 @@ struct fill_ctx {
 /* @return SC_OK or SC_ENOMEM. ctx must outlive the table. */
 sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out);
 
+/* @brief The context the table was made with. */
+const struct fill_ctx *fill_table_ctx(const fill_table *t);
+
+/* @brief Whether an object of size bytes is cached by blocks (block_fetch.h), not by a fill:
+ * over the block size and within the maximum object size (the gateway's gw_blocks_is_large()
+ * says the same). */
+bool fill_is_large(const fill_table *t, uint64_t size);
+
 /* @brief Frees the table. Call after the upstream is stopped and the store flushed. */
 void fill_table_free(fill_table *t);
 

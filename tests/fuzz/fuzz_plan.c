@@ -11,10 +11,12 @@
  * sorted and distinct. A ready plan's counts agree: the epoch lengths add up
  * to plan_accesses(), every index is below plan_objects(), the iterator walks
  * exactly the epoch orders, plan_used_objects() is at most plan_objects()
- * (all of them for one rank), keys are distinct, non-empty and within the
- * key limit; keys plans keep the given order, epochs plans the given lists;
- * an unshuffled single rank reads 0..n-1; a shuffled epoch is a permutation;
- * the JSON replies hold the same counts.
+ * (all of them for one rank), items are distinct as (key, range), keys are
+ * non-empty and within the key limit and one string per key, ranges lie within
+ * 5 TiB and plan_has_ranges() says whether there is one; keys plans keep the
+ * given order, epochs plans the given lists (key and range); an unshuffled
+ * single rank reads 0..n-1; a shuffled epoch is a permutation; the JSON replies
+ * hold the same counts, and "ranges" beside "keys" exactly when there are ranges.
  */
 #include <stdbool.h>
 
@@ -64,34 +66,70 @@ static void check_params(const struct plan *p)
         FZ_CHECK(!prm->shuffle && prm->world_size == 1 && prm->rank == 0 && !prm->drop_last);
 }
 
-static int cmp_str(const void *a, const void *b)
+/* One dataset item, to sort. */
+struct item {
+    const char *key;
+    struct plan_range r;
+};
+
+static int cmp_item(const void *a, const void *b)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    const struct item *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    if (c != 0)
+        return c;
+    if (x->r.offset != y->r.offset)
+        return x->r.offset < y->r.offset ? -1 : 1;
+    return x->r.length < y->r.length ? -1 : x->r.length > y->r.length;
 }
 
 static void check_keys(const struct plan *p)
 {
     uint32_t n = plan_objects(p);
-    const char **keys = calloc(n, sizeof(*keys));
+    struct item *items = calloc(n, sizeof(*items));
     uint64_t *hashes = NULL;
-    FZ_CHECK(keys != NULL);
+    bool ranged = false;
+    FZ_CHECK(items != NULL);
     for (uint32_t i = 0; i < n; i++) {
-        keys[i] = plan_key(p, i);
-        FZ_CHECK(keys[i][0] != '\0' && strlen(keys[i]) <= limits.max_key_len);
-        FZ_CHECK(plan_key_hash(p, i) == sc_key_hash(plan_params(p)->bucket, keys[i]));
+        const char *key = plan_key(p, i);
+        items[i].key = key;
+        FZ_CHECK(key[0] != '\0' && strlen(key) <= limits.max_key_len);
+        FZ_CHECK(plan_key_hash(p, i) == sc_key_hash(plan_params(p)->bucket, key));
+        bool has = plan_item_range(p, i, &items[i].r);
+        FZ_CHECK(has == (items[i].r.length > 0));
+        FZ_CHECK(has || items[i].r.offset == 0);
+        FZ_CHECK(items[i].r.offset <= PLAN_MAX_OBJECT_SIZE - items[i].r.length);
+        ranged |= has;
     }
+    FZ_CHECK(plan_has_ranges(p) == ranged);
     if (plan_params(p)->form == PLAN_FORM_PREFIX) {
         for (uint32_t i = 1; i < n; i++)
-            FZ_CHECK(strcmp(keys[i - 1], keys[i]) < 0); /* sorted by bytes, no repeat */
+            FZ_CHECK(strcmp(items[i - 1].key, items[i].key) < 0); /* sorted by bytes, no repeat */
     }
-    qsort(keys, n, sizeof(*keys), cmp_str);
-    for (uint32_t i = 1; i < n; i++)
-        FZ_CHECK(strcmp(keys[i - 1], keys[i]) != 0);
+    qsort(items, n, sizeof(*items), cmp_item);
+    for (uint32_t i = 1; i < n; i++) {
+        FZ_CHECK(cmp_item(&items[i - 1], &items[i]) != 0);
+        FZ_CHECK(strcmp(items[i - 1].key, items[i].key) != 0 || items[i - 1].key == items[i].key);
+    }
     FZ_CHECK(plan_key_hashes(p, &hashes) == SC_OK);
     for (uint32_t i = 0; i < n; i++)
         FZ_CHECK(hashes[i] == plan_key_hash(p, i));
     free(hashes);
-    free(keys);
+    free(items);
+}
+
+/* Entry v of the JSON (a key, or a range object) is dataset item idx. */
+static void check_entry(const struct plan *p, json_t *v, uint32_t idx)
+{
+    struct plan_range r;
+    bool ranged = plan_item_range(p, idx, &r);
+    FZ_CHECK(ranged == json_is_object(v));
+    if (ranged) {
+        FZ_CHECK((uint64_t)json_integer_value(json_object_get(v, "offset")) == r.offset);
+        FZ_CHECK((uint64_t)json_integer_value(json_object_get(v, "length")) == r.length);
+        v = json_object_get(v, "key");
+    }
+    FZ_CHECK(strcmp(json_string_value(v), plan_key(p, idx)) == 0);
 }
 
 /* Keys and epochs plans against the JSON they came from. */
@@ -102,7 +140,7 @@ static void check_against_json(const struct plan *p, json_t *root)
         json_t *keys = json_object_get(root, "keys");
         FZ_CHECK(json_array_size(keys) == plan_objects(p));
         for (uint32_t i = 0; i < plan_objects(p); i++)
-            FZ_CHECK(strcmp(json_string_value(json_array_get(keys, i)), plan_key(p, i)) == 0);
+            check_entry(p, json_array_get(keys, i), i);
     } else if (prm->form == PLAN_FORM_EPOCHS) {
         json_t *epochs = json_object_get(root, "epochs");
         FZ_CHECK(json_array_size(epochs) == plan_epochs(p));
@@ -112,8 +150,7 @@ static void check_against_json(const struct plan *p, json_t *root)
             uint64_t n = 0;
             FZ_CHECK(plan_epoch_order(p, e, &order, &n) == SC_OK && n == json_array_size(ep));
             for (uint64_t i = 0; i < n; i++)
-                FZ_CHECK(strcmp(json_string_value(json_array_get(ep, i)), plan_key(p, order[i])) ==
-                         0);
+                check_entry(p, json_array_get(ep, i), order[i]);
             free(order);
         }
     }
@@ -171,6 +208,9 @@ static void check_json(const struct plan *p)
     FZ_CHECK(o != NULL);
     FZ_CHECK(json_array_size(json_object_get(o, "keys")) == plan_epoch_length(p, 0));
     FZ_CHECK(json_is_null(json_object_get(o, "indices")) == !plan_has_indices(p));
+    json_t *ranges = json_object_get(o, "ranges");
+    FZ_CHECK((ranges != NULL) == plan_has_ranges(p));
+    FZ_CHECK(ranges == NULL || json_array_size(ranges) == plan_epoch_length(p, 0));
     json_decref(o);
     FZ_CHECK(plan_order_json(p, "m1", plan_epochs(p)) == NULL);
 }

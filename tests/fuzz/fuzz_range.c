@@ -7,6 +7,8 @@
  * a Content-Range that range_content_range() accepts, and "bytes=a-b" of that
  * range resolves to the same bytes; UNSATISFIABLE is (0, 0) and formats as
  * "bytes *" "/size"; a header with a ',' or without the bytes unit is WHOLE.
+ * range_span(), without the size, names the first byte and the last (or the
+ * end) of every first-pos range, as resolving it against the size does.
  */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -66,6 +68,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     default:
         FZ_CHECK(!"unknown range_result");
+    }
+    /* range_span() reads the same bytes before the size is known: resolved, they are its. */
+    uint64_t first, last;
+    if (range_span(present ? header : NULL, &first, &last)) {
+        FZ_CHECK(first <= last);
+        FZ_CHECK(first >= obj ? r == RANGE_UNSATISFIABLE
+                              : r == RANGE_PARTIAL && start == first &&
+                                    n == (last < obj - 1 ? last : obj - 1) - first + 1);
     }
     free(size_line);
     free(header);

@@ -301,6 +301,15 @@ def test_manifests_are_registered_again_after_a_restart(s3rver, gateway):
     (b'{"bucket": "bkt", "keys": ["a", "a"]}', "InvalidField", ""),
     (b'{"bucket": "bkt", "keys": [1]}', "InvalidField", ""),
     (b'{"bucket": "bkt", "keys": ["a"], "world_size": 2, "rank": 2}', "InvalidField", "rank"),
+    (b'{"bucket": "bkt", "keys": [{"key": "a", "offset": 0, "length": 9, "end": 8}]}',
+     "UnknownField", "end"),
+    (b'{"bucket": "bkt", "keys": [{"key": "a", "length": 9}]}', "MissingField", "offset"),
+    (b'{"bucket": "bkt", "keys": [{"key": "a", "offset": 0, "length": 0}]}', "InvalidField",
+     "keys[0].length"),
+    (b'{"bucket": "bkt", "keys": [{"key": "a", "offset": 5497558138879, "length": 2}]}',
+     "InvalidField", "5 TiB"),
+    (b'{"bucket": "bkt", "keys": [{"key": "a", "offset": 0, "length": 9}, "a", '
+     b'{"key": "a", "offset": 0, "length": 9}]}', "InvalidField", "repeats keys[0]"),
     (b"[" * 100000, "InvalidJSON", ""),
 ])
 def test_broken_manifests_get_a_precise_400(s3rver, gateway, raw, code, needle):

@@ -360,6 +360,86 @@ static void dropping_the_future_returns_to_lru(void **state)
     clv()->free(s);
 }
 
+/* ---- blocks of large objects ---- */
+
+static void insert_block(void *s, uint64_t id, unsigned k, uint32_t block, uint64_t size)
+{
+    struct policy_obj o = {
+        .id = id, .size = size, .bucket = "b", .key = name(k), .is_block = true, .block = block};
+    assert_int_equal(clv()->on_insert(s, &o), SC_OK);
+}
+
+static bool admits_block(void *s, unsigned k, uint32_t block, uint64_t size)
+{
+    struct policy_obj o = {
+        .id = 0, .size = size, .bucket = "b", .key = name(k), .is_block = true, .block = block};
+    return clv()->admit(s, &o);
+}
+
+/* A future of ranged reads: (key, block) pairs by their block hashes. */
+static future *plan_blocks(const unsigned (*kb)[2], size_t n)
+{
+    future *f = NULL;
+    assert_int_equal(future_new(&f), SC_OK);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(future_append(f, sc_block_key_hash(khash(kb[i][0]), kb[i][1])), SC_OK);
+    assert_int_equal(future_seal(f), SC_OK);
+    return f;
+}
+
+static void keeps_the_block_needed_soon_over_a_sibling_not_needed_again(void **state)
+{
+    (void)state;
+    /* Object k0 read by ranges: block 5, then k1's block 0, then k0's blocks 2 and 3. */
+    const unsigned reads[][2] = {{0, 5}, {1, 0}, {0, 2}, {0, 3}};
+    void *s = new_policy(clv(), 30);
+    future *f = plan_blocks(reads, 4);
+    give(s, f);
+    insert_block(s, 105, 0, 5, 10); /* ids: 100 + block; least recently used first */
+    insert_block(s, 102, 0, 2, 10);
+    insert_block(s, 100, 0, 0, 10); /* full; block 0 is not read again */
+    assert_int_equal(victim(clv(), s), 100);
+    clv()->on_remove(s, 100);
+    insert_block(s, 201, 1, 0, 10);          /* full of blocks the plan reads */
+    assert_false(admits_block(s, 0, 7, 10)); /* never read: it would go first */
+    assert_false(admits_block(s, 0, 3, 10)); /* read after everything cached */
+    assert_int_equal(victim(clv(), s), 102); /* read last of the cached ones */
+    clv()->on_remove(s, 102);
+    insert_block(s, 103, 0, 3, 10);
+    assert_true(admits_block(s, 0, 2, 10)); /* read before block 3 */
+    /* the trainer reads block 5: it is not needed again and goes first */
+    assert_true(future_consume(f, sc_block_key_hash(khash(0), 5)));
+    clv()->on_hit(s, 105);
+    assert_int_equal(victim(clv(), s), 105);
+    clv()->free(s);
+    future_unref(f);
+}
+
+static void a_whole_object_is_planned_by_its_key_and_block_0(void **state)
+{
+    (void)state;
+    /* k0 (small, stored whole) is read by range, which the plan names as its block 0; k1 whole. */
+    const unsigned reads[][2] = {{0, 0}};
+    future *f = NULL;
+    assert_int_equal(future_new(&f), SC_OK);
+    assert_int_equal(future_append(f, khash(2)), SC_OK);
+    assert_int_equal(future_append(f, sc_block_key_hash(khash(reads[0][0]), reads[0][1])), SC_OK);
+    assert_int_equal(future_seal(f), SC_OK);
+    void *s = new_policy(clv(), 30);
+    give(s, f);
+    insert(clv(), s, 1, 0, 10); /* whole k0: needed at 1 through its block 0 */
+    insert(clv(), s, 2, 1, 10); /* whole k1: not planned */
+    insert(clv(), s, 3, 2, 10); /* whole k2: needed at 0 */
+    assert_int_equal(victim(clv(), s), 2);
+    clv()->on_remove(s, 2);
+    assert_int_equal(victim(clv(), s), 1); /* needed later than k2 */
+    /* a block of k0 other than 0 is not what the plan reads */
+    insert_block(s, 500, 0, 1, 10);
+    assert_int_equal(victim(clv(), s), 500);
+    clv()->free(s);
+    future_unref(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -372,6 +452,8 @@ int main(void)
         cmocka_unit_test(stale_next_use_is_corrected_before_choosing),
         cmocka_unit_test(without_future_matches_lru_step_by_step),
         cmocka_unit_test(dropping_the_future_returns_to_lru),
+        cmocka_unit_test(keeps_the_block_needed_soon_over_a_sibling_not_needed_again),
+        cmocka_unit_test(a_whole_object_is_planned_by_its_key_and_block_0),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "../../common/hash.h"
 #include "../../policy/future.h"
 
 /* Builds and seals a future from n keys. */
@@ -270,6 +271,27 @@ static void threads_consume_every_occurrence_once(void **state)
     future_unref(f);
 }
 
+static void a_blocks_next_use_is_its_own_or_its_objects(void **state)
+{
+    (void)state;
+    uint64_t k = sc_key_hash("b00", "tokens.bin"), other = sc_key_hash("b00", "x");
+    const uint64_t keys[] = {sc_block_key_hash(k, 3), other, k, sc_block_key_hash(k, 0),
+                             sc_block_key_hash(k, 3)};
+    future *f = plan(keys, 5);
+    assert_int_equal(future_next_use_block(f, k, 3), 0); /* its block, before the object */
+    assert_int_equal(future_next_use_block(f, k, 1), 2); /* no own entry: the object's */
+    assert_int_equal(future_next_use_block(f, k, 0), 2); /* the object, before block 0 */
+    assert_true(future_next_use_block(f, other, 0) == 1);
+    assert_true(future_next_use_block(f, sc_key_hash("b00", "y"), 0) == FUTURE_NEVER);
+    assert_true(future_consume(f, sc_block_key_hash(k, 3)));
+    assert_true(future_consume(f, other));
+    assert_true(future_consume(f, k));
+    assert_int_equal(future_next_use_block(f, k, 3), 4);
+    assert_int_equal(future_next_use_block(f, k, 0), 3);
+    assert_true(future_next_use_block(f, k, 1) == FUTURE_NEVER);
+    future_unref(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +306,7 @@ int main(void)
         cmocka_unit_test(unsealed_future_consumes_nothing),
         cmocka_unit_test(last_unref_frees),
         cmocka_unit_test(threads_consume_every_occurrence_once),
+        cmocka_unit_test(a_blocks_next_use_is_its_own_or_its_objects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

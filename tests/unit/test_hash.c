@@ -61,6 +61,29 @@ static void key_hash_is_fnv1a_of_bucket_nul_key_then_mixed(void **state)
     assert_true(sc_bytes_hash("k/1", 3) == sc_hash_mix(sc_fnv1a(SC_FNV1A_BASIS, "k/1", 3)));
 }
 
+static void block_key_hash_gives_the_pinned_values(void **state)
+{
+    (void)state;
+    /* Computed from the formula in hash.h in Python: mix(khash ^ (0x9E37...15 * (idx + 1))). */
+    assert_true(sc_block_key_hash(0x50b61117a5a4dcddull, 0) == 0x0b25314150b2b7bbull);
+    assert_true(sc_block_key_hash(0x50b61117a5a4dcddull, 1) == 0x995778a8f8a49aa9ull);
+    assert_true(sc_block_key_hash(0x50b61117a5a4dcddull, 7) == 0x89837bd47a879dbaull);
+    assert_true(sc_block_key_hash(0xed28acc354dc30f4ull, 0) == 0x50ec6510884c4e0full);
+    assert_true(sc_block_key_hash(0, UINT32_MAX) == 0xbeeb67eaf1fc5e61ull);
+    assert_true(sc_block_key_hash(sc_key_hash("b00", "x/1"), 0) == 0x0b25314150b2b7bbull);
+}
+
+static void block_key_hashes_of_one_object_are_distinct_and_not_its_key_hash(void **state)
+{
+    (void)state;
+    uint64_t k = sc_key_hash("b00", "shard-0001.tar");
+    for (uint32_t i = 0; i < 4096; i++) {
+        assert_true(sc_block_key_hash(k, i) != k);
+        assert_true(sc_block_key_hash(k, i) != sc_block_key_hash(k, i + 1));
+        assert_true(sc_block_key_hash(k, i) != sc_block_key_hash(sc_key_hash("b00", "x"), i));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -68,6 +91,8 @@ int main(void)
         cmocka_unit_test(mix_is_splitmix64s_finalizer),
         cmocka_unit_test(key_hash_gives_the_values_policies_and_manifests_share),
         cmocka_unit_test(key_hash_is_fnv1a_of_bucket_nul_key_then_mixed),
+        cmocka_unit_test(block_key_hash_gives_the_pinned_values),
+        cmocka_unit_test(block_key_hashes_of_one_object_are_distinct_and_not_its_key_hash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

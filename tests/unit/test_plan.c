@@ -771,6 +771,207 @@ static void duplicate_check_reads_nothing_past_the_last_key(void **state)
     free(body);
 }
 
+/* ---- byte ranges ---- */
+
+static void assert_range(const struct plan *p, uint32_t idx, uint64_t offset, uint64_t length)
+{
+    struct plan_range r = {99, 99};
+    assert_int_equal(plan_item_range(p, idx, &r), length > 0);
+    assert_int_equal(r.offset, offset);
+    assert_int_equal(r.length, length);
+}
+
+static void ranges_are_items_beside_whole_keys_and_share_the_key(void **state)
+{
+    struct plan *p = parse_ok("{\"bucket\":\"b00\",\"keys\":[\"tok.bin\","
+                              "{\"key\":\"tok.bin\",\"offset\":0,\"length\":2048},"
+                              "{\"length\":2048,\"key\":\"tok.bin\",\"offset\":2048},"
+                              "\"b.parquet\","
+                              "{\"key\":\"b.parquet\",\"offset\":5497558138879,\"length\":1}]}");
+    assert_true(plan_has_ranges(p));
+    assert_int_equal(plan_objects(p), 5);
+    assert_int_equal(plan_accesses(p), 5);
+    assert_range(p, 0, 0, 0);
+    assert_range(p, 1, 0, 2048);
+    assert_range(p, 2, 2048, 2048);
+    assert_range(p, 3, 0, 0);
+    assert_range(p, 4, 5497558138879ull, 1);
+    assert_true(plan_item_range(p, 1, NULL));
+    assert_false(plan_item_range(p, 0, NULL));
+    assert_string_equal(plan_key(p, 0), "tok.bin");
+    assert_ptr_equal(plan_key(p, 1), plan_key(p, 0)); /* one string per key */
+    assert_ptr_equal(plan_key(p, 2), plan_key(p, 0));
+    assert_ptr_equal(plan_key(p, 4), plan_key(p, 3));
+    assert_true(plan_key_hash(p, 2) == sc_key_hash("b00", "tok.bin"));
+    plan_free(p);
+
+    /* a plan of ranges only; 5 TiB exactly is the end of the largest object */
+    p = parse_ok("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"x\",\"offset\":0,"
+                 "\"length\":5497558138880}]}");
+    assert_range(p, 0, 0, 5497558138880ull);
+    plan_free(p);
+
+    p = parse_ok("{\"bucket\":\"b00\",\"keys\":[\"x\",\"y\"]}");
+    assert_false(plan_has_ranges(p));
+    assert_range(p, 1, 0, 0);
+    plan_free(p);
+}
+
+static void range_entries_are_checked_field_by_field(void **state)
+{
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":0,\"length\":1,\"len\":2}]}",
+            API_UNKNOWN_FIELD,
+            "unknown field \"len\" in keys[0] (a range is {\"key\", \"offset\", \"length\"})");
+    refused("{\"bucket\":\"b00\",\"keys\":[\"z\",{\"offset\":0,\"length\":1}]}", API_MISSING_FIELD,
+            "keys[1] has no \"key\" (a range is {\"key\", \"offset\", \"length\"})");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"length\":1}]}", API_MISSING_FIELD,
+            "keys[0] has no \"offset\" (a range is {\"key\", \"offset\", \"length\"})");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":3}]}", API_MISSING_FIELD,
+            "keys[0] has no \"length\" (a range is {\"key\", \"offset\", \"length\"})");
+    refused("{\"bucket\":\"b00\",\"keys\":[{}]}", API_MISSING_FIELD,
+            "keys[0] has no \"key\" (a range is {\"key\", \"offset\", \"length\"})");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":7,\"offset\":0,\"length\":1}]}",
+            API_INVALID_FIELD, "keys[0].key must be a string (an object key)");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"\",\"offset\":0,\"length\":1}]}",
+            API_INVALID_FIELD, "keys[0].key must not be empty");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":-1,\"length\":1}]}",
+            API_INVALID_FIELD, "keys[0].offset must be an integer in 0..5497558138879");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":1.5,\"length\":1}]}",
+            API_INVALID_FIELD, "keys[0].offset must be an integer in 0..5497558138879");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":\"0\",\"length\":1}]}",
+            API_INVALID_FIELD, "keys[0].offset must be an integer in 0..5497558138879");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":5497558138880,\"length\":1}]}",
+            API_INVALID_FIELD, "keys[0].offset must be an integer in 0..5497558138879");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":0,\"length\":0}]}",
+            API_INVALID_FIELD, "keys[0].length must be an integer in 1..5497558138880");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":0,\"length\":null}]}",
+            API_INVALID_FIELD, "keys[0].length must be an integer in 1..5497558138880");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":0,\"length\":5497558138881}]}",
+            API_INVALID_FIELD, "keys[0].length must be an integer in 1..5497558138880");
+    refused("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":5497558138879,\"length\":2}]}",
+            API_INVALID_FIELD,
+            "keys[0] ends at byte 5497558138881; an object is at most 5 TiB (5497558138880 bytes)");
+    refused("{\"bucket\":\"b00\",\"keys\":[[\"a\"]]}", API_INVALID_FIELD,
+            "keys[0] must be a string (an object key)");
+    refused("{\"bucket\":\"b00\",\"epochs\":[[\"a\",{\"key\":\"a\",\"offset\":0,\"length\":1,"
+            "\"x\":1}]]}",
+            API_UNKNOWN_FIELD,
+            "unknown field \"x\" in epochs[0][1] (a range is {\"key\", \"offset\", \"length\"})");
+    refused("{\"bucket\":\"b00\",\"epochs\":[[{\"key\":\"a\",\"offset\":0,\"length\":1}],"
+            "[{\"key\":\"\",\"offset\":0,\"length\":1}]]}",
+            API_INVALID_FIELD, "epochs[1][0].key must not be empty");
+
+    struct plan_limits lim;
+    plan_limits_default(&lim);
+    lim.max_key_len = 2;
+    refused_with("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"abc\",\"offset\":0,\"length\":1}]}",
+                 &lim, SC_EINVAL, API_INVALID_FIELD,
+                 "keys[0].key is 3 bytes; a key is at most 2 bytes");
+}
+
+static void keys_are_unique_as_key_offset_and_length(void **state)
+{
+    refused(
+        "{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":0,\"length\":10},\"a\","
+        "{\"key\":\"a\",\"offset\":10,\"length\":10},{\"key\":\"a\",\"offset\":0,\"length\":10}]}",
+        API_INVALID_FIELD,
+        "keys[3] (\"a\", offset 0, length 10) repeats keys[0]; the entries of a dataset must "
+        "be unique");
+    refused(
+        "{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":0,\"length\":10},\"a\",\"a\"]}",
+        API_INVALID_FIELD, "keys[2] (\"a\") repeats keys[1]; the keys of a dataset must be unique");
+    /* same offset, other length; same length, other offset; other key: all distinct */
+    struct plan *p = parse_ok("{\"bucket\":\"b00\",\"keys\":["
+                              "{\"key\":\"a\",\"offset\":0,\"length\":10},"
+                              "{\"key\":\"a\",\"offset\":0,\"length\":11},"
+                              "{\"key\":\"a\",\"offset\":1,\"length\":10},"
+                              "{\"key\":\"b\",\"offset\":0,\"length\":10}]}");
+    assert_int_equal(plan_objects(p), 4);
+    plan_free(p);
+}
+
+static void epochs_repeat_ranged_items_as_one_dataset_index(void **state)
+{
+    struct plan *p = parse_ok("{\"bucket\":\"b00\",\"epochs\":[["
+                              "{\"key\":\"s\",\"offset\":100,\"length\":50},\"s\","
+                              "{\"key\":\"s\",\"offset\":100,\"length\":50}],"
+                              "[\"t\",{\"key\":\"s\",\"offset\":100,\"length\":50},"
+                              "{\"key\":\"s\",\"offset\":0,\"length\":50}]]}");
+    static const uint32_t e0[] = {0, 1, 0};
+    static const uint32_t e1[] = {2, 0, 3};
+    assert_int_equal(plan_objects(p), 4);
+    assert_order(p, 0, e0, 3);
+    assert_order(p, 1, e1, 3);
+    assert_range(p, 0, 100, 50);
+    assert_range(p, 1, 0, 0);
+    assert_range(p, 2, 0, 0);
+    assert_range(p, 3, 0, 50);
+    assert_string_equal(plan_key(p, 2), "t");
+    assert_ptr_equal(plan_key(p, 3), plan_key(p, 0));
+    plan_free(p);
+}
+
+static void entries_count_against_the_keys_limit(void **state)
+{
+    struct plan_limits lim;
+    plan_limits_default(&lim);
+    lim.max_keys = 2;
+    refused_with("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":0,\"length\":1},"
+                 "{\"key\":\"a\",\"offset\":1,\"length\":1},{\"key\":\"a\",\"offset\":2,"
+                 "\"length\":1}]}",
+                 &lim, SC_ETOOBIG, API_TOO_LARGE, "field \"keys\" has 3 keys; the limit is 2");
+    refused_with("{\"bucket\":\"b00\",\"epochs\":[[{\"key\":\"a\",\"offset\":0,\"length\":1}],"
+                 "[{\"key\":\"a\",\"offset\":0,\"length\":1},\"a\"]]}",
+                 &lim, SC_ETOOBIG, API_TOO_LARGE, "field \"epochs\" holds 3 keys; the limit is 2");
+}
+
+/* Many items, whole ones first, so the ranges start late and grow with the offsets. */
+static void many_ranges_of_one_key_keep_their_bytes(void **state)
+{
+    enum { N = 3000 };
+    size_t cap = 80 + (size_t)N * 64;
+    char *body = malloc(cap);
+    size_t at = (size_t)snprintf(body, cap, "{\"bucket\":\"b00\",\"epochs\":[[\"w0\",\"w1\"");
+    for (unsigned i = 0; i < N; i++)
+        at += (size_t)snprintf(body + at, cap - at,
+                               ",{\"key\":\"tokens.bin\",\"offset\":%u,\"length\":%u}", i * 4096,
+                               4096 + i);
+    snprintf(body + at, cap - at, ",\"w0\"]]}");
+    struct plan *p = parse_ok(body);
+    assert_int_equal(plan_objects(p), N + 2);
+    assert_int_equal(plan_accesses(p), N + 3);
+    assert_range(p, 0, 0, 0);
+    assert_range(p, 1, 0, 0);
+    for (unsigned i = 0; i < N; i++)
+        assert_range(p, 2 + i, (uint64_t)i * 4096, 4096 + i);
+    plan_free(p);
+    free(body);
+}
+
+static void order_json_shows_each_access_range(void **state)
+{
+    struct plan *p = parse_ok("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":8,"
+                              "\"length\":4},\"b\",{\"key\":\"a\",\"offset\":0,\"length\":8}],"
+                              "\"world_size\":1}");
+    json_t *o = plan_order_json(p, "m5", 0);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "{\"epoch\":0,\"id\":\"m5\",\"indices\":[0,1,2],\"keys\":[\"a\","
+                              "\"b\",\"a\"],\"ranges\":[[8,4],null,[0,8]]}");
+    free(text);
+    json_decref(o);
+    plan_free(p);
+
+    p = parse_ok("{\"bucket\":\"b00\",\"epochs\":[[\"b\",{\"key\":\"a\",\"offset\":0,"
+                 "\"length\":5497558138880}]]}");
+    o = plan_order_json(p, "m6", 0);
+    text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    assert_string_equal(text, "{\"epoch\":0,\"id\":\"m6\",\"indices\":null,\"keys\":[\"b\",\"a\"],"
+                              "\"ranges\":[null,[0,5497558138880]]}");
+    free(text);
+    json_decref(o);
+    plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -803,6 +1004,13 @@ int main(void)
         cmocka_unit_test(order_json_has_indices_except_for_the_epochs_form),
         cmocka_unit_test(describe_json_holds_the_static_fields),
         cmocka_unit_test(duplicate_check_reads_nothing_past_the_last_key),
+        cmocka_unit_test(ranges_are_items_beside_whole_keys_and_share_the_key),
+        cmocka_unit_test(range_entries_are_checked_field_by_field),
+        cmocka_unit_test(keys_are_unique_as_key_offset_and_length),
+        cmocka_unit_test(epochs_repeat_ranged_items_as_one_dataset_index),
+        cmocka_unit_test(entries_count_against_the_keys_limit),
+        cmocka_unit_test(many_ranges_of_one_key_keep_their_bytes),
+        cmocka_unit_test(order_json_shows_each_access_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

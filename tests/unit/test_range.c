@@ -263,6 +263,32 @@ static void resolve_then_format_agree(void **state)
     assert_string_equal(buf, "bytes */100");
 }
 
+static void span_reads_first_pos_ranges_without_the_size(void **state)
+{
+    uint64_t first = 7, last = 7;
+    assert_true(range_span("bytes=100-199", &first, &last));
+    assert_int_equal(first, 100);
+    assert_int_equal(last, 199);
+    assert_true(range_span(" Bytes=0-0\t", &first, &last));
+    assert_int_equal(first, 0);
+    assert_int_equal(last, 0);
+    assert_true(range_span("bytes=8388608-", &first, &last));
+    assert_int_equal(first, 8388608);
+    assert_true(last == UINT64_MAX);
+    assert_true(range_span("bytes=5-99999999999999999999999", &first, &last)); /* saturates */
+    assert_int_equal(first, 5);
+    assert_true(last == UINT64_MAX);
+    first = last = 7;
+    assert_false(range_span(NULL, &first, &last));
+    assert_false(range_span("bytes=-500", &first, &last)); /* a suffix needs the size */
+    assert_false(range_span("bytes=0-1,5-6", &first, &last));
+    assert_false(range_span("bytes=9-3", &first, &last));
+    assert_false(range_span("items=0-9", &first, &last));
+    assert_false(range_span("bytes=", &first, &last));
+    assert_int_equal(first, 7);
+    assert_int_equal(last, 7);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -289,6 +315,7 @@ int main(void)
         cmocka_unit_test(content_range_fits_largest_numbers),
         cmocka_unit_test(content_range_refuses_range_outside_object),
         cmocka_unit_test(resolve_then_format_agree),
+        cmocka_unit_test(span_reads_first_pos_ranges_without_the_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,251 @@
+/*
+ * test_manifest.c - the manifest registry with byte ranges (manifest.h): a ranged plan's
+ * future names the blocks its ranges cover, the trainer's ranged reads consume them (else
+ * the key) and move the position by items, progress counts a range's bytes, a future too long
+ * is refused, and through a real store the clairvoyant policy keeps the blocks the plan reads
+ * next over a sibling it does not read again, before and after a restart (the store tells the
+ * policy which block each entry is). Manifests here do not prefetch ("prefetch": false): the
+ * prefetcher has no upstream. Each test runs in its own mkdtemp directory.
+ */
+#include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../manifest/manifest.h"
+#include "../../manifest/plan.h"
+
+#define MiB  (1024u * 1024u)
+#define BS   STORE_BLOCK_MIN /* 1 MiB */
+#define ETAG "\"v1\""
+
+struct fixture {
+    char dir[64];
+    struct store_config cfg;
+    store *st;
+    struct sc_stats stats;
+    mf_registry *reg;
+};
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void start(struct fixture *f)
+{
+    assert_int_equal(store_open(&f->cfg, &f->st), SC_OK);
+    struct mf_config mc = {.st = f->st,
+                           .capacity = f->cfg.capacity_bytes,
+                           .block_size = BS,
+                           .concurrency = 4,
+                           .stats = &f->stats};
+    assert_int_equal(mf_registry_start(&mc, &f->reg), SC_OK);
+}
+
+static void stop(struct fixture *f)
+{
+    mf_registry_stop(f->reg);
+    store_close(f->st);
+    mf_registry_free(f->reg);
+    f->reg = NULL;
+    f->st = NULL;
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    snprintf(f->dir, sizeof(f->dir), "/tmp/sc-manifest-XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    f->cfg = (struct store_config){.dir = f->dir,
+                                   .capacity_bytes = 3ull * BS, /* three blocks */
+                                   .max_readers = 16,
+                                   .block_size = BS,
+                                   .policy = policy_find("clairvoyant")};
+    start(f);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    stop(f);
+    nftw(f->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    free(f);
+    return 0;
+}
+
+/* Registers body; returns the manifest's id (static storage). */
+static const char *create(mf_registry *r, const char *body)
+{
+    static char id[32];
+    json_t *reply = NULL;
+    struct api_err err = {API_OK, ""};
+    sc_code rc = mf_create(r, body, strlen(body), &reply, &err);
+    if (rc != SC_OK)
+        fail_msg("refused %s: %s", body, err.message);
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(reply, "id")));
+    json_decref(reply);
+    return id;
+}
+
+static json_int_t progress_int(mf_registry *r, const char *id, const char *field)
+{
+    json_t *o = mf_progress(r, id);
+    assert_non_null(o);
+    json_t *v = json_object_get(o, field);
+    assert_true(json_is_integer(v));
+    json_int_t n = json_integer_value(v);
+    json_decref(o);
+    return n;
+}
+
+static void observe_range(mf_registry *r, const char *key, uint64_t first, uint64_t last)
+{
+    struct mf_read span = {first, last};
+    mf_observe(r, "bkt", key, &span);
+}
+
+static void ranged_reads_move_the_plan_by_the_blocks_they_cover(void **state)
+{
+    struct fixture *f = *state;
+    /* The future: big's block 0; small's key; big's blocks 3 and 4 (one access). */
+    const char *id = create(f->reg, "{\"bucket\":\"bkt\",\"prefetch\":false,\"epochs\":[["
+                                    "{\"key\":\"big\",\"offset\":0,\"length\":1000},\"small\","
+                                    "{\"key\":\"big\",\"offset\":3145728,\"length\":2097152}]]}");
+    assert_int_equal(progress_int(f->reg, id, "accesses"), 3);
+    assert_int_equal(progress_int(f->reg, id, "position"), 0);
+    /* a range's bytes count before its object is seen; small's size is unknown */
+    assert_int_equal(progress_int(f->reg, id, "bytes_total"), 1000 + 2 * MiB);
+
+    mf_observe(f->reg, "bkt", "big", NULL); /* a whole read: big is planned by blocks only */
+    observe_range(f->reg, "big", 2 * MiB, 2 * MiB + 9); /* block 2: not planned either */
+    assert_int_equal(progress_int(f->reg, id, "position"), 0);
+    observe_range(f->reg, "big", 10, 19);
+    assert_int_equal(progress_int(f->reg, id, "position"), 1);
+    observe_range(f->reg, "small", 0, 99); /* small has no planned block: its key */
+    assert_int_equal(progress_int(f->reg, id, "position"), 2);
+    observe_range(f->reg, "big", 3 * MiB, 3 * MiB + 4); /* half of the last access */
+    assert_int_equal(progress_int(f->reg, id, "position"), 2);
+    observe_range(f->reg, "big", 4 * MiB + 5, UINT64_MAX); /* to the end: its first block */
+    assert_int_equal(progress_int(f->reg, id, "position"), 3);
+}
+
+static void a_read_over_several_blocks_consumes_each(void **state)
+{
+    struct fixture *f = *state;
+    const char *id = create(f->reg, "{\"bucket\":\"bkt\",\"prefetch\":false,\"keys\":["
+                                    "{\"key\":\"t\",\"offset\":0,\"length\":3145728},"
+                                    "{\"key\":\"t\",\"offset\":3145728,\"length\":10}]}");
+    observe_range(f->reg, "t", 0, 3 * MiB - 1); /* blocks 0..2: the first access whole */
+    assert_int_equal(progress_int(f->reg, id, "position"), 1);
+    observe_range(f->reg, "t", 0, UINT64_MAX); /* block 0 again: nothing left to consume */
+    assert_int_equal(progress_int(f->reg, id, "position"), 1);
+    observe_range(f->reg, "t", 2 * MiB, 3 * MiB + 1); /* blocks 2 and 3 */
+    assert_int_equal(progress_int(f->reg, id, "position"), 2);
+}
+
+static void a_plan_whose_ranges_cover_too_many_blocks_is_refused(void **state)
+{
+    struct fixture *f = *state;
+    size_t cap = 4096;
+    char *body = malloc(cap);
+    size_t at = (size_t)snprintf(body, cap, "{\"bucket\":\"bkt\",\"prefetch\":false,\"keys\":[");
+    for (unsigned i = 0; i < 20; i++) /* 20 ranges of nearly 5 TiB: over 10^8 blocks of 1 MiB */
+        at += (size_t)snprintf(body + at, cap - at,
+                               "%s{\"key\":\"huge\",\"offset\":%u,\"length\":%llu}", i ? "," : "",
+                               i, (unsigned long long)(PLAN_MAX_OBJECT_SIZE - i));
+    snprintf(body + at, cap - at, "]}");
+    json_t *reply = NULL;
+    struct api_err err = {API_OK, ""};
+    assert_int_equal(mf_create(f->reg, body, strlen(body), &reply, &err), SC_ETOOBIG);
+    assert_null(reply);
+    assert_string_equal(api_err_name(err.code), api_err_name(API_TOO_LARGE));
+    assert_string_equal(err.message, "the plan's ranges cover more blocks of 1048576 bytes over "
+                                     "this rank's accesses than a plan may read (100000000)");
+    free(body);
+}
+
+/* ---- the clairvoyant policy, through the store ---- */
+
+static void record(void *arg, sc_code rc)
+{
+    *(sc_code *)arg = rc;
+}
+
+static void put_block(store *st, uint32_t idx)
+{
+    static unsigned char bytes[BS];
+    sc_code got = SC_EIO;
+    memset(bytes, (int)idx, sizeof(bytes));
+    assert_int_equal(store_put_block(st, "bkt", "big", ETAG, BS, idx, bytes, BS, record, &got),
+                     SC_OK);
+    store_flush(st);
+    assert_int_equal(got, SC_OK);
+}
+
+static bool has_block(store *st, uint32_t idx)
+{
+    store_obj *obj = NULL;
+    if (store_obj_open(st, "bkt", "big", &obj) != SC_OK)
+        return false;
+    bool in = store_obj_blocks_cached(obj, idx, idx) == 1;
+    store_obj_close(obj);
+    return in;
+}
+
+static const char *const BLOCK_PLAN =
+    "{\"bucket\":\"bkt\",\"prefetch\":false,\"epochs\":[[{\"key\":\"big\",\"offset\":5242880,"
+    "\"length\":100},{\"key\":\"big\",\"offset\":1048576,\"length\":100}]]}";
+
+static void clairvoyant_keeps_the_blocks_the_plan_reads_next(void **state)
+{
+    struct fixture *f = *state;
+    create(f->reg, BLOCK_PLAN); /* reads block 5, then block 1 */
+    assert_int_equal(
+        store_put_meta(f->st, "bkt", "big", ETAG, "ETag\0\"v1\"", 10, 8ull * MiB, NULL, NULL),
+        SC_OK);
+    put_block(f->st, 1);
+    put_block(f->st, 5);
+    put_block(f->st, 0); /* full */
+    put_block(f->st, 2); /* evicts block 0, read by no plan: not 1, the least recently used */
+    assert_true(has_block(f->st, 1));
+    assert_true(has_block(f->st, 5));
+    assert_true(has_block(f->st, 2));
+    assert_false(has_block(f->st, 0));
+
+    /* After a restart the start-up scan tells the policy each block again, with its index. */
+    stop(f);
+    start(f);
+    create(f->reg, BLOCK_PLAN);
+    put_block(f->st, 6); /* evicts block 2; by the scan's order lru would evict block 1 */
+    assert_true(has_block(f->st, 1));
+    assert_true(has_block(f->st, 5));
+    assert_true(has_block(f->st, 6));
+    assert_false(has_block(f->st, 2));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(ranged_reads_move_the_plan_by_the_blocks_they_cover, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_read_over_several_blocks_consumes_each, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_plan_whose_ranges_cover_too_many_blocks_is_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(clairvoyant_keeps_the_blocks_the_plan_reads_next, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
