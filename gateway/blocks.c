@@ -16,7 +16,6 @@
 
 #include "../common/log.h"
 #include "../proto/hdrblob.h"
-#include "../proto/range.h"
 #include "../store/store.h"
 #include "../upstream/block_fetch.h"
 #include "../upstream/fill.h"
@@ -658,21 +657,10 @@ struct gw_next gw_blocks_serve(struct gw_req *q)
 
 /* ---- a range of an object not cached yet ----------------------------------------------- */
 
-/* A range whose bytes the fill's GET brings first: in block 0, more than a part of it
- * (source_from_part's measure). */
-static bool range_from_fill(struct gw_req *q, const char *range)
-{
-    uint64_t first = 0, last = 0, bs = q->g->cfg->block_size;
-    if (!range_span(range, &first, &last) || first >= bs)
-        return false;
-    uint64_t end = last < bs - 1 ? last + 1 : bs; /* what it needs of block 0 */
-    return (end - first) * BLOCKS_PART_SHARE > bs;
-}
-
 bool gw_blocks_ask_size(struct gw_req *q, struct gw_next *next)
 {
-    const char *range = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range");
-    if (q->tgt.kind != S3_REQ_GET_OBJECT || range == NULL || range_from_fill(q, range))
+    if (q->tgt.kind != S3_REQ_GET_OBJECT ||
+        MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range") == NULL)
         return false;
     struct gw_blocks *b = state(q);
     if (b == NULL || b->asked)

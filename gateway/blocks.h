@@ -48,13 +48,9 @@ bool gw_blocks_is_large(const struct gw_req *q, uint64_t size);
 
 /*
  * @brief Before a GET with Range misses: asks the upstream for the object's size with a
- * HEAD (signed as q->as), so that a range of a large object fetches only its blocks. A
- * range that starts in the first block and needs much of it (more than a quarter) asks
- * nothing: the miss's fill learns the size from its own GET, which goes on as block 0's
- * fetch when the object is large (fill.h), one round trip sooner.
+ * HEAD (signed as q->as), so that a range of a large object fetches only its blocks.
  * @return true and *next (wait for GW_STEP_BLOCK_META) when it asked; false when there is
- *         nothing to ask (not a ranged GET, a range the fill serves, or asked already): go
- *         on with the miss.
+ *         nothing to ask (not a ranged GET, or asked already): go on with the miss.
  */
 bool gw_blocks_ask_size(struct gw_req *q, struct gw_next *next);
 

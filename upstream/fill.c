@@ -353,16 +353,18 @@ static void block0_fed(fill *f, sc_code rc, bool whole)
 }
 
 /* The body of a fill feeding block 0: once the block is whole the GET stops, the object's
- * other blocks being fetched by their readers. */
-static void feed_block0(fill *f, const char *p, size_t n)
+ * other blocks being fetched by their readers. False then: the transfer pauses at once, so
+ * that no more of it is read while its cancel is on its way. */
+static bool feed_block0(fill *f, const char *p, size_t n)
 {
     bool whole = false;
     size_t took = block_fetch_feed(f->block0, p, n, &whole);
     sc_stat_add(f->t->ctx->stats->bytes_from_upstream, n - took); /* the block counts its own */
-    if (whole) {
-        block0_fed(f, SC_OK, true);
-        abandon(f, false);
-    }
+    if (!whole)
+        return true;
+    block0_fed(f, SC_OK, true);
+    abandon(f, false);
+    return false;
 }
 
 static void on_head(void *arg, const struct http_head *head)
@@ -409,13 +411,8 @@ static void on_head(void *arg, const struct http_head *head)
 static bool on_body(void *arg, const char *p, size_t n)
 {
     fill *f = arg;
-    if (f->adopted) {
-        if (f->block0 != NULL)
-            feed_block0(f, p, n);
-        else /* past block 0: dropped until the cancel lands */
-            sc_stat_add(f->t->ctx->stats->bytes_from_upstream, n);
-        return true;
-    }
+    if (f->adopted) /* past block 0: paused until the cancel lands */
+        return f->block0 != NULL && feed_block0(f, p, n);
     if (!relay_push(f->relay, p, n))
         return false;
     sc_stat_add(f->t->ctx->stats->bytes_from_upstream, n);

@@ -505,32 +505,6 @@ def test_cold_whole_get_takes_block_0_from_the_get_that_found_it_large(upstream,
     assert "upstream body of" not in log, log[-2000:]
 
 
-@pytest.mark.parametrize("size,first,last", [
-    (4 * MiB + 5, 0, BLOCK - 1),  # the CRT's first part of a large object
-    (4 * MiB + 5, 100 * KiB, 3 * BLOCK // 2),  # most of block 0, and into block 1
-    (700 * KiB, 100, 700 * KiB - 1),  # a small object: the fill serves it whole
-], ids=["large_first_part", "large_from_block_0", "small"])
-def test_cold_range_in_block_0_asks_no_head_first(upstream, gateway, size, first, last):
-    """A cold range that needs most of the first block is served by the miss's fill, whose GET
-    reveals the size (and for a large object goes on as block 0's fetch): no HEAD is asked
-    first, one round trip sooner. A range that needs a little of it still asks one (the bar
-    test of a 1 KiB range: only its block is fetched)."""
-    key, body = _put(upstream, size, "head0")
-    gw = gateway(upstream, proxy=True, cache_size="256M", extra_args=SMALL_BLOCKS)
-    gw.require_real()
-    r = _range(gw, key, first, last)
-    _assert_part(r, body, first, last)
-    _assert_x_cache(gw, r.headers, "MISS")
-    lines = [(m, t) for m, t in gw.proxy.request_lines() if t.endswith(key)]
-    assert lines and lines[0][0] == "GET", lines  # no HEAD before the object's bytes
-    if size > BLOCK:
-        assert "bytes=0-%d" % (BLOCK - 1) not in _ranges_sent(gw.proxy)
-    gw.stats_when(lambda st: st["used_bytes"] >= min(size, BLOCK), timeout=5)
-    again = _range(gw, key, first, last)
-    _assert_part(again, body, first, last)
-    _assert_x_cache(gw, again.headers, "HIT")
-
-
 # ---- 6. an overwrite under a long read -------------------------------------------------------
 
 
