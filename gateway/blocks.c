@@ -75,6 +75,7 @@ struct gw_blocks {
     bool part;          /* that fetch is the reader's own span of the block (source_from_part) */
     struct relay_cursor cursor;
     /* fetches started ahead of the reader */
+    block_fetch *proof; /* one of them whose head must prove the version first (begin) */
     struct ahead ahead[GW_FETCH_PARALLELISM_MAX];
     unsigned n_ahead;
     uint32_t next_ahead; /* the next block to consider */
@@ -109,6 +110,9 @@ static void release_ahead(struct gw_blocks *b)
 /* Lets go of every block and forgets the answer (the metadata stays). */
 static void release_blocks(struct gw_req *q)
 {
+    if (q->blocks->proof != NULL)
+        relay_unpark(block_fetch_relay(q->blocks->proof), &q->waiter);
+    q->blocks->proof = NULL;
     release_source(q);
     release_ahead(q->blocks);
     q->blocks->answered = false;
@@ -498,6 +502,32 @@ static struct gw_next answer_without_body(struct gw_req *q)
     return resp ? GW_SENT(gw_respond_queue(q, b->a.status, resp)) : GW_CLOSE;
 }
 
+/*
+ * An answer that starts from the store but needs a fetch further on: the fetch of the first
+ * block the store lacks, started now (or found among those ahead). Its head proves the
+ * object is still this version before any byte is sent, so that a copy the upstream has
+ * replaced since is dropped and fetched afresh, not cut short mid-answer (an upstream that
+ * ignores If-Match answers with the new version's ETag). NULL when the store holds the whole
+ * answer, or the answer spans more than JUDGE_BLOCKS_MAX blocks.
+ */
+static block_fetch *proof_of_version(struct gw_req *q, uint32_t first)
+{
+    struct gw_blocks *b = q->blocks;
+    if (b->last - first >= JUDGE_BLOCKS_MAX)
+        return NULL;
+    store_obj *obj = view_of_version(q);
+    uint32_t m = first + 1;
+    while (m <= b->last && obj != NULL && store_obj_blocks_cached(obj, m, m) == 1)
+        m++;
+    store_obj_close(obj);
+    if (m > b->last)
+        return NULL;
+    for (unsigned i = 0; i < b->n_ahead; i++)
+        if (b->ahead[i].idx == m)
+            return b->ahead[i].fetch;
+    return fetch_ahead(q, m) ? b->ahead[b->n_ahead - 1].fetch : NULL;
+}
+
 /* Decides the answer and opens its first block. False (*next set) when answered already. */
 static bool begin(struct gw_req *q, struct gw_next *next)
 {
@@ -526,21 +556,24 @@ static bool begin(struct gw_req *q, struct gw_next *next)
         return false;
     }
     keep_ahead(q, first);
+    if (b->fetch == NULL)
+        b->proof = proof_of_version(q, first);
     b->answered = true;
     return true;
 }
 
 /*
- * The first block's fetch failed before a byte was sent. An object that changed at the
- * upstream is dropped and fetched afresh, once; any other failure is answered.
+ * A fetch the answer waited for before its first byte (its first block's, or the proof of
+ * its version) failed. An object that changed at the upstream is dropped and fetched
+ * afresh, once; any other failure is answered.
  */
-static struct gw_next first_block_failed(struct gw_req *q)
+static struct gw_next failed_before_answer(struct gw_req *q, block_fetch *f)
 {
     struct gw_blocks *b = q->blocks;
-    bool changed = block_fetch_changed(b->fetch);
-    long status = block_fetch_status(b->fetch);
-    sc_code why = block_fetch_outcome(b->fetch);
-    release_blocks(q);
+    bool changed = block_fetch_changed(f);
+    long status = block_fetch_status(f);
+    sc_code why = block_fetch_outcome(f);
+    release_blocks(q); /* f may be gone after this */
     q->x_cache = NULL;
     if (changed && !b->restarted) {
         sc_info("%s/%s changed at the upstream (status %ld): its cached blocks are dropped and "
@@ -550,7 +583,7 @@ static struct gw_next first_block_failed(struct gw_req *q)
         drop_object(q);
         return GW_NEXT(GW_STEP_MISS);
     }
-    sc_warn("first block of %s/%s failed: %s (status %ld)", q->tgt.bucket, q->tgt.key,
+    sc_warn("a block of %s/%s failed before the answer: %s (status %ld)", q->tgt.bucket, q->tgt.key,
             sc_strerror(why), status);
     count(q, false, 0);
     enum s3_xml_error e = status == 403   ? S3_XML_ACCESS_DENIED
@@ -644,7 +677,16 @@ struct gw_next gw_blocks_serve(struct gw_req *q)
         if (h == NULL && b->part && !block_fetch_changed(b->fetch))
             return part_failed(q); /* the block itself may be served well */
         if (h == NULL)
-            return first_block_failed(q);
+            return failed_before_answer(q, b->fetch);
+    }
+    if (b->proof != NULL) {
+        bool failed = false;
+        const struct relay_head *h = relay_head(block_fetch_relay(b->proof), &q->waiter, &failed);
+        if (h == NULL && !failed)
+            return GW_WAIT(GW_STEP_BLOCKS); /* resumed when the head arrives */
+        if (h == NULL)
+            return failed_before_answer(q, b->proof);
+        b->proof = NULL; /* the version holds: the answer goes */
     }
     bool hit = strcmp(q->x_cache, "HIT") == 0;
     count(q, hit, b->a.len);

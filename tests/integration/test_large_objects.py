@@ -536,6 +536,25 @@ def _slow_read(gw, key, first_part, when_read, step=128 * KiB, pause=0.02, timeo
     return status, headers, bytes(body), complete, error
 
 
+def test_partly_cached_object_replaced_upstream_is_fetched_afresh_not_cut_short(upstream,
+                                                                                 gateway):
+    """Blocks 0 and 1 cached, then the object replaced at the upstream (a write the gateway
+    does not see): a whole GET would start from the cached blocks and find the change only at
+    block 2, too late for anything but cutting the answer short. The fetch of the first block
+    the store lacks proves the version before the first byte: the change drops the copy, and
+    the answer is the new version, whole."""
+    size = 6 * MiB + 7
+    key, old = _put(upstream, size, "replaced")
+    gw = gateway(upstream, cache_size="256M", extra_args=SMALL_BLOCKS)
+    gw.require_real()
+    _assert_part(_range(gw, key, 0, 2 * BLOCK - 1), old, 0, 2 * BLOCK - 1)
+    gw.stats_when(lambda st: st["used_bytes"] >= 2 * BLOCK, timeout=5)
+    new = os.urandom(size)
+    s3util.upstream_client(upstream).put_object(Bucket=upstream.bucket, Key=key, Body=new)
+    _assert_whole(_get(gw, key), new)
+    _assert_whole(_get(gw, key), new)
+
+
 @pytest.mark.parametrize("writer", ["through_gateway", "at_upstream"])
 def test_overwrite_during_long_read_is_never_a_mix_of_versions(upstream, gateway, writer):
     """The upstream sends each connection at most 4 MiB/s, and the client reads slowly: the
