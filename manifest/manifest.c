@@ -50,6 +50,8 @@ void mf_unref(struct mf *m)
     free(m->obj);
     free(m->size);
     free(m->stamp);
+    free(m->khash);
+    block_set_free(&m->charged);
     free(m->error);
     free(m->list_token);
     free(m->list_sizes);
@@ -84,8 +86,10 @@ void mf_learn_size(struct mf *m, uint32_t idx, uint64_t size)
     m->size[idx] = size;
     uint64_t after = mf_item_bytes(m, idx);
     m->bytes_known = m->bytes_known - before + after;
-    if (!ranged)
-        m->known_count++;
+    if (!ranged) { /* a range's object is not a sample of the whole objects' sizes */
+        m->whole_bytes += size;
+        m->whole_known++;
+    }
     if (m->obj[idx] == MF_OBJ_CACHED)
         m->bytes_cached = m->bytes_cached - before + after;
 }
@@ -108,7 +112,8 @@ static void take_listed_sizes(struct mf *m)
     for (uint32_t i = 0; i < m->n; i++) {
         m->size[i] = m->list_sizes[i];
         m->bytes_known += m->size[i];
-        m->known_count++;
+        m->whole_bytes += m->size[i]; /* a listing names whole objects only */
+        m->whole_known++;
     }
     free(m->list_sizes);
     m->list_sizes = NULL;
@@ -167,7 +172,11 @@ static sc_code append_access(struct mf *m, future *f, uint64_t pos, const uint64
     return rc;
 }
 
-/* The future, in access order; counts the items this rank reads and a range's bytes. */
+/*
+ * The future, in access order; counts the items this rank reads and a range's bytes (in
+ * progress only: a range's length says nothing of the size of the whole objects). A plan with
+ * ranges keeps its items' key hashes for the walk (m->khash).
+ */
 static sc_code build_future(struct mf *m, struct api_err *err)
 {
     future *f = NULL;
@@ -183,14 +192,15 @@ static sc_code build_future(struct mf *m, struct api_err *err)
         if (m->stamp[idx] == 0) {
             m->stamp[idx] = 1;
             m->used++;
-            if (plan_item_range(m->plan, idx, NULL)) {
+            if (plan_item_range(m->plan, idx, NULL))
                 m->bytes_known += mf_item_bytes(m, idx); /* known before the object is seen */
-                m->known_count++;
-            }
         }
         rc = append_access(m, f, pos, hashes);
     }
-    free(hashes);
+    if (rc == SC_OK && m->fstart != NULL)
+        m->khash = hashes;
+    else
+        free(hashes);
     if (rc == SC_OK)
         rc = future_seal(f);
     if (rc != SC_OK) {

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../policy/future.h"
+#include "block_set.h"
 #include "manifest.h"
 #include "plan.h"
 #include "../common/stats.h"
@@ -62,6 +63,9 @@ struct mf {
     uint64_t *size;    /* per dataset index: its object's size; 0 while unknown */
     uint32_t *stamp;   /* per dataset index: the walk that last counted it */
     uint32_t walk;     /* the current walk's stamp */
+    uint64_t *khash;   /* a plan with ranges: per dataset index, its key's sc_key_hash; else NULL */
+    block_set charged; /* a plan with ranges: the blocks (and whole objects) the current walk
+                          counted, so that items sharing a block charge it once */
     pthread_mutex_t mu;
     enum mf_state state;
     char *error;          /* why the manifest failed */
@@ -69,7 +73,9 @@ struct mf {
     uint64_t *list_sizes; /* sizes in listing order, until the dataset is known */
     size_t n_listed;
     uint32_t cached, inflight, failed, fits, fetched;
-    uint64_t bytes_cached, bytes_known, bytes_fetched, known_count;
+    uint64_t bytes_cached, bytes_known, bytes_fetched; /* bytes_known: of items, as progress */
+    uint64_t whole_bytes, whole_known; /* sizes of whole items known, and how many: their mean is
+                                          what a whole object of unknown size is taken to be */
     struct mf_failure failures[MF_MAX_FAILURES];
     size_t n_failures;
     time_t created;

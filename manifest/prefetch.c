@@ -6,9 +6,14 @@
  * every distinct item once, until the items counted would no longer fit
  * in the cache (WALK_SHARE of it, shared by all manifests, oldest first). An
  * item is a whole object or a byte range of one (range_prefetch.h: a large
- * object's range takes, and warms, only the blocks it covers).
+ * object's range takes, and warms, only the blocks it covers). A ranged item
+ * is charged the blocks it covers (of a small object, the object) that no item
+ * before it in the walk covered (block_set.h): 4 KiB samples of a tokenized
+ * file take one block between them, not one each.
  * Within that window it starts a fill for each object neither cached nor in
- * flight, up to the concurrency bound, and stops at the first object the
+ * flight, up to the concurrency bound (none for a ranged item whose blocks are
+ * all being fetched for items before it: those fetches warm it too, and the
+ * slots go to blocks further on), and stops at the first object the
  * policy would not admit: with `clairvoyant`, that object is needed later than
  * everything cached, so fetching it would push out something needed sooner.
  * Objects near the trainer are checked against the store, so one evicted by
@@ -41,9 +46,10 @@ struct fetch {
     uint32_t idx;
 };
 
+/* The size taken for a whole object not seen yet: the mean of the whole objects seen. */
 static uint64_t assumed_size(const struct mf *m)
 {
-    return m->known_count ? m->bytes_known / m->known_count : DEFAULT_SIZE;
+    return m->whole_known ? m->whole_bytes / m->whole_known : DEFAULT_SIZE;
 }
 
 static void add_failure(struct mf *m, uint32_t idx, const char *reason)
@@ -248,13 +254,100 @@ static uint64_t footprint(const struct mf *m, uint32_t idx)
 }
 
 /*
- * What fits when a walk stopped early because every prefetch slot was taken: the objects
- * counted so far, plus what the rest of the budget holds at the mean object size. Walking
- * the whole window on every fill completion would cost too much for large manifests.
+ * The blocks of its object ranged item idx takes, [*first, *last]: at the registry's block
+ * size; a range of an object stored whole (not over a block), block 0 as the whole object.
+ * *last_bytes: what block *last takes (a large object's last block may be short). False:
+ * none (the range starts past the object's end).
  */
-static uint32_t estimate_fits(const struct mf *m, uint32_t counted, uint64_t budget_left)
+static bool item_span(const struct mf *m, uint32_t idx, const struct plan_range *r, uint32_t *first,
+                      uint32_t *last, uint64_t *last_bytes)
 {
-    uint64_t more = budget_left / assumed_size(m);
+    uint64_t size = m->size[idx], bs = mf_block_size(m->reg);
+    uint64_t end = r->offset + r->length;
+    if (size != 0 && end > size)
+        end = size;
+    if (end <= r->offset)
+        return false;
+    if (size != 0 && size <= bs) {
+        *first = *last = 0;
+        *last_bytes = size;
+        return true;
+    }
+    *first = (uint32_t)(r->offset / bs); /* ranges end within 5 TiB: indices fit */
+    *last = (uint32_t)((end - 1) / bs);
+    *last_bytes = size != 0 && (uint64_t)*last * bs + bs > size ? size - (uint64_t)*last * bs : bs;
+    return true;
+}
+
+/* What a walk counts item idx for, given what it counted before it. */
+struct charge {
+    uint64_t bytes;  /* new bytes to the walk's budget */
+    bool on_its_way; /* a ranged item whose every block is being fetched for an item before */
+};
+
+/*
+ * The charge of item idx in this walk: a whole item, footprint(); a ranged one, the blocks
+ * of it not counted yet this walk (nothing if its whole object was), counted no further than
+ * past `left` (then it does not fit anyway). A whole object counted after ranges of it is
+ * charged whole: the overlap is counted twice (rare, and on the safe side).
+ */
+static struct charge charge_of(const struct mf *m, uint32_t idx, uint64_t left)
+{
+    struct plan_range r;
+    if (m->khash == NULL || !plan_item_range(m->plan, idx, &r))
+        return (struct charge){footprint(m, idx), false};
+    enum block_set_state whole = block_set_get(&m->charged, m->khash[idx], BLOCK_SET_WHOLE);
+    if (whole != BLOCK_SET_ABSENT)
+        return (struct charge){0, whole == BLOCK_SET_FETCHING};
+    uint32_t first, last;
+    uint64_t last_bytes, bs = mf_block_size(m->reg);
+    struct charge c = {0, false};
+    if (!item_span(m, idx, &r, &first, &last, &last_bytes))
+        return c;
+    c.on_its_way = true;
+    for (uint64_t b = first; b <= last && c.bytes <= left; b++) {
+        enum block_set_state st = block_set_get(&m->charged, m->khash[idx], (uint32_t)b);
+        if (st == BLOCK_SET_ABSENT)
+            c.bytes += b == last ? last_bytes : bs;
+        c.on_its_way = c.on_its_way && st == BLOCK_SET_FETCHING;
+    }
+    return c;
+}
+
+/*
+ * Records that this walk counted item idx (for a ranged plan): its blocks, or its whole
+ * object; `fetching` when a prefetch of it is on its way. Out of memory, later items sharing
+ * them are charged again: too little fits, never too much.
+ */
+static void note_charged(struct mf *m, uint32_t idx, bool fetching)
+{
+    struct plan_range r;
+    uint32_t first, last;
+    uint64_t last_bytes;
+    if (m->khash == NULL)
+        return;
+    if (!plan_item_range(m->plan, idx, &r)) {
+        block_set_put(&m->charged, m->khash[idx], BLOCK_SET_WHOLE, fetching);
+        return;
+    }
+    if (!item_span(m, idx, &r, &first, &last, &last_bytes))
+        return;
+    for (uint64_t b = first; b <= last; b++)
+        if (block_set_put(&m->charged, m->khash[idx], (uint32_t)b, fetching) != SC_OK)
+            return;
+}
+
+/*
+ * What fits when a walk stopped early because every prefetch slot was taken: the objects
+ * counted so far, plus what the rest of the budget holds at the mean object size, or, in a
+ * plan with ranges (whose items share blocks), at the mean charge of the items counted.
+ * Walking the whole window on every fill completion would cost too much for large manifests.
+ */
+static uint32_t estimate_fits(const struct mf *m, uint32_t counted, uint64_t bytes,
+                              uint64_t budget_left)
+{
+    uint64_t mean = m->khash && counted && bytes ? bytes / counted : assumed_size(m);
+    uint64_t more = budget_left / (mean ? mean : 1);
     uint64_t fits = (uint64_t)counted + more;
     return fits < m->used ? (uint32_t)fits : m->used;
 }
@@ -274,6 +367,7 @@ static unsigned walk(struct mf *m, uint64_t *budget, unsigned slots, uint32_t *i
         memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
         m->walk = 1;
     }
+    block_set_clear(&m->charged);
     unsigned n = 0, near = 0;
     uint64_t bytes = 0;
     uint32_t fits = 0;
@@ -283,28 +377,33 @@ static unsigned walk(struct mf *m, uint64_t *budget, unsigned slots, uint32_t *i
         if (m->stamp[i] == m->walk)
             continue;
         m->stamp[i] = m->walk;
-        uint64_t size = footprint(m, i);
-        if (bytes + size > *budget) {
+        struct charge c = charge_of(m, i, *budget - bytes);
+        if (bytes + c.bytes > *budget) {
             blocked = true;
             break;
         }
-        bytes += size;
+        bytes += c.bytes;
         fits++;
-        if (m->obj[i] == MF_OBJ_CACHED && near++ < NEAR_CHECK && still_cached(m, i))
+        if (m->obj[i] == MF_OBJ_CACHED && near++ < NEAR_CHECK && still_cached(m, i)) {
+            note_charged(m, i, false);
             continue;
-        if (m->obj[i] != MF_OBJ_PENDING)
-            continue;
+        }
+        note_charged(m, i, m->obj[i] == MF_OBJ_INFLIGHT);
+        if (m->obj[i] != MF_OBJ_PENDING || c.on_its_way)
+            continue; /* on its way: a later walk finds it cached */
         bool refused = false;
         if (n == slots || n == MAX_LAUNCH)
             blocked = slots_full = true;
-        else if (wants_fetch(m, i, size, &refused))
+        else if (wants_fetch(m, i, footprint(m, i), &refused)) {
             idx[n++] = i;
+            note_charged(m, i, true);
+        }
         blocked = blocked || refused;
     }
     for (unsigned k = 0; k < n; k++)
         m->obj[idx[k]] = MF_OBJ_INFLIGHT;
     m->inflight += n;
-    m->fits = slots_full ? estimate_fits(m, fits, *budget - bytes) : fits;
+    m->fits = slots_full ? estimate_fits(m, fits, bytes, *budget - bytes) : fits;
     *budget -= bytes;
     atomic_store(&m->blocked, blocked);
     if (n > 0 && m->first_fetch.tv_sec == 0)

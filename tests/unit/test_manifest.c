@@ -4,11 +4,15 @@
  * the key) and move the position by items, progress counts a range's bytes, a future too long
  * is refused, and through a real store the clairvoyant policy keeps the blocks the plan reads
  * next over a sibling it does not read again, before and after a restart (the store tells the
- * policy which block each entry is). Manifests here do not prefetch ("prefetch": false): the
- * prefetcher has no upstream. Each test runs in its own mkdtemp directory.
+ * policy which block each entry is). Most manifests here do not prefetch ("prefetch": false):
+ * the prefetcher has no upstream. Those that do have every item cached already, or no prefetch
+ * slot (concurrency 0), so that their walks start nothing: what they count (fits, objects
+ * cached) shows how a walk charges items that share blocks, and what it takes an object of
+ * unknown size to be. Each test runs in its own mkdtemp directory.
  */
 #include <ftw.h>
 #include <setjmp.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -41,15 +45,28 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return remove(path);
 }
 
-static void start(struct fixture *f)
+static void start_registry(struct fixture *f, unsigned concurrency)
 {
-    assert_int_equal(store_open(&f->cfg, &f->st), SC_OK);
     struct mf_config mc = {.st = f->st,
                            .capacity = f->cfg.capacity_bytes,
                            .block_size = BS,
-                           .concurrency = 4,
+                           .concurrency = concurrency,
                            .stats = &f->stats};
     assert_int_equal(mf_registry_start(&mc, &f->reg), SC_OK);
+}
+
+static void start(struct fixture *f)
+{
+    assert_int_equal(store_open(&f->cfg, &f->st), SC_OK);
+    start_registry(f, 4);
+}
+
+/* A registry whose prefetcher has no slot: a walk that meets an item to fetch stops there. */
+static void restart_with_no_slot(struct fixture *f)
+{
+    mf_registry_stop(f->reg);
+    mf_registry_free(f->reg);
+    start_registry(f, 0);
 }
 
 static void stop(struct fixture *f)
@@ -109,6 +126,38 @@ static json_int_t progress_int(mf_registry *r, const char *id, const char *field
     json_int_t n = json_integer_value(v);
     json_decref(o);
     return n;
+}
+
+/* Waits (up to 5 s) for a walk to make progress field `field` reach `want`; returns it. */
+static json_int_t wait_for(mf_registry *r, const char *id, const char *field, json_int_t want)
+{
+    json_int_t got = progress_int(r, id, field);
+    for (int i = 0; i < 500 && got != want; i++) {
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        got = progress_int(r, id, field);
+    }
+    return got;
+}
+
+/* Waits (up to 5 s) for a first walk over a plan; returns its fits. */
+static json_int_t wait_for_walk(mf_registry *r, const char *id)
+{
+    json_int_t fits = progress_int(r, id, "fits");
+    for (int i = 0; i < 500 && fits == 0; i++) {
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        fits = progress_int(r, id, "fits");
+    }
+    return fits;
+}
+
+static const char *progress_state(mf_registry *r, const char *id)
+{
+    static char state[32];
+    json_t *o = mf_progress(r, id);
+    assert_non_null(o);
+    snprintf(state, sizeof(state), "%s", json_string_value(json_object_get(o, "state")));
+    json_decref(o);
+    return state;
 }
 
 static void observe_range(mf_registry *r, const char *key, uint64_t first, uint64_t last)
@@ -184,15 +233,114 @@ static void record(void *arg, sc_code rc)
     *(sc_code *)arg = rc;
 }
 
-static void put_block(store *st, uint32_t idx)
+static void put_block_of(store *st, const char *key, uint32_t idx)
 {
     static unsigned char bytes[BS];
     sc_code got = SC_EIO;
     memset(bytes, (int)idx, sizeof(bytes));
-    assert_int_equal(store_put_block(st, "bkt", "big", ETAG, BS, idx, bytes, BS, record, &got),
+    assert_int_equal(store_put_block(st, "bkt", key, ETAG, BS, idx, bytes, BS, record, &got),
                      SC_OK);
     store_flush(st);
     assert_int_equal(got, SC_OK);
+}
+
+static void put_block(store *st, uint32_t idx)
+{
+    put_block_of(st, "big", idx);
+}
+
+/* Caches "tok", two blocks (2 MiB), whole. */
+static void put_tok(store *st)
+{
+    assert_int_equal(
+        store_put_meta(st, "bkt", "tok", ETAG, "ETag\0\"v1\"", 10, 2ull * MiB, NULL, NULL), SC_OK);
+    put_block_of(st, "tok", 0);
+    put_block_of(st, "tok", 1);
+}
+
+/* A plan body: head, `n` ranges of `len` bytes of key, `step` bytes apart, then tail. */
+static char *ranges_body(const char *head, const char *key, unsigned n, unsigned len, unsigned step,
+                         const char *tail)
+{
+    size_t cap = 128 + (size_t)n * 80 + strlen(head) + strlen(tail);
+    char *body = malloc(cap);
+    assert_non_null(body);
+    size_t at = (size_t)snprintf(body, cap, "{\"bucket\":\"bkt\",%s", head);
+    for (unsigned i = 0; i < n; i++)
+        at +=
+            (size_t)snprintf(body + at, cap - at, "%s{\"key\":\"%s\",\"offset\":%u,\"length\":%u}",
+                             i ? "," : "", key, i * step, len);
+    snprintf(body + at, cap - at, "%s", tail);
+    return body;
+}
+
+/* ---- the walk: what items sharing blocks, and objects of unknown size, are charged ---- */
+
+static void samples_in_one_block_charge_it_once(void **state)
+{
+    struct fixture *f = *state;
+    put_tok(f->st);
+    /* 512 samples of 4 KiB over both blocks, shuffled: 2 MiB in all, within the walk's
+     * 2.7 MiB (90 % of three blocks); charged a block each, 2 fit */
+    char *body = ranges_body("\"shuffle\":true,\"keys\":[", "tok", 512, 4096, 4096, "]}");
+    const char *id = create(f->reg, body);
+    free(body);
+    assert_int_equal(wait_for(f->reg, id, "objects_cached", 512), 512);
+    assert_int_equal(progress_int(f->reg, id, "fits"), 512);
+    assert_string_equal(progress_state(f->reg, id), "warm");
+}
+
+static void ranges_of_a_small_object_charge_it_once(void **state)
+{
+    struct fixture *f = *state;
+    static unsigned char body512k[512 * 1024];
+    sc_code got = SC_EIO;
+    assert_int_equal(
+        store_put(f->st, "bkt", "small", NULL, 0, body512k, sizeof(body512k), record, &got), SC_OK);
+    store_flush(f->st);
+    assert_int_equal(got, SC_OK);
+    /* 10 ranges of 1 KiB of one 512 KiB object: the object once; charged whole each, at most 5 fit
+     */
+    char *body = ranges_body("\"keys\":[", "small", 10, 1024, 50000, "]}");
+    const char *id = create(f->reg, body);
+    free(body);
+    assert_int_equal(wait_for(f->reg, id, "objects_cached", 10), 10);
+    assert_int_equal(progress_int(f->reg, id, "fits"), 10);
+    assert_string_equal(progress_state(f->reg, id), "warm");
+}
+
+static void a_whole_object_of_unknown_size_is_not_taken_for_a_range(void **state)
+{
+    struct fixture *f = *state;
+    restart_with_no_slot(f);
+    /* Ten whole objects not seen yet, then a sample of tok. The walk stops at the first (no
+     * slot) and estimates the rest of its budget at that object's charge: 1 MiB (no whole
+     * object known), so 2 fit in 2.7 MiB. Taken as the sample's 4 KiB, all 11 did. */
+    char *body = ranges_body("\"epochs\":[[\"w0\",\"w1\",\"w2\",\"w3\",\"w4\",\"w5\","
+                             "\"w6\",\"w7\",\"w8\",\"w9\",",
+                             "tok", 1, 4096, 0, "]]}");
+    const char *id = create(f->reg, body);
+    free(body);
+    assert_int_equal(wait_for_walk(f->reg, id), 2);
+}
+
+static void a_ranges_plan_estimates_by_blocks_not_range_lengths(void **state)
+{
+    struct fixture *f = *state;
+    restart_with_no_slot(f);
+    /* 100 samples of 4 KiB, each of its own cold object: a block (1 MiB) each, so 2 fit in
+     * 2.7 MiB; by the samples' length the estimate said all 100 */
+    size_t cap = 100 * 80 + 64, at;
+    char *body = malloc(cap);
+    assert_non_null(body);
+    at = (size_t)snprintf(body, cap, "{\"bucket\":\"bkt\",\"keys\":[");
+    for (unsigned i = 0; i < 100; i++)
+        at += (size_t)snprintf(body + at, cap - at,
+                               "%s{\"key\":\"k%u\",\"offset\":0,\"length\":4096}", i ? "," : "", i);
+    snprintf(body + at, cap - at, "]}");
+    const char *id = create(f->reg, body);
+    free(body);
+    assert_int_equal(wait_for_walk(f->reg, id), 2);
 }
 
 static bool has_block(store *st, uint32_t idx)
@@ -245,6 +393,12 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_plan_whose_ranges_cover_too_many_blocks_is_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(clairvoyant_keeps_the_blocks_the_plan_reads_next, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(samples_in_one_block_charge_it_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(ranges_of_a_small_object_charge_it_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_whole_object_of_unknown_size_is_not_taken_for_a_range,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(a_ranges_plan_estimates_by_blocks_not_range_lengths, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
