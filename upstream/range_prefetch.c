@@ -21,6 +21,7 @@ struct range_job {
     char *etag;     /* the version whose blocks are fetched */
     char *hdrs;     /* the HEAD's replayable headers, for the metadata */
     size_t hdrs_len;
+    bool stored_etag; /* etag is the store's: the upstream may have replaced the object since */
 };
 
 static void job_free(struct range_job *j)
@@ -40,10 +41,27 @@ static void finish(struct range_job *j, sc_code rc)
     job_free(j);
 }
 
+static sc_code send_head(struct range_job *j);
+
+/*
+ * The blocks are in, or not. A version taken from the store that the upstream no longer has
+ * (a 412, or another ETag: SC_EMISMATCH) is asked for once more through a HEAD, whose answer
+ * replaces the stale metadata, as a whole object's fill recovers with its plain GET.
+ */
 static void on_blocks(void *arg, sc_code rc, uint64_t bytes_fetched)
 {
+    struct range_job *j = arg;
     (void)bytes_fetched;
-    finish(arg, rc);
+    if (rc == SC_EMISMATCH && j->stored_etag) {
+        j->stored_etag = false;
+        free(j->etag);
+        j->etag = NULL;
+        j->length = -1;
+        rc = send_head(j);
+        if (rc == SC_OK)
+            return;
+    }
+    finish(j, rc);
 }
 
 /* Fetches the blocks the range covers, of version j->etag, j->length bytes long. */
@@ -96,6 +114,7 @@ static bool from_store(struct range_job *j)
         j->length = -1; /* of another block size, or unreadable: ask upstream */
         return false;
     }
+    j->stored_etag = true;
     fetch_blocks(j);
     return true;
 }
@@ -143,6 +162,10 @@ static void on_head_done(void *arg, sc_code rc)
         return;
     }
     if (!fill_is_large(j->t, (uint64_t)j->length)) {
+        if (j->first >= (uint64_t)j->length) {
+            finish(j, SC_OK); /* no byte of it exists: nothing to warm (as in fetch_blocks) */
+            return;
+        }
         /* stored whole: the fill reports to done, this job is over */
         rc = fill_prefetch(j->t, j->bucket, j->key, j->done, j->arg);
         if (rc != SC_OK)
@@ -167,6 +190,15 @@ static const struct up_handler head_handler = {
     .on_done = on_head_done,
 };
 
+/* Asks the upstream what the object is now; on_head_done goes on (on error, nothing follows). */
+static sc_code send_head(struct range_job *j)
+{
+    j->status = 0;
+    j->epoch = fill_write_epoch(j->t, j->bucket, j->key);
+    return origin_head(fill_table_ctx(j->t)->origin, j->bucket, j->key, &gateway, &head_handler, j,
+                       NULL);
+}
+
 sc_code range_prefetch(fill_table *t, const char *bucket, const char *key, uint64_t first,
                        uint64_t last, fill_watch_fn done, void *arg)
 {
@@ -186,8 +218,7 @@ sc_code range_prefetch(fill_table *t, const char *bucket, const char *key, uint6
     }
     if (from_store(j))
         return SC_OK;
-    j->epoch = fill_write_epoch(t, bucket, key);
-    sc_code rc = origin_head(ctx->origin, bucket, key, &gateway, &head_handler, j, NULL);
+    sc_code rc = send_head(j);
     if (rc != SC_OK)
         job_free(j);
     return rc;

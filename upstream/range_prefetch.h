@@ -9,7 +9,10 @@
  * the context's block size; else from a HEAD signed as the gateway, whose answer is recorded
  * as the object's metadata (fill_put_meta: not if a write to the key began since the HEAD was
  * sent) before the blocks are fetched. A cold range thus costs a HEAD and its blocks, never
- * the rest of the object.
+ * the rest of the object. Blocks fetched at the store's ETag that the upstream no longer
+ * serves (the object was replaced there: SC_EMISMATCH) are asked for once more through the
+ * HEAD, which records the new version. A range that starts past the object's end warms
+ * nothing, of a small object as of a large one.
  */
 #ifndef GW_RANGE_PREFETCH_H
 #define GW_RANGE_PREFETCH_H
