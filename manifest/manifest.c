@@ -47,6 +47,7 @@ void mf_unref(struct mf *m)
     plan_free(m->plan);
     free(m->order);
     free(m->fstart);
+    free(m->starts);
     free(m->obj);
     free(m->size);
     free(m->stamp);
@@ -172,6 +173,35 @@ static sc_code append_access(struct mf *m, future *f, uint64_t pos, const uint64
     return rc;
 }
 
+/* Names where an item of the object khash starts, at byte offset. */
+static uint64_t item_start(uint64_t khash, uint64_t offset)
+{
+    return sc_hash_mix(khash ^ sc_hash_mix(offset + 1));
+}
+
+static int by_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* m->starts: where the plan's ranged items start, for consume() to tell a read that starts
+ * an item from one that continues it. */
+static sc_code map_item_starts(struct mf *m)
+{
+    if (!plan_has_ranges(m->plan))
+        return SC_OK;
+    m->starts = malloc((m->n ? m->n : 1) * sizeof(*m->starts));
+    if (m->starts == NULL)
+        return SC_ENOMEM;
+    struct plan_range r;
+    for (uint32_t idx = 0; idx < m->n; idx++)
+        if (plan_item_range(m->plan, idx, &r))
+            m->starts[m->n_starts++] = item_start(plan_key_hash(m->plan, idx), r.offset);
+    qsort(m->starts, m->n_starts, sizeof(*m->starts), by_value);
+    return SC_OK;
+}
+
 /*
  * The future, in access order; counts the items this rank reads and a range's bytes (in
  * progress only: a range's length says nothing of the size of the whole objects). A plan with
@@ -183,6 +213,8 @@ static sc_code build_future(struct mf *m, struct api_err *err)
     uint64_t *hashes = NULL;
     uint64_t length;
     sc_code rc = map_ranged_positions(m, &length, err);
+    if (rc == SC_OK)
+        rc = map_item_starts(m);
     if (rc == SC_OK)
         rc = plan_key_hashes(m->plan, &hashes);
     if (rc == SC_OK)
@@ -529,20 +561,37 @@ json_t *mf_cancel(mf_registry *r, const char *id)
     return o;
 }
 
-/* The read consumes, in m's future, the blocks it covers that the plan holds, else the key. */
+/* Whether a read from byte `first` of the object khash starts an item of m's plan: a whole
+ * object at byte 0, a range at its offset. */
+static bool starts_an_item(const struct mf *m, uint64_t khash, uint64_t first)
+{
+    uint64_t name = item_start(khash, first);
+    return first == 0 || (m->starts != NULL && bsearch(&name, m->starts, m->n_starts,
+                                                       sizeof(*m->starts), by_value) != NULL);
+}
+
+/*
+ * The read consumes, in m's future, the blocks it covers that the plan holds, else the key.
+ * A read that starts an item (or a whole read) takes each one's next occurrence; one that
+ * continues an item (its second part, a footer read first) only occurrences before the
+ * position plus what it covers: those of the item being read, never the next epoch's.
+ */
 static bool consume(struct mf *m, uint64_t khash, const struct mf_read *range)
 {
     bool any = false;
-    uint64_t bs = mf_block_size(m->reg);
-    if (range != NULL && m->fstart != NULL && range->first / bs <= UINT32_MAX) {
-        uint64_t first = range->first / bs;
-        uint64_t last = range->last == UINT64_MAX ? first : range->last / bs;
+    uint64_t bs = mf_block_size(m->reg), first = 0, last = 0, limit = FUTURE_NEVER;
+    bool blocks = range != NULL && m->fstart != NULL && range->first / bs <= UINT32_MAX;
+    if (blocks) {
+        first = range->first / bs;
+        last = range->last == UINT64_MAX ? first : range->last / bs;
         if (last - first >= MF_OBSERVE_BLOCKS)
             last = first + MF_OBSERVE_BLOCKS - 1;
-        for (uint64_t b = first; b <= last && b <= UINT32_MAX; b++)
-            any |= future_consume(m->fut, sc_block_key_hash(khash, (uint32_t)b));
     }
-    return any || future_consume(m->fut, khash);
+    if (range != NULL && !starts_an_item(m, khash, range->first))
+        limit = future_position(m->fut) + (last - first + 1);
+    for (uint64_t b = first; blocks && b <= last && b <= UINT32_MAX; b++)
+        any |= future_consume_before(m->fut, sc_block_key_hash(khash, (uint32_t)b), limit);
+    return any || future_consume_before(m->fut, khash, limit);
 }
 
 void mf_observe(mf_registry *r, const char *bucket, const char *key, const struct mf_read *range)

@@ -59,6 +59,8 @@ struct mf {
     uint32_t *order;   /* position -> dataset index */
     uint32_t *fstart;  /* a plan with ranges: position -> its first position in the future (a
                           ranged access is one future entry per block); NULL: the same */
+    uint64_t *starts;  /* a plan with ranges: item_start() of each ranged item, sorted */
+    uint32_t n_starts;
     uint8_t *obj;      /* enum mf_obj per dataset index */
     uint64_t *size;    /* per dataset index: its object's size; 0 while unknown */
     uint32_t *stamp;   /* per dataset index: the walk that last counted it */

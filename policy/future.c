@@ -214,7 +214,8 @@ static uint32_t live_cursor(future *f, uint32_t u)
  * The next planned use of khash at or after the trainer's position (minus the slack), or
  * FUTURE_NEVER; with consume, that use is also taken as happening now.
  */
-static uint64_t next_use(future *f, uint64_t khash, bool consume)
+/* The next live occurrence of khash before limit, consumed if asked; FUTURE_NEVER if none. */
+static uint64_t next_use(future *f, uint64_t khash, bool consume, uint64_t limit)
 {
     if (!f->sealed)
         return FUTURE_NEVER;
@@ -224,7 +225,7 @@ static uint64_t next_use(future *f, uint64_t khash, bool consume)
     uint64_t next = FUTURE_NEVER;
     pthread_mutex_lock(&f->lock);
     uint32_t c = live_cursor(f, u);
-    if (c < f->start[u + 1]) {
+    if (c < f->start[u + 1] && f->occ[c] < limit) {
         next = f->occ[c];
         if (consume) {
             f->cursor[u] = c + 1;
@@ -238,7 +239,12 @@ static uint64_t next_use(future *f, uint64_t khash, bool consume)
 
 bool future_consume(future *f, uint64_t khash)
 {
-    return next_use(f, khash, true) != FUTURE_NEVER;
+    return next_use(f, khash, true, FUTURE_NEVER) != FUTURE_NEVER;
+}
+
+bool future_consume_before(future *f, uint64_t khash, uint64_t limit)
+{
+    return next_use(f, khash, true, limit) != FUTURE_NEVER;
 }
 
 uint64_t future_position(future *f)
@@ -251,13 +257,13 @@ uint64_t future_position(future *f)
 
 uint64_t future_next_use(future *f, uint64_t khash)
 {
-    return next_use(f, khash, false);
+    return next_use(f, khash, false, FUTURE_NEVER);
 }
 
 uint64_t future_next_use_block(future *f, uint64_t khash, uint32_t block)
 {
-    uint64_t whole = next_use(f, khash, false);
-    uint64_t part = next_use(f, sc_block_key_hash(khash, block), false);
+    uint64_t whole = next_use(f, khash, false, FUTURE_NEVER);
+    uint64_t part = next_use(f, sc_block_key_hash(khash, block), false, FUTURE_NEVER);
     return whole < part ? whole : part;
 }
 

@@ -60,6 +60,13 @@ uint64_t future_key_at(const future *f, uint64_t pos);
  */
 bool future_consume(future *f, uint64_t khash);
 
+/*
+ * @brief future_consume(), only of an occurrence before position `limit` (a read that
+ * continues an item already consumed takes what is left of that occurrence, never the next
+ * epoch's). @return true if an occurrence was consumed.
+ */
+bool future_consume_before(future *f, uint64_t khash, uint64_t limit);
+
 /* @brief The trainer's position: one past the furthest consumed occurrence (0 at the start). */
 uint64_t future_position(future *f);
 

@@ -205,6 +205,41 @@ static void a_read_over_several_blocks_consumes_each(void **state)
     assert_int_equal(progress_int(f->reg, id, "position"), 2);
 }
 
+/* A client reading one planned range in two parts (an 8 MiB part size, pyarrow reading a row
+ * group's column chunks one by one) must not move the plan into the next epoch: the second
+ * part continues the item, it does not read the block's next occurrence. */
+static void a_range_read_in_parts_stays_within_its_item(void **state)
+{
+    struct fixture *f = *state;
+    const char *id = create(f->reg, "{\"bucket\":\"bkt\",\"prefetch\":false,\"num_epochs\":2,"
+                                    "\"keys\":[{\"key\":\"t\",\"offset\":0,\"length\":3145728},"
+                                    "{\"key\":\"t\",\"offset\":3145728,\"length\":1048576},"
+                                    "{\"key\":\"t\",\"offset\":4194304,\"length\":1048576}]}");
+    observe_range(f->reg, "t", 0, 1572863);           /* item 0's blocks 0 and 1 */
+    observe_range(f->reg, "t", 1572864, 3 * MiB - 1); /* blocks 1 and 2: the rest of item 0 */
+    assert_int_equal(progress_int(f->reg, id, "position"), 1);
+    observe_range(f->reg, "t", 3 * MiB, 4 * MiB - 1); /* item 1 */
+    assert_int_equal(progress_int(f->reg, id, "position"), 2);
+    observe_range(f->reg, "t", 4 * MiB, 5 * MiB - 1); /* item 2: epoch 1 done */
+    observe_range(f->reg, "t", 0, 3 * MiB - 1);       /* epoch 2's item 0, whole */
+    assert_int_equal(progress_int(f->reg, id, "position"), 4);
+}
+
+/* The same for whole objects read in parts (the CRT's 8 MiB parts of a shard): each part past
+ * the first continues the object's read, the plan's next occurrence of it stays. */
+static void a_whole_object_read_in_parts_is_one_access(void **state)
+{
+    struct fixture *f = *state;
+    const char *id = create(f->reg, "{\"bucket\":\"bkt\",\"prefetch\":false,\"num_epochs\":2,"
+                                    "\"keys\":[\"a\",\"b\"]}");
+    observe_range(f->reg, "a", 0, 8 * MiB - 1);
+    observe_range(f->reg, "a", 8 * MiB, 16 * MiB - 1);
+    observe_range(f->reg, "a", 16 * MiB, UINT64_MAX);
+    assert_int_equal(progress_int(f->reg, id, "position"), 1);
+    observe_range(f->reg, "b", 0, UINT64_MAX);
+    assert_int_equal(progress_int(f->reg, id, "position"), 2);
+}
+
 static void a_plan_whose_ranges_cover_too_many_blocks_is_refused(void **state)
 {
     struct fixture *f = *state;
@@ -390,6 +425,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(ranged_reads_move_the_plan_by_the_blocks_they_cover, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_read_over_several_blocks_consumes_each, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_range_read_in_parts_stays_within_its_item, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(a_whole_object_read_in_parts_is_one_access, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(a_plan_whose_ranges_cover_too_many_blocks_is_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(clairvoyant_keeps_the_blocks_the_plan_reads_next, setup,
