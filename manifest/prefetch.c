@@ -172,7 +172,9 @@ static bool range_blocks_cached(store_obj *obj, const struct plan_range *r)
 /*
  * Whether item idx is cached, without counting a read with the policy: a whole object as
  * store_peek() says (a block object: all its blocks); a range also when every block it
- * covers is. *size: its object's size when the store knows it, else 0.
+ * covers is, or when it starts past the end of its object (of known size: no byte of it
+ * exists, so nothing is warmed, not even the metadata of a small object). *size: its
+ * object's size when known, else 0.
  */
 static bool item_cached(struct mf *m, uint32_t idx, uint64_t *size)
 {
@@ -182,6 +184,10 @@ static bool item_cached(struct mf *m, uint32_t idx, uint64_t *size)
     struct plan_range r;
     store_obj *obj = NULL;
     *size = 0;
+    if (plan_item_range(m->plan, idx, &r) && m->size[idx] != 0 && r.offset >= m->size[idx]) {
+        *size = m->size[idx];
+        return true;
+    }
     if (store_peek(st, bucket, key, size) == SC_OK)
         return true;
     if (!plan_item_range(m->plan, idx, &r) || store_obj_open(st, bucket, key, &obj) != SC_OK)

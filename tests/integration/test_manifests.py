@@ -411,5 +411,33 @@ def test_range_past_the_end_of_a_small_object_warms_nothing(s3rver, gateway):
     prog = wait_progress(gw, reply["id"], lambda p: is_settled(p) and not p["objects_in_flight"])
     assert prog["objects_cached"] == 1 and prog["objects_failed"] == 0, prog
     assert prog["bytes_total"] == prog["bytes_cached"] == 0, prog
+    time.sleep(0.5)  # ten walks or more: the range is not fetched again and again
     st = gw.stats()
     assert st["used_bytes"] == 0 and st["prefetched_objects"] == 1, st
+
+
+def test_samples_in_file_order_are_prefetched_one_fetch_per_block(s3rver, gateway):
+    # 4,096 samples of 4 KiB read in file order from a 16 MiB tokenized file, 1 MiB blocks.
+    # The walk charges each block once (all 4,096 fit in 64 MiB) and starts one prefetch per
+    # block: a sample whose block is on its way for an earlier one waits for it, so up to
+    # 16 blocks are fetched at once rather than 32 prefetches of samples of block 0.
+    gw = gateway(s3rver, cache_size="64M", extra_args=["--block-size", "1M"])
+    gw.require_real()
+    key = s3util.unique_key("tokens")
+    data = s3util.data(16 * MiB, seed=key)
+    s3util.upstream_client(s3rver).put_object(Bucket=s3rver.bucket, Key=key, Body=data)
+    sample = 4 * KiB
+    status, reply, _ = api(gw, "POST", "manifests", {"bucket": s3rver.bucket, "keys": [
+        {"key": key, "offset": off, "length": sample} for off in range(0, len(data), sample)]})
+    assert status == 201, reply
+    prog = wait_progress(gw, reply["id"], lambda p: p["objects_cached"] == 4096 or
+                         p["objects_failed"])
+    assert prog["objects_failed"] == 0, prog["failures"]
+    assert prog["fits"] == 4096, prog
+    prog = wait_progress(gw, reply["id"], is_settled)
+    assert prog["state"] == "warm", prog
+    assert gw.stats()["prefetched_objects"] == 16  # one per block; the other samples found cached
+    off = 5 * MiB + 3 * sample
+    body, cache = ranged_get(gw, key, off, off + sample - 1)
+    assert body == data[off:off + sample]
+    gw.assert_cache({"x-cache": cache}, "HIT")
