@@ -237,10 +237,18 @@ static void on_stored(void *arg, sc_code rc)
     finish(f, rc);
 }
 
+/*
+ * Why the transfer failed (no lock held). A transfer on_body canceled itself, because the
+ * answer was not the block (a 412 with its error body, another version), failed for what
+ * the answer was, not as canceled: a prefetch tells "the object changed" from "shutting down".
+ */
 static sc_code outcome_of(block_fetch *f, sc_code rc)
 {
     long status = atomic_load(&f->status);
-    if (rc == SC_ECANCELED)
+    pthread_mutex_lock(&f->t->mu);
+    bool own_cancel = f->canceled;
+    pthread_mutex_unlock(&f->t->mu);
+    if (rc == SC_ECANCELED && !own_cancel)
         return SC_ECANCELED;
     if (status == 404)
         return SC_ENOTFOUND;
