@@ -88,7 +88,9 @@ relay *block_fetch_relay(block_fetch *f);
 /*
  * @brief Why the fetch failed, once its relay has failed: SC_OK while it has not, else
  * SC_EMISMATCH (an answer that is not that block of that version), SC_ENOTFOUND (404),
- * SC_EUPSTREAM (another status, or the transfer failed), SC_ECANCELED.
+ * SC_EUPSTREAM (another status, or the transfer failed), SC_ECANCELED (canceled from outside,
+ * as at shutdown; an answer that is not the block, whose transfer the fetch cancels itself,
+ * fails as what it was: a 412 is SC_EMISMATCH).
  */
 sc_code block_fetch_outcome(block_fetch *f);
 
