@@ -191,6 +191,27 @@ static void a_whole_object_read_in_parts_is_one_access(void **state)
     assert_int_equal(progress_int(f->reg, id, "position"), 2);
 }
 
+/* Parts arrive in any order (boto3's download_file runs 10 threads): the part that starts the
+ * item, coming second, must not take the next epoch's occurrence either. */
+static void parts_in_any_order_stay_within_their_item(void **state)
+{
+    struct fixture *f = *state;
+    const char *ranges = create(f->reg, "{\"bucket\":\"bkt\",\"prefetch\":false,\"num_epochs\":2,"
+                                        "\"keys\":[{\"key\":\"t\",\"offset\":0,\"length\":3145728},"
+                                        "{\"key\":\"t\",\"offset\":3145728,\"length\":1048576}]}");
+    observe_range(f->reg, "t", 1572864, 3 * MiB - 1); /* item 0's second part first */
+    observe_range(f->reg, "t", 0, 1572863);           /* then its first */
+    assert_true(progress_int(f->reg, ranges, "position") <= 1);
+    observe_range(f->reg, "t", 3 * MiB, 4 * MiB - 1); /* item 1: epoch 1 ends */
+    assert_int_equal(progress_int(f->reg, ranges, "position"), 2);
+
+    const char *whole = create(f->reg, "{\"bucket\":\"bkt\",\"prefetch\":false,\"num_epochs\":2,"
+                                       "\"keys\":[\"a\",\"b\"]}");
+    observe_range(f->reg, "a", 8 * MiB, 16 * MiB - 1); /* part 1 */
+    observe_range(f->reg, "a", 0, 8 * MiB - 1);        /* part 0 */
+    assert_int_equal(progress_int(f->reg, whole, "position"), 1);
+}
+
 static void a_plan_whose_ranges_cover_too_many_blocks_is_refused(void **state)
 {
     struct fixture *f = *state;
@@ -281,6 +302,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_whole_object_read_in_parts_is_one_access, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(parts_in_any_order_stay_within_their_item, setup, teardown),
         cmocka_unit_test_setup_teardown(a_plan_whose_ranges_cover_too_many_blocks_is_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(clairvoyant_keeps_the_blocks_the_plan_reads_next, setup,
