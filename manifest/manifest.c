@@ -115,7 +115,11 @@ static void take_listed_sizes(struct mf *m)
     m->list_sizes = NULL;
 }
 
-/* The blocks dataset index idx's range covers, at block size bs; false for a whole item. */
+/*
+ * The blocks dataset index idx's range is planned by, at block size bs: those it covers, up
+ * to MF_OBSERVE_BLOCKS (a read consumes no more; and a few bytes of body cannot make the
+ * future millions of entries per access). False for a whole item.
+ */
 static bool item_blocks(const struct mf *m, uint32_t idx, uint32_t bs, uint32_t *first,
                         uint32_t *last)
 {
@@ -124,6 +128,8 @@ static bool item_blocks(const struct mf *m, uint32_t idx, uint32_t bs, uint32_t 
         return false;
     *first = (uint32_t)(r.offset / bs); /* ranges end within 5 TiB: indices fit */
     *last = (uint32_t)((r.offset + r.length - 1) / bs);
+    if (*last - *first >= MF_OBSERVE_BLOCKS)
+        *last = *first + MF_OBSERVE_BLOCKS - 1;
     return true;
 }
 
