@@ -120,7 +120,11 @@ static void take_listed_sizes(struct mf *m)
     m->list_sizes = NULL;
 }
 
-/* The blocks dataset index idx's range covers, at block size bs; false for a whole item. */
+/*
+ * The blocks dataset index idx's range is planned by, at block size bs: those it covers, up
+ * to MF_OBSERVE_BLOCKS (a read consumes no more; and a few bytes of body cannot make the
+ * future millions of entries per access). False for a whole item.
+ */
 static bool item_blocks(const struct mf *m, uint32_t idx, uint32_t bs, uint32_t *first,
                         uint32_t *last)
 {
@@ -129,6 +133,8 @@ static bool item_blocks(const struct mf *m, uint32_t idx, uint32_t bs, uint32_t 
         return false;
     *first = (uint32_t)(r.offset / bs); /* ranges end within 5 TiB: indices fit */
     *last = (uint32_t)((r.offset + r.length - 1) / bs);
+    if (*last - *first >= MF_OBSERVE_BLOCKS)
+        *last = *first + MF_OBSERVE_BLOCKS - 1;
     return true;
 }
 
@@ -571,27 +577,45 @@ static bool starts_an_item(const struct mf *m, uint64_t khash, uint64_t first)
 }
 
 /*
- * The read consumes, in m's future, the blocks it covers that the plan holds, else the key.
- * A read that starts an item (or a whole read) takes each one's next occurrence; one that
- * continues an item (its second part, a footer read first) only occurrences before the
- * position plus what it covers: those of the item being read, never the next epoch's.
+ * A ranged read's blocks, in a plan that names ranges. One that starts an item takes its
+ * first block's next occurrence and the others' within that occurrence; one that continues
+ * an item (its second part, a column chunk) takes only occurrences before the position plus
+ * what it covers: what is left of the occurrence being read, never the next epoch's.
+ */
+static bool consume_blocks(struct mf *m, uint64_t khash, const struct mf_read *range)
+{
+    uint64_t bs = mf_block_size(m->reg), first = range->first / bs;
+    uint64_t last = range->last == UINT64_MAX ? first : range->last / bs;
+    if (last - first >= MF_OBSERVE_BLOCKS)
+        last = first + MF_OBSERVE_BLOCKS - 1;
+    uint64_t span = last - first + 1, limit = future_position(m->fut) + span;
+    bool any = false;
+    for (uint64_t b = first; b <= last && b <= UINT32_MAX; b++) {
+        uint64_t h = sc_block_key_hash(khash, (uint32_t)b);
+        if (b == first && starts_an_item(m, khash, range->first)) {
+            uint64_t at = future_take(m->fut, h, FUTURE_NEVER, false);
+            if (at != FUTURE_NEVER)
+                limit = at + span;
+            any |= at != FUTURE_NEVER;
+            continue;
+        }
+        any |= future_take(m->fut, h, limit, false) != FUTURE_NEVER;
+    }
+    return any;
+}
+
+/*
+ * The read consumes, in m's future, the blocks it covers that the plan holds, else the key:
+ * a whole read its next occurrence, a ranged one (a part of the object, in any order) its
+ * next occurrence unless a part of it was read lately.
  */
 static bool consume(struct mf *m, uint64_t khash, const struct mf_read *range)
 {
-    bool any = false;
-    uint64_t bs = mf_block_size(m->reg), first = 0, last = 0, limit = FUTURE_NEVER;
-    bool blocks = range != NULL && m->fstart != NULL && range->first / bs <= UINT32_MAX;
-    if (blocks) {
-        first = range->first / bs;
-        last = range->last == UINT64_MAX ? first : range->last / bs;
-        if (last - first >= MF_OBSERVE_BLOCKS)
-            last = first + MF_OBSERVE_BLOCKS - 1;
-    }
-    if (range != NULL && !starts_an_item(m, khash, range->first))
-        limit = future_position(m->fut) + (last - first + 1);
-    for (uint64_t b = first; blocks && b <= last && b <= UINT32_MAX; b++)
-        any |= future_consume_before(m->fut, sc_block_key_hash(khash, (uint32_t)b), limit);
-    return any || future_consume_before(m->fut, khash, limit);
+    uint64_t bs = mf_block_size(m->reg);
+    if (range != NULL && m->fstart != NULL && range->first / bs <= UINT32_MAX &&
+        consume_blocks(m, khash, range))
+        return true;
+    return future_take(m->fut, khash, FUTURE_NEVER, range != NULL) != FUTURE_NEVER;
 }
 
 void mf_observe(mf_registry *r, const char *bucket, const char *key, const struct mf_read *range)

@@ -111,9 +111,10 @@ struct mf_read {
  * key's planned occurrence. A ranged read, in a plan that names ranges, consumes the planned
  * occurrence of each block it covers (up to MF_OBSERVE_BLOCKS; a read "to the end" only its
  * first block, since the reader may stop anywhere), and the key's when the plan holds none of
- * those blocks. A ranged read that does not start an item (a whole object's byte 0, a planned
- * range's offset) continues one: it consumes only occurrences before the plan's position
- * plus the blocks it covers, so a second part never takes the next epoch's occurrence.
+ * those blocks. A ranged read that does not start a planned range continues one: it consumes
+ * only occurrences before the plan's position plus the blocks it covers, so a second part
+ * never takes the next epoch's occurrence. A ranged read of an object planned whole consumes
+ * its occurrence unless one was consumed lately (future_take's once): parts in any order.
  */
 void mf_observe(mf_registry *r, const char *bucket, const char *key, const struct mf_read *range);
 

@@ -210,12 +210,19 @@ static uint32_t live_cursor(future *f, uint32_t u)
     return c;
 }
 
+/* Whether an occurrence of key u was consumed within the last FUTURE_SLACK positions (the
+ * one before the live cursor c is consumed, or skipped and so further behind). */
+static bool consumed_lately(const future *f, uint32_t u, uint32_t c)
+{
+    return c > f->start[u] && (uint64_t)f->occ[c - 1] + FUTURE_SLACK > f->position;
+}
+
 /*
- * The next planned use of khash at or after the trainer's position (minus the slack), or
- * FUTURE_NEVER; with consume, that use is also taken as happening now.
+ * The next planned use of khash at or after the trainer's position (minus the slack) and
+ * before limit, or FUTURE_NEVER; with consume, that use is also taken as happening now
+ * (with once, not if one was taken lately).
  */
-/* The next live occurrence of khash before limit, consumed if asked; FUTURE_NEVER if none. */
-static uint64_t next_use(future *f, uint64_t khash, bool consume, uint64_t limit)
+static uint64_t next_use(future *f, uint64_t khash, bool consume, uint64_t limit, bool once)
 {
     if (!f->sealed)
         return FUTURE_NEVER;
@@ -225,7 +232,7 @@ static uint64_t next_use(future *f, uint64_t khash, bool consume, uint64_t limit
     uint64_t next = FUTURE_NEVER;
     pthread_mutex_lock(&f->lock);
     uint32_t c = live_cursor(f, u);
-    if (c < f->start[u + 1] && f->occ[c] < limit) {
+    if (c < f->start[u + 1] && f->occ[c] < limit && !(once && consumed_lately(f, u, c))) {
         next = f->occ[c];
         if (consume) {
             f->cursor[u] = c + 1;
@@ -239,12 +246,12 @@ static uint64_t next_use(future *f, uint64_t khash, bool consume, uint64_t limit
 
 bool future_consume(future *f, uint64_t khash)
 {
-    return next_use(f, khash, true, FUTURE_NEVER) != FUTURE_NEVER;
+    return next_use(f, khash, true, FUTURE_NEVER, false) != FUTURE_NEVER;
 }
 
-bool future_consume_before(future *f, uint64_t khash, uint64_t limit)
+uint64_t future_take(future *f, uint64_t khash, uint64_t limit, bool once)
 {
-    return next_use(f, khash, true, limit) != FUTURE_NEVER;
+    return next_use(f, khash, true, limit, once);
 }
 
 uint64_t future_position(future *f)
@@ -257,13 +264,13 @@ uint64_t future_position(future *f)
 
 uint64_t future_next_use(future *f, uint64_t khash)
 {
-    return next_use(f, khash, false, FUTURE_NEVER);
+    return next_use(f, khash, false, FUTURE_NEVER, false);
 }
 
 uint64_t future_next_use_block(future *f, uint64_t khash, uint32_t block)
 {
-    uint64_t whole = next_use(f, khash, false, FUTURE_NEVER);
-    uint64_t part = next_use(f, sc_block_key_hash(khash, block), false, FUTURE_NEVER);
+    uint64_t whole = next_use(f, khash, false, FUTURE_NEVER, false);
+    uint64_t part = next_use(f, sc_block_key_hash(khash, block), false, FUTURE_NEVER, false);
     return whole < part ? whole : part;
 }
 

@@ -61,11 +61,14 @@ uint64_t future_key_at(const future *f, uint64_t pos);
 bool future_consume(future *f, uint64_t khash);
 
 /*
- * @brief future_consume(), only of an occurrence before position `limit` (a read that
- * continues an item already consumed takes what is left of that occurrence, never the next
- * epoch's). @return true if an occurrence was consumed.
+ * @brief future_consume() with bounds, for reads that may be parts of one access: only an
+ * occurrence before position `limit` is taken (a read that continues an item takes what is
+ * left of that occurrence, never the next epoch's), and with `once`, none when one of khash
+ * was consumed within the last FUTURE_SLACK positions (the parts of one read of an object,
+ * in any order).
+ * @return the position of the occurrence consumed, or FUTURE_NEVER.
  */
-bool future_consume_before(future *f, uint64_t khash, uint64_t limit);
+uint64_t future_take(future *f, uint64_t khash, uint64_t limit, bool once);
 
 /* @brief The trainer's position: one past the furthest consumed occurrence (0 at the start). */
 uint64_t future_position(future *f);

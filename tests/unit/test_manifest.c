@@ -240,13 +240,59 @@ static void a_whole_object_read_in_parts_is_one_access(void **state)
     assert_int_equal(progress_int(f->reg, id, "position"), 2);
 }
 
+/* Parts arrive in any order (boto3's download_file runs 10 threads): the part that starts the
+ * item, coming second, must not take the next epoch's occurrence either. */
+static void parts_in_any_order_stay_within_their_item(void **state)
+{
+    struct fixture *f = *state;
+    const char *ranges = create(f->reg, "{\"bucket\":\"bkt\",\"prefetch\":false,\"num_epochs\":2,"
+                                        "\"keys\":[{\"key\":\"t\",\"offset\":0,\"length\":3145728},"
+                                        "{\"key\":\"t\",\"offset\":3145728,\"length\":1048576}]}");
+    observe_range(f->reg, "t", 1572864, 3 * MiB - 1); /* item 0's second part first */
+    observe_range(f->reg, "t", 0, 1572863);           /* then its first */
+    assert_true(progress_int(f->reg, ranges, "position") <= 1);
+    observe_range(f->reg, "t", 3 * MiB, 4 * MiB - 1); /* item 1: epoch 1 ends */
+    assert_int_equal(progress_int(f->reg, ranges, "position"), 2);
+
+    const char *whole = create(f->reg, "{\"bucket\":\"bkt\",\"prefetch\":false,\"num_epochs\":2,"
+                                       "\"keys\":[\"a\",\"b\"]}");
+    observe_range(f->reg, "a", 8 * MiB, 16 * MiB - 1); /* part 1 */
+    observe_range(f->reg, "a", 0, 8 * MiB - 1);        /* part 0 */
+    assert_int_equal(progress_int(f->reg, whole, "position"), 1);
+}
+
+/* A range over more blocks than a read consumes is planned by its first MF_OBSERVE_BLOCKS: 20
+ * ranges of nearly 5 TiB are 20,480 positions, not 10^8 (a few bytes of body, gigabytes of
+ * future, under the lock every GET takes). */
+static void a_huge_range_is_planned_by_its_first_blocks(void **state)
+{
+    struct fixture *f = *state;
+    char body[4096];
+    size_t at =
+        (size_t)snprintf(body, sizeof(body), "{\"bucket\":\"bkt\",\"prefetch\":false,\"keys\":[");
+    for (unsigned i = 0; i < 20; i++)
+        at += (size_t)snprintf(body + at, sizeof(body) - at,
+                               "%s{\"key\":\"huge\",\"offset\":%u,\"length\":%llu}", i ? "," : "",
+                               i, (unsigned long long)(PLAN_MAX_OBJECT_SIZE - i));
+    snprintf(body + at, sizeof(body) - at, "]}");
+    const char *id = create(f->reg, body);
+    observe_range(f->reg, "huge", 0, 4 * MiB - 1);             /* item 0 (offset 0), blocks 0..3 */
+    assert_int_equal(progress_int(f->reg, id, "position"), 0); /* 1024 blocks: not passed */
+    observe_range(f->reg, "huge", 1, 2);                       /* item 1 starts at byte 1 */
+    assert_int_equal(progress_int(f->reg, id, "position"), 1);
+}
+
 static void a_plan_whose_ranges_cover_too_many_blocks_is_refused(void **state)
 {
     struct fixture *f = *state;
-    size_t cap = 4096;
+    size_t cap = 16384;
     char *body = malloc(cap);
-    size_t at = (size_t)snprintf(body, cap, "{\"bucket\":\"bkt\",\"prefetch\":false,\"keys\":[");
-    for (unsigned i = 0; i < 20; i++) /* 20 ranges of nearly 5 TiB: over 10^8 blocks of 1 MiB */
+    /* 100 ranges of nearly 5 TiB, each planned by its first 1024 blocks, over 1000 epochs:
+     * 102,400,000 blocks, over 10^8 */
+    size_t at = (size_t)snprintf(body, cap,
+                                 "{\"bucket\":\"bkt\",\"prefetch\":false,"
+                                 "\"num_epochs\":1000,\"keys\":[");
+    for (unsigned i = 0; i < 100; i++)
         at += (size_t)snprintf(body + at, cap - at,
                                "%s{\"key\":\"huge\",\"offset\":%u,\"length\":%llu}", i ? "," : "",
                                i, (unsigned long long)(PLAN_MAX_OBJECT_SIZE - i));
@@ -428,6 +474,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_range_read_in_parts_stays_within_its_item, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_whole_object_read_in_parts_is_one_access, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(parts_in_any_order_stay_within_their_item, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_huge_range_is_planned_by_its_first_blocks, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(a_plan_whose_ranges_cover_too_many_blocks_is_refused, setup,
                                         teardown),
