@@ -756,6 +756,18 @@ def _admin_get(gw, path):
         return json.loads(r.read())
 
 
+def _manifest_warm(gw, mid, timeout):
+    """The manifest's progress once it is warm, none of its items failed on the way."""
+    deadline = time.monotonic() + timeout
+    while True:
+        prog = _admin_get(gw, "manifests/" + mid)
+        assert prog["objects_failed"] == 0, prog
+        if prog["state"] == "warm":
+            return prog
+        assert time.monotonic() < deadline, "never warmed: %r" % prog
+        time.sleep(0.1)
+
+
 def test_manifest_of_ranges_warms_only_the_blocks_they_cover(upstream, gateway):
     # A tokenized file read by range: three ranges of a cold 64 MiB object with 8 MiB blocks,
     # one in block 0, one in block 2, one across blocks 4 and 5. The prefetch asks a HEAD and
@@ -773,14 +785,7 @@ def test_manifest_of_ranges_warms_only_the_blocks_they_cover(upstream, gateway):
     assert covered == {0, 2, 4, 5}
     mid = _post_manifest(gw, {"bucket": upstream.bucket, "keys": [
         {"key": key, "offset": off, "length": length} for off, length in ranges]})
-    deadline = time.monotonic() + 120
-    while True:
-        prog = _admin_get(gw, "manifests/" + mid)
-        assert prog["objects_failed"] == 0, prog
-        if prog["state"] == "warm":
-            break
-        assert time.monotonic() < deadline, "never warmed: %r" % prog
-        time.sleep(0.1)
+    prog = _manifest_warm(gw, mid, 120)
     want_bytes = sum(length for _, length in ranges)
     assert prog["objects_total"] == prog["objects_cached"] == 3, prog
     assert prog["bytes_total"] == prog["bytes_cached"] == want_bytes, prog
@@ -813,14 +818,7 @@ def test_manifest_range_of_a_small_object_warms_it_whole(s3rver, gateway):
     gw.require_real()
     mid = _post_manifest(gw, {"bucket": s3rver.bucket, "keys": [
         {"key": key, "offset": len(body) - 8, "length": 8}]})
-    deadline = time.monotonic() + 60
-    while True:
-        prog = _admin_get(gw, "manifests/" + mid)
-        assert prog["objects_failed"] == 0, prog
-        if prog["state"] == "warm":
-            break
-        assert time.monotonic() < deadline, "never warmed: %r" % prog
-        time.sleep(0.1)
+    prog = _manifest_warm(gw, mid, 60)
     assert prog["bytes_cached"] == 8, prog
     assert gw.stats()["blocks"] == 0
     reply = _get(gw, key)
