@@ -615,11 +615,6 @@ static struct gw_next part_failed(struct gw_req *q)
     return GW_NEXT(GW_STEP_BLOCKS);
 }
 
-static void close_view(void *arg)
-{
-    store_obj_close(arg);
-}
-
 /*
  * The whole answer as iovecs into the store's map when the first block comes from the store
  * and the few others are cached at this version too (each checked against its checksum
@@ -650,7 +645,7 @@ static struct MHD_Response *body_from_store(struct gw_req *q)
         left -= n;
         skip = 0;
     }
-    struct MHD_Response *resp = gw_respond_iovec(iov, more + 1, close_view, b->view);
+    struct MHD_Response *resp = gw_reply_from_view(b->view, iov, more + 1);
     if (resp == NULL)
         return NULL;
     b->view = NULL; /* the response's now */

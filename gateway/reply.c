@@ -9,6 +9,16 @@
 #include "../proto/range.h"
 #include "respond.h"
 
+static void close_view(void *view)
+{
+    store_obj_close(view);
+}
+
+struct MHD_Response *gw_reply_from_view(store_obj *view, const struct iovec *iov, size_t n)
+{
+    return gw_respond_iovec(iov, n, close_view, view);
+}
+
 static const char *header(struct gw_req *q, const char *name)
 {
     return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);

@@ -11,9 +11,18 @@
 #include <stdint.h>
 
 #include <microhttpd.h>
+#include <sys/uio.h>
 
 #include "../proto/answer.h"
+#include "../store/store.h"
 #include "gw.h"
+
+/*
+ * @brief A response whose body is n iovecs into the store's map, sent as they are. It takes
+ * over view, whose read transaction keeps those bytes in place, and closes it when freed.
+ * @return the response, or NULL (out of memory; view is still the caller's).
+ */
+struct MHD_Response *gw_reply_from_view(store_obj *view, const struct iovec *iov, size_t n);
 
 /* @brief The answer to q's conditional and Range headers for an object of that ETag,
  * Last-Modified (either may be NULL) and size, with S3's precedence (answer.h). */

@@ -53,11 +53,6 @@ static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t by
 
 /* ---- hits ------------------------------------------------------------------------ */
 
-static void close_view(void *cls)
-{
-    store_obj_close(cls);
-}
-
 /* The response body as iovecs into the map; takes over obj (closed when the response is freed). */
 static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const struct answer *a,
                                      sc_code *rc)
@@ -69,7 +64,7 @@ static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const str
     struct MHD_Response *resp = NULL;
     *rc = iov ? store_obj_iov(obj, a->start, a->len, iov, max_iov, &n) : SC_ENOMEM;
     if (*rc == SC_OK) {
-        resp = gw_respond_iovec(iov, n, close_view, obj);
+        resp = gw_reply_from_view(obj, iov, n);
         if (resp == NULL)
             *rc = SC_ENOMEM;
     }

@@ -357,18 +357,24 @@ static char *ranges_body(const char *head, const char *key, unsigned n, unsigned
 
 /* ---- the walk: what items sharing blocks, and objects of unknown size, are charged ---- */
 
+/* Registers the manifest body (freed) and checks that all n of its items fit and are cached. */
+static void all_fit_and_warm(struct fixture *f, char *body, json_int_t n)
+{
+    const char *id = create(f->reg, body);
+    free(body);
+    assert_int_equal(wait_for(f->reg, id, "objects_cached", n), n);
+    assert_int_equal(progress_int(f->reg, id, "fits"), n);
+    assert_string_equal(progress_state(f->reg, id), "warm");
+}
+
 static void samples_in_one_block_charge_it_once(void **state)
 {
     struct fixture *f = *state;
     put_tok(f->st);
     /* 512 samples of 4 KiB over both blocks, shuffled: 2 MiB in all, within the walk's
      * 2.7 MiB (90 % of three blocks); charged a block each, 2 fit */
-    char *body = ranges_body("\"shuffle\":true,\"keys\":[", "tok", 512, 4096, 4096, "]}");
-    const char *id = create(f->reg, body);
-    free(body);
-    assert_int_equal(wait_for(f->reg, id, "objects_cached", 512), 512);
-    assert_int_equal(progress_int(f->reg, id, "fits"), 512);
-    assert_string_equal(progress_state(f->reg, id), "warm");
+    all_fit_and_warm(f, ranges_body("\"shuffle\":true,\"keys\":[", "tok", 512, 4096, 4096, "]}"),
+                     512);
 }
 
 static void ranges_of_a_small_object_charge_it_once(void **state)
@@ -382,12 +388,7 @@ static void ranges_of_a_small_object_charge_it_once(void **state)
     assert_int_equal(got, SC_OK);
     /* 10 ranges of 1 KiB of one 512 KiB object: the object once; charged whole each, at most 5 fit
      */
-    char *body = ranges_body("\"keys\":[", "small", 10, 1024, 50000, "]}");
-    const char *id = create(f->reg, body);
-    free(body);
-    assert_int_equal(wait_for(f->reg, id, "objects_cached", 10), 10);
-    assert_int_equal(progress_int(f->reg, id, "fits"), 10);
-    assert_string_equal(progress_state(f->reg, id), "warm");
+    all_fit_and_warm(f, ranges_body("\"keys\":[", "small", 10, 1024, 50000, "]}"), 10);
 }
 
 static void a_whole_object_of_unknown_size_is_not_taken_for_a_range(void **state)
