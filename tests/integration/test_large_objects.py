@@ -505,6 +505,41 @@ def test_cold_whole_get_takes_block_0_from_the_get_that_found_it_large(upstream,
     assert "upstream body of" not in log, log[-2000:]
 
 
+def _block_range(b):
+    return "bytes=%d-%d" % (b * BLOCK, (b + 1) * BLOCK - 1)
+
+
+def _blocks_asked(proxy):
+    """The ranges of whole blocks the gateway asked for (not the 2-byte probe of If-Match)."""
+    def length(r):
+        first, last = r[len("bytes="):].split("-")
+        return int(last) - int(first) + 1
+    return sorted(r for r in _ranges_sent(proxy) if length(r) == BLOCK)
+
+
+def test_one_range_that_happens_to_follow_another_reads_no_block_ahead(upstream, gateway):
+    """Random readers (parquet row groups, a tokenized file read at random offsets) now and
+    then ask for the range right after the last one. One such coincidence is no sequential
+    reader: only the blocks asked for are fetched (each block fetched ahead would take the
+    link from the blocks that are read). The third range in a row is one: the blocks after it
+    are fetched ahead, and the next range is a HIT."""
+    size = 16 * MiB
+    key, body = _put(upstream, size, "ahead")
+    gw = gateway(upstream, proxy=True, cache_size="256M", extra_args=SMALL_BLOCKS)
+    gw.require_real()
+    for b in (5, 6):
+        _assert_part(_range(gw, key, b * BLOCK, (b + 1) * BLOCK - 1), body, b * BLOCK,
+                     (b + 1) * BLOCK - 1)
+    _upstream_bytes_settled(gw.proxy)
+    assert _blocks_asked(gw.proxy) == [_block_range(5), _block_range(6)]
+    _assert_part(_range(gw, key, 7 * BLOCK, 8 * BLOCK - 1), body, 7 * BLOCK, 8 * BLOCK - 1)
+    gw.stats_when(lambda st: st["blocks"] >= 6, timeout=10)
+    assert _block_range(8) in _blocks_asked(gw.proxy)
+    r = _range(gw, key, 8 * BLOCK, 9 * BLOCK - 1)
+    _assert_part(r, body, 8 * BLOCK, 9 * BLOCK - 1)
+    _assert_x_cache(gw, r.headers, "HIT")
+
+
 # ---- 6. an overwrite under a long read -------------------------------------------------------
 
 
