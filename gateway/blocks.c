@@ -16,6 +16,7 @@
 
 #include "../common/log.h"
 #include "../proto/hdrblob.h"
+#include "../proto/range.h"
 #include "../store/store.h"
 #include "../upstream/block_fetch.h"
 #include "../upstream/fill.h"
@@ -28,6 +29,7 @@
 /* An answer needing at most 1/BLOCKS_PART_SHARE of a block nobody has fetches its span of it
  * on its own (source_from_part). */
 #define BLOCKS_PART_SHARE 4
+#define NO_BLOCK          UINT32_MAX
 
 /* Answers over more blocks than this judge X-Cache by the store alone. */
 #define JUDGE_BLOCKS_MAX 1024
@@ -52,13 +54,16 @@ struct gw_blocks {
     size_t hdrs_len;
     uint64_t size;
     uint32_t block_size;
-    bool from_cache; /* the metadata was cached: a HEAD or a bodiless answer is a hit */
-    bool stale;      /* served although its revalidation failed */
-    bool asked;      /* its size was asked with a HEAD (once per request) */
-    uint64_t epoch;  /* where writes to it stood when the HEAD was sent (fill.h) */
-    bool restarted;  /* it changed under this request once: fetched afresh */
-    bool via_fill;   /* the metadata came from this request's fill, whose GET goes on as
-                        block 0's fetch (fill.c): that block is this request's miss */
+    bool from_cache;      /* the metadata was cached: a HEAD or a bodiless answer is a hit */
+    bool stale;           /* served although its revalidation failed */
+    bool asked;           /* its size was asked, by an opening or a HEAD (once per request) */
+    uint64_t epoch;       /* where writes to it stood when it was asked (fill.h) */
+    block_fetch *opening; /* the GET that asked it with the range's first block
+                             (block_fetch_open), until that block is being sent */
+    bool restarted;       /* it changed under this request once: fetched afresh */
+    uint32_t own_block;   /* the block this request's own GET fetched (its fill's, which goes
+                             on as block 0's fetch, or its opening's): its miss, however soon
+                             it arrived; NO_BLOCK if none */
     /* the answer */
     bool answered;
     struct answer a;
@@ -127,11 +132,22 @@ static void forget_meta(struct gw_blocks *b)
     b->hdrs_len = 0;
 }
 
+static void release_opening(struct gw_req *q)
+{
+    struct gw_blocks *b = q->blocks;
+    if (b->opening == NULL)
+        return;
+    relay_unpark(block_fetch_relay(b->opening), &q->waiter);
+    block_fetch_leave(b->opening);
+    b->opening = NULL;
+}
+
 static void free_state(void *arg)
 {
     struct gw_req *q = arg;
     if (q->blocks == NULL)
         return;
+    release_opening(q);
     release_blocks(q);
     forget_meta(q->blocks);
     free(q->blocks);
@@ -170,12 +186,13 @@ sc_code gw_blocks_take_meta(struct gw_req *q, const struct gw_blocks_meta *m)
     b->block_size = m->block_size;
     b->from_cache = m->from_cache;
     b->stale = m->stale;
-    b->via_fill = false; /* gw_blocks_take_head says otherwise */
+    b->own_block = NO_BLOCK; /* gw_blocks_take_head and opening_answer say otherwise */
     return SC_OK;
 }
 
-sc_code gw_blocks_take_head(struct gw_req *q, const struct http_header *headers, size_t n,
-                            uint64_t size)
+/* The metadata from the head of a GET of the object (a fill's, or an opening's). */
+static sc_code take_head(struct gw_req *q, const struct http_header *headers, size_t n,
+                         uint64_t size)
 {
     char *blob = NULL;
     size_t len = 0;
@@ -188,16 +205,28 @@ sc_code gw_blocks_take_head(struct gw_req *q, const struct http_header *headers,
                                .block_size = q->g->cfg->block_size};
     sc_code rc = gw_blocks_take_meta(q, &m);
     free(blob);
-    if (rc == SC_OK)
-        q->blocks->via_fill = true;
     return rc;
+}
+
+sc_code gw_blocks_take_head(struct gw_req *q, const struct http_header *headers, size_t n,
+                            uint64_t size)
+{
+    sc_code rc = take_head(q, headers, n, size);
+    if (rc == SC_OK)
+        q->blocks->own_block = 0;
+    return rc;
+}
+
+static bool blocks_fit(const struct gw_config *cfg, uint64_t size)
+{
+    uint32_t bs = cfg->block_size;
+    return size > bs && size <= cfg->max_object_size &&
+           size / bs < STORE_BLOCKS_MAX; /* a size no store could hold in blocks is a lie */
 }
 
 bool gw_blocks_is_large(const struct gw_req *q, uint64_t size)
 {
-    uint32_t bs = q->g->cfg->block_size;
-    return size > bs && size <= q->g->cfg->max_object_size &&
-           size / bs < STORE_BLOCKS_MAX; /* a size no store could hold in blocks is a lie */
+    return blocks_fit(q->g->cfg, size);
 }
 
 /* ---- the blocks' sources ------------------------------------------------------------- */
@@ -311,6 +340,38 @@ static sc_code open_source(struct gw_req *q, uint32_t idx, uint64_t in)
 }
 
 /*
+ * The answer's first block from the opening that learned the object's version (block 'idx',
+ * from offset `in`): its whole block's fetch, or the reader's own span of it, and then the
+ * whole block is fetched beside it for the cache, as for source_from_part. False when the
+ * answer does not start where the opening does (a condition turned it into another answer).
+ */
+static bool source_from_opening(struct gw_req *q, uint32_t idx, uint64_t in)
+{
+    struct gw_blocks *b = q->blocks;
+    block_fetch *f = b->opening;
+    struct block_opened o;
+    b->opening = NULL;
+    if (!block_fetch_opened(f, &o) || o.idx != idx || strcmp(o.etag, b->etag) != 0 ||
+        o.size != b->size || (!o.whole && o.block_from != in)) {
+        block_fetch_leave(f);
+        return false;
+    }
+    release_source(q);
+    if (o.whole) {
+        read_fetch_of_block(q, f, idx, in);
+    } else {
+        struct block_ref ref = ref_of(q, idx);
+        (void)block_fetch_prefetch(q->g->block_fetches, &ref, &q->as, NULL, NULL);
+        b->fetch = f;
+        b->part = true;
+        relay_attach(block_fetch_relay(f), &b->cursor, 0);
+    }
+    b->cur = idx;
+    b->have = true;
+    return true;
+}
+
+/*
  * The answer's first block, when the answer needs only a small piece of it (at most
  * BLOCKS_PART_SHARE of it) and nobody has it: that span is fetched for this reader alone, so
  * its bytes wait neither for the block's front nor for the block's version check, and the
@@ -368,7 +429,10 @@ static void keep_ahead(struct gw_req *q, uint32_t idx)
     store_obj *obj = view_of_version(q);
     for (uint32_t j = b->next_ahead; j <= until && b->n_ahead < GW_FETCH_PARALLELISM_MAX; j++) {
         b->next_ahead = j + 1;
-        if (obj != NULL && store_obj_blocks_cached(obj, j, j) == 1)
+        struct block_ref ref = ref_of(q, j);
+        /* (a block another reader's opening asks is left to it: it may be this version) */
+        if ((obj != NULL && store_obj_blocks_cached(obj, j, j) == 1) ||
+            block_fetch_being_opened(q->g->block_fetches, &ref))
             continue;
         if (!fetch_ahead(q, j))
             break;
@@ -466,7 +530,7 @@ static void judge_cached(struct gw_req *q, uint32_t first)
         for (uint32_t i = first; i <= b->last; i++) {
             struct block_ref ref = ref_of(q, i);
             if ((obj != NULL && store_obj_blocks_cached(obj, i, i) == 1) ||
-                (!(i == 0 && b->via_fill) && block_fetch_arrived(q->g->block_fetches, &ref)))
+                (i != b->own_block && block_fetch_arrived(q->g->block_fetches, &ref)))
                 cached++;
         }
     }
@@ -550,7 +614,10 @@ static bool begin(struct gw_req *q, struct gw_next *next)
     }
     judge_cached(q, first);
     uint64_t in = b->a.start - (uint64_t)first * b->block_size;
-    sc_code rc = source_from_part(q, first, in) ? SC_OK : open_source(q, first, in);
+    sc_code rc = SC_OK;
+    if (!(b->opening != NULL && source_from_opening(q, first, in)) &&
+        !source_from_part(q, first, in))
+        rc = open_source(q, first, in);
     if (rc != SC_OK) {
         *next = GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL));
         return false;
@@ -694,23 +761,95 @@ struct gw_next gw_blocks_serve(struct gw_req *q)
 
 /* ---- a range of an object not cached yet ----------------------------------------------- */
 
+/*
+ * A range of an object not seen yet is asked in one round trip, with the range's first
+ * block (block_fetch_open, no If-Match): its answer names the object's size and version, and
+ * its bytes are the answer's first. A range whose first byte needs the size (a suffix) asks
+ * a HEAD first, as does a range whose opening was not answered as one.
+ */
+/* block_named_fn: an opening named a version: the record of a large object goes to the store
+ * before its block can (upstream thread). */
+static void record_opened(void *ctx, const char *bucket, const char *key,
+                          const struct http_head *head, const char *etag, uint64_t size,
+                          uint64_t epoch)
+{
+    struct gw *g = ctx;
+    char *hdrs = NULL;
+    size_t len = 0;
+    if (!blocks_fit(g->cfg, size) ||
+        hdrblob_encode(head->headers, head->n_headers, &hdrs, &len) != SC_OK)
+        return;
+    (void)fill_put_meta(g->fills, bucket, key, etag, hdrs, len, size,
+                        epoch); /* a write in flight: not recorded */
+    free(hdrs);
+}
+
 bool gw_blocks_ask_size(struct gw_req *q, struct gw_next *next)
 {
-    if (q->tgt.kind != S3_REQ_GET_OBJECT ||
-        MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range") == NULL)
+    const char *range = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range");
+    if (q->tgt.kind != S3_REQ_GET_OBJECT || range == NULL)
         return false;
     struct gw_blocks *b = state(q);
     if (b == NULL || b->asked)
         return false;
     b->asked = true;
     b->epoch = fill_write_epoch(q->g->fills, q->tgt.bucket, q->tgt.key);
+    struct block_opener o = {.bucket = q->tgt.bucket,
+                             .key = q->tgt.key,
+                             .block_size = q->g->cfg->block_size,
+                             .named = record_opened,
+                             .named_ctx = q->g,
+                             .epoch = b->epoch};
+    if (range_span(range, &o.first, &o.last)) {
+        /* A range that starts early in its block opens the whole block and waits for its
+         * front: the block comes once, for the cache too. One that starts deeper opens its own
+         * span, and the block is fetched beside it (as source_from_part decides). */
+        uint64_t block_start = o.first - o.first % o.block_size;
+        if ((block_start + o.block_size - o.first) * BLOCKS_PART_SHARE > o.block_size)
+            o.first = block_start;
+        if (block_fetch_open(q->g->block_fetches, &o, &q->as, &b->opening) == SC_OK) {
+            *next = GW_NEXT(GW_STEP_BLOCK_META);
+            return true;
+        }
+    }
     gw_ask_head(q, &q->ask, NULL, true);
     *next = GW_WAIT(GW_STEP_BLOCK_META);
     return true;
 }
 
+/*
+ * The opening's head. A large object's version goes to the blocks step with the opening as
+ * its first block's source. A small object (or one above --max-object-size), a missing or
+ * forbidden one go to the miss path, which reads it whole or answers the error, as a HEAD
+ * saying so would have; any other answer (416, an upstream that ignores Range, a failure)
+ * asks the HEAD.
+ */
+static struct gw_next opening_answer(struct gw_req *q)
+{
+    struct gw_blocks *b = q->blocks;
+    bool failed = false;
+    const struct relay_head *h = relay_head(block_fetch_relay(b->opening), &q->waiter, &failed);
+    if (h == NULL && !failed)
+        return GW_WAIT(GW_STEP_BLOCK_META); /* resumed when the head arrives */
+    struct block_opened o;
+    bool named = h != NULL && block_fetch_opened(b->opening, &o);
+    if (named && gw_blocks_is_large(q, o.size) &&
+        take_head(q, h->headers, h->n_headers, o.size) == SC_OK) {
+        b->own_block = o.idx;
+        return GW_NEXT(GW_STEP_BLOCKS); /* its record was queued at its head (record_opened) */
+    }
+    long status = block_fetch_status(b->opening);
+    release_opening(q);
+    if (named || status == 206 || status == 403 || status == 404)
+        return GW_NEXT(GW_STEP_MISS);
+    gw_ask_head(q, &q->ask, NULL, true);
+    return GW_WAIT(GW_STEP_BLOCK_META);
+}
+
 struct gw_next gw_blocks_meta_answer(struct gw_req *q)
 {
+    if (q->blocks->opening != NULL)
+        return opening_answer(q);
     struct gw_ask *a = &q->ask;
     bool large = a->result == SC_OK && a->status == 200 && a->length >= 0 && a->etag[0] &&
                  a->hdrs != NULL && gw_blocks_is_large(q, (uint64_t)a->length);

@@ -47,15 +47,19 @@ sc_code gw_blocks_take_head(struct gw_req *q, const struct http_header *headers,
 bool gw_blocks_is_large(const struct gw_req *q, uint64_t size);
 
 /*
- * @brief Before a GET with Range misses: asks the upstream for the object's size with a
- * HEAD (signed as q->as), so that a range of a large object fetches only its blocks.
- * @return true and *next (wait for GW_STEP_BLOCK_META) when it asked; false when there is
- *         nothing to ask (not a ranged GET, or asked already): go on with the miss.
+ * @brief Before a GET with Range misses: asks the upstream for the object's size and version,
+ * so that a range of a large object fetches only its blocks. Asked with a GET of the range's
+ * first block (block_fetch_open, signed as q->as) whose bytes then start the answer: one
+ * round trip, as going direct; with a HEAD for a suffix range, or when that GET was not
+ * answered as a range.
+ * @return true and *next (GW_STEP_BLOCK_META) when it asked; false when there is nothing to
+ *         ask (not a ranged GET, or asked already): go on with the miss.
  */
 bool gw_blocks_ask_size(struct gw_req *q, struct gw_next *next);
 
 /* @brief GW_STEP_BLOCK_META: a large object goes on to GW_STEP_BLOCKS with its metadata
- * recorded; anything else (small, an error, no answer) to GW_STEP_MISS. */
+ * recorded; anything else (small, an error, no answer) to GW_STEP_MISS, or to a HEAD when
+ * the opening GET's answer said nothing either way. */
 struct gw_next gw_blocks_meta_answer(struct gw_req *q);
 
 /* @brief GW_STEP_BLOCKS: answers from the metadata q took. Next: done, wait (the first

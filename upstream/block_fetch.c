@@ -31,14 +31,20 @@ struct block_fetch {
     struct up_identity as;
     relay *relay;
     up_req *req;
-    up_req *check;       /* the HEAD that checks the version once the bytes are in */
-    uint64_t got;        /* body bytes received (upstream thread) */
-    bool check_same;     /* the HEAD named the same ETag (upstream thread) */
-    bool doomed;         /* the bytes fell short: the HEAD only tells whether it changed */
-    bool check_changed;  /* the HEAD said the object is gone or of another ETag */
-    long check_status;   /* the HEAD's status */
-    bool listed;         /* table lock */
-    bool part;           /* a span for one reader (block_fetch_part): never stored */
+    up_req *check;        /* the HEAD that checks the version once the bytes are in */
+    uint64_t got;         /* body bytes received (upstream thread) */
+    bool check_same;      /* the HEAD named the same ETag (upstream thread) */
+    bool doomed;          /* the bytes fell short: the HEAD only tells whether it changed */
+    bool check_changed;   /* the HEAD said the object is gone or of another ETag */
+    long check_status;    /* the HEAD's status */
+    bool listed;          /* table lock */
+    bool part;            /* a span for one reader (block_fetch_part): never stored */
+    bool opening;         /* asked without If-Match (block_fetch_open): etag and size are
+                             NULL and 0 until its head names them (table lock) */
+    uint64_t asked_last;  /* an opening's last byte asked */
+    block_named_fn named; /* an opening's: told when its head names the version */
+    void *named_ctx;
+    uint64_t named_epoch;
     bool canceled;       /* a cancel was sent for an answer that is not the block (table lock) */
     atomic_long status;  /* the upstream's, once the head is in */
     atomic_int outcome;  /* sc_code: SC_OK until it failed */
@@ -120,6 +126,8 @@ static void fetch_unref(block_fetch *f)
     free(f);
 }
 
+static block_fetch *find(block_table *t, const struct block_ref *b);
+
 /* Unlinks f from the table (table locked). */
 static void unlist(block_fetch *f)
 {
@@ -176,6 +184,73 @@ static bool proves_block(block_fetch *f, const struct http_head *h)
            h->content_length == (int64_t)f->len;
 }
 
+/* Reads the decimal number at *p (digits only), advancing *p. False without one or past 2^64. */
+static bool parse_u64(const char **p, uint64_t *v)
+{
+    const char *c = *p;
+    uint64_t n = 0;
+    if (*c < '0' || *c > '9')
+        return false;
+    for (; *c >= '0' && *c <= '9'; c++) {
+        if (n > (UINT64_MAX - (uint64_t)(*c - '0')) / 10)
+            return false;
+        n = n * 10 + (uint64_t)(*c - '0');
+    }
+    *p = c;
+    *v = n;
+    return true;
+}
+
+/* Content-Range "bytes a-b/size" exactly (no '*' forms, no spaces but the one). */
+static bool parse_content_range(const char *cr, uint64_t *a, uint64_t *b, uint64_t *size)
+{
+    if (cr == NULL || strncmp(cr, "bytes ", 6) != 0)
+        return false;
+    cr += 6;
+    return parse_u64(&cr, a) && *cr++ == '-' && parse_u64(&cr, b) && *cr++ == '/' &&
+           parse_u64(&cr, size) && *cr == '\0' && *a <= *b && *b < *size;
+}
+
+/*
+ * An opening's head (upstream thread): it names a version when it is a 206 with an ETag whose
+ * Content-Range is the span asked, clipped to the end of a large object (larger than a
+ * block), with the matching Content-Length. The fetch then becomes that version's; a whole
+ * block already being fetched at that version is read by this one's readers only.
+ */
+static bool opening_named(block_fetch *f, const struct http_head *h)
+{
+    const char *etag = http_header_get(h->headers, h->n_headers, "ETag");
+    const char *cr = http_header_get(h->headers, h->n_headers, "Content-Range");
+    uint64_t a = 0, b = 0, size = 0;
+    if (h->status != 206 || etag == NULL || etag[0] == '\0' ||
+        !parse_content_range(cr, &a, &b, &size) || a != f->start || size <= f->block_size)
+        return false;
+    uint64_t block_end = (uint64_t)(f->idx + 1) * f->block_size; /* past the block's last byte */
+    uint64_t want = f->asked_last < block_end - 1 ? f->asked_last : block_end - 1;
+    if (want > size - 1)
+        want = size - 1;
+    if (b != want || h->content_length != (int64_t)(b - a + 1))
+        return false;
+    char *copy = strdup(etag);
+    if (copy == NULL)
+        return false;
+    struct block_ref ref = {f->bucket, f->key, copy, size, f->block_size, f->idx};
+    pthread_mutex_lock(&f->t->mu);
+    block_fetch *other = f->part ? NULL : find(f->t, &ref);
+    f->etag = copy;
+    f->size = size;
+    f->len = (uint32_t)(b - a + 1);
+    f->opening = false;
+    if (other != NULL) {
+        f->part = true; /* that version's block is being fetched already: not stored twice */
+        unlist(f);
+    }
+    pthread_mutex_unlock(&f->t->mu);
+    if (f->named != NULL)
+        f->named(f->named_ctx, f->bucket, f->key, h, copy, size, f->named_epoch);
+    return true;
+}
+
 /* What an answer to a GET with If-Match says about the upstream (see probe_if_match). */
 static void learn_if_match(block_table *t, long status, const char *etag, const char *asked)
 {
@@ -189,6 +264,15 @@ static void on_head(void *arg, const struct http_head *head)
 {
     block_fetch *f = arg;
     atomic_store(&f->status, head->status);
+    if (f->opening) {
+        f->good_head = opening_named(f, head);
+        if (f->good_head) {
+            relay_hold_tail(f->relay); /* the last byte waits for the version check */
+            if (relay_set_head(f->relay, head, true) != SC_OK)
+                f->good_head = false;
+        }
+        return;
+    }
     learn_if_match(f->t, head->status, http_header_get(head->headers, head->n_headers, "ETag"),
                    f->etag);
     if (head->status == 404)
@@ -352,6 +436,10 @@ static const struct up_handler check_handler = {
 static void on_done(void *arg, sc_code rc)
 {
     block_fetch *f = arg;
+    if (f->etag == NULL) { /* an opening whose head named no version: nothing to check */
+        fail(f, outcome_of(f, rc));
+        return;
+    }
     long status = atomic_load(&f->status);
     bool whole = f->good_head && rc == SC_OK && f->got == f->len;
     bool suspect = !whole && !atomic_load(&f->changed) &&
@@ -384,7 +472,7 @@ static block_fetch *find(block_table *t, const struct block_ref *b)
 {
     for (block_fetch *f = t->slots[slot_of(b->bucket, b->key, b->idx)]; f; f = f->next)
         if (f->idx == b->idx && f->block_size == b->block_size && f->size == b->size && !f->part &&
-            strcmp(f->key, b->key) == 0 && strcmp(f->bucket, b->bucket) == 0 &&
+            f->etag != NULL && strcmp(f->key, b->key) == 0 && strcmp(f->bucket, b->bucket) == 0 &&
             strcmp(f->etag, b->etag) == 0)
             return f;
     return NULL;
@@ -406,14 +494,14 @@ static block_fetch *fetch_new(block_table *t, const struct block_ref *b,
     atomic_init(&f->refs, 1);
     f->bucket = strdup(b->bucket);
     f->key = strdup(b->key);
-    f->etag = strdup(b->etag);
+    f->etag = b->etag ? strdup(b->etag) : NULL; /* NULL: an opening's, named by its head */
     f->size = b->size;
     f->block_size = b->block_size;
     f->idx = b->idx;
     f->start = block_ref_start(b);
     f->len = block_ref_len(b);
     f->relay = relay_new(0);
-    if (!f->bucket || !f->key || !f->etag || !f->relay) {
+    if (!f->bucket || !f->key || (b->etag && !f->etag) || !f->relay) {
         fetch_unref(f);
         return NULL;
     }
@@ -529,6 +617,90 @@ sc_code block_fetch_part(block_table *t, const struct block_ref *b, uint32_t fro
     start_transfer(t, f);
     *out = f;
     return SC_OK;
+}
+
+/* A listed whole-block fetch of block idx of (bucket, key) of any version, or an opening of
+ * it, that `as` may read with (table locked). */
+static block_fetch *find_opening(block_table *t, const char *bucket, const char *key,
+                                 uint32_t block_size, uint32_t idx, const struct up_identity *as)
+{
+    for (block_fetch *f = t->slots[slot_of(bucket, key, idx)]; f; f = f->next)
+        if (f->idx == idx && f->block_size == block_size && !f->part && strcmp(f->key, key) == 0 &&
+            strcmp(f->bucket, bucket) == 0 && up_identity_same(&f->as, as))
+            return f;
+    return NULL;
+}
+
+sc_code block_fetch_open(block_table *t, const struct block_opener *o, const struct up_identity *as,
+                         block_fetch **out)
+{
+    uint32_t bs = o->block_size;
+    if (bs == 0 || o->last < o->first || o->first / bs >= UINT32_MAX)
+        return SC_EINVAL;
+    uint32_t idx = (uint32_t)(o->first / bs);
+    uint64_t block_start = (uint64_t)idx * bs;
+    uint64_t block_last = block_start + bs - 1;
+    bool whole = o->first == block_start && o->last >= block_last;
+    pthread_mutex_lock(&t->mu);
+    block_fetch *f = whole ? find_opening(t, o->bucket, o->key, bs, idx, as) : NULL;
+    if (f != NULL) {
+        atomic_fetch_add(&f->refs, 1);
+        atomic_fetch_add(&f->readers, 1);
+        pthread_mutex_unlock(&t->mu);
+        *out = f;
+        return SC_OK;
+    }
+    struct block_ref ref = {o->bucket, o->key, NULL, 0, bs, idx};
+    f = fetch_new(t, &ref, as);
+    if (f == NULL) {
+        pthread_mutex_unlock(&t->mu);
+        return SC_ENOMEM;
+    }
+    f->opening = true;
+    f->part = !whole;
+    f->start = o->first;
+    f->asked_last = o->last < block_last ? o->last : block_last;
+    f->len = (uint32_t)(f->asked_last - o->first + 1); /* until the head says where the end is */
+    f->named = o->named;
+    f->named_ctx = o->named_ctx;
+    f->named_epoch = o->epoch;
+    atomic_fetch_add(&f->refs, 1); /* the transfer's; fetch_new's is the caller's */
+    atomic_fetch_add(&f->readers, 1);
+    if (whole) {
+        f->listed = true;
+        unsigned s = slot_of(o->bucket, o->key, idx);
+        f->next = t->slots[s];
+        t->slots[s] = f;
+    }
+    pthread_mutex_unlock(&t->mu);
+    start_transfer(t, f);
+    *out = f;
+    return SC_OK;
+}
+
+bool block_fetch_opened(block_fetch *f, struct block_opened *o)
+{
+    pthread_mutex_lock(&f->t->mu);
+    bool named = f->etag != NULL && !f->opening;
+    if (named)
+        *o = (struct block_opened){.etag = f->etag,
+                                   .size = f->size,
+                                   .idx = f->idx,
+                                   .block_from = f->start - (uint64_t)f->idx * f->block_size,
+                                   .whole = !f->part};
+    pthread_mutex_unlock(&f->t->mu);
+    return named;
+}
+
+bool block_fetch_being_opened(block_table *t, const struct block_ref *b)
+{
+    pthread_mutex_lock(&t->mu);
+    bool opening = false;
+    for (block_fetch *f = t->slots[slot_of(b->bucket, b->key, b->idx)]; f && !opening; f = f->next)
+        opening = f->opening && f->idx == b->idx && f->block_size == b->block_size &&
+                  strcmp(f->key, b->key) == 0 && strcmp(f->bucket, b->bucket) == 0;
+    pthread_mutex_unlock(&t->mu);
+    return opening;
 }
 
 /* Finds or lists the fetch of b (table locked), with a reference for the caller. */

@@ -81,6 +81,60 @@ sc_code block_fetch_join(block_table *t, const struct block_ref *b, const struct
 sc_code block_fetch_part(block_table *t, const struct block_ref *b, uint32_t from, uint32_t to,
                          const struct up_identity *as, block_fetch **out);
 
+/*
+ * Called on the upstream thread when an opening's head has named a version (block_fetch_open),
+ * before any byte of it can reach the store: records the object's metadata (fill_put_meta),
+ * so that the block, stored once whole, finds its record. ctx outlives the table's fetches.
+ */
+typedef void (*block_named_fn)(void *ctx, const char *bucket, const char *key,
+                               const struct http_head *head, const char *etag, uint64_t size,
+                               uint64_t epoch);
+
+/* A range to open: what block_fetch_open() asks. Strings are borrowed for the call. */
+struct block_opener {
+    const char *bucket, *key;
+    uint32_t block_size;
+    uint64_t first, last; /* the bytes wanted; last may lie past the end (UINT64_MAX) */
+    block_named_fn named; /* may be NULL */
+    void *named_ctx;
+    uint64_t epoch; /* handed to named (fill_write_epoch before asking) */
+};
+
+/*
+ * @brief Opens a range of an object the cache knows nothing of, in one round trip: a GET of
+ * bytes [o->first, o->last] clipped to the block of `first`, without If-Match, whose head
+ * names the object's size and ETag (block_fetch_opened). A range that starts a block and
+ * reaches its end asks the whole block, listed by (bucket, key, block) so that concurrent
+ * openers of it with the same identity share it (or join that block's fetch of any version
+ * already running); once its head proves a block of a large object (size > block_size) it
+ * goes on as that block's fetch of that version, stored as any fetched block. Any other
+ * range is fetched for this reader alone, as block_fetch_part() does. An answer that is not
+ * such a range (a 416, a small object, a 404, an upstream that ignores Range) fails the relay
+ * without a head; block_fetch_status() tells the opener what it was.
+ * @param[in] as copied; its creds are borrowed and must outlive the fetch.
+ * @param[out] out the reader's reference; its relay's offset 0 is byte block_from of the
+ *             block (block_fetch_opened). Release with block_fetch_leave().
+ * @return SC_OK, SC_EINVAL (last < first, or no block size), SC_ENOMEM, SC_ECANCELED.
+ */
+sc_code block_fetch_open(block_table *t, const struct block_opener *o, const struct up_identity *as,
+                         block_fetch **out);
+
+/* What the head of an opening (block_fetch_open) said, once its relay has a head. */
+struct block_opened {
+    const char *etag;    /* the version's ETag, quotes included; valid while referenced */
+    uint64_t size;       /* the object's */
+    uint32_t idx;        /* the block */
+    uint64_t block_from; /* the offset in its block of the relay's first byte */
+    bool whole;          /* the fetch is the whole block's (shared, stored) */
+};
+
+/* @brief Fills *o once the fetch's head named its version. @return false before. */
+bool block_fetch_opened(block_fetch *f, struct block_opened *o);
+
+/* @brief True while an opening of block b->idx of (b->bucket, b->key) waits for its head,
+ * which may name b's version or another: read-ahead leaves that block to it. */
+bool block_fetch_being_opened(block_table *t, const struct block_ref *b);
+
 /* @brief The relay holding the block's bytes (offset 0 = the block's first byte); valid while
  * the reference is held. */
 relay *block_fetch_relay(block_fetch *f);

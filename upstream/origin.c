@@ -39,7 +39,7 @@ sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key
         .bucket = bucket,
         .key = key,
         .headers = headers,
-        .n_headers = 2,
+        .n_headers = etag != NULL ? 2 : 1, /* no If-Match: whichever version is there */
         .body_length = -1,
         .idempotent = true,
         .exact_length = true,

@@ -30,7 +30,8 @@ sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
 /*
  * @brief Fetches bytes [first, last] of an object for a block of the cache: GET with
  * "Range: bytes=first-last" and "If-Match: etag", so that the bytes are of that version or
- * the answer is 412. Signed as `as`; the response must not run past its Content-Length.
+ * the answer is 412; etag NULL asks without If-Match (an opening, block_fetch.h: the answer
+ * names its version). Signed as `as`; the response must not run past its Content-Length.
  * Callbacks and ownership as for up_submit().
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED.
  */

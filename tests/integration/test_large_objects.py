@@ -505,6 +505,49 @@ def test_cold_whole_get_takes_block_0_from_the_get_that_found_it_large(upstream,
     assert "upstream body of" not in log, log[-2000:]
 
 
+@pytest.mark.parametrize("first,last", [(3 * BLOCK, 4 * BLOCK - 1),
+                                        (3 * BLOCK + 5000, 3 * BLOCK + 6023),
+                                        (2 * BLOCK + 100, 5 * BLOCK + 99)],
+                         ids=["a_block", "a_span_inside_one", "across_blocks"])
+def test_cold_range_is_asked_in_one_round_trip_with_no_head_first(upstream, gateway, first,
+                                                                    last):
+    """A range of an object the gateway has not seen: the GET of its first block (without
+    If-Match) names the object's size and version, and its bytes start the answer, so the
+    first byte comes one round trip after the request, as going direct (a HEAD asked first
+    cost one more). The blocks it covers are cached: read again, it is a HIT."""
+    size = 8 * MiB + 3
+    key, body = _put(upstream, size, "open")
+    gw = gateway(upstream, proxy=True, cache_size="256M", extra_args=SMALL_BLOCKS)
+    gw.require_real()
+    r = _range(gw, key, first, last)
+    _assert_part(r, body, first, last)
+    _assert_x_cache(gw, r.headers, "MISS")
+    methods = [m for m, target in gw.proxy.request_lines() if key in target]
+    assert methods and methods[0] == "GET", methods
+    blocks = len(_blocks(first, last))
+    gw.stats_when(lambda st: st["blocks"] >= blocks, timeout=10)
+    again = _range(gw, key, first, last)
+    _assert_part(again, body, first, last)
+    _assert_x_cache(gw, again.headers, "HIT")
+
+
+def test_concurrent_cold_ranges_of_one_block_share_its_opening(upstream, gateway):
+    """Readers that ask the same block of an object not seen yet at once (ranks of one job
+    starting on the same shard) share one GET of it: the object's bytes come once."""
+    size = 8 * MiB + 3
+    key, body = _put(upstream, size, "open-shared")
+    gw = gateway(upstream, proxy=True, cache_size="256M", extra_args=SMALL_BLOCKS)
+    gw.require_real()
+    gw.proxy.reset_counters()
+    first, last = 4 * BLOCK, 5 * BLOCK - 1
+    with concurrent.futures.ThreadPoolExecutor(6) as ex:
+        replies = list(ex.map(lambda _: _range(gw, key, first, last), range(6)))
+    for r in replies:
+        _assert_part(r, body, first, last)
+    cost = _upstream_bytes_settled(gw.proxy)
+    assert cost <= BLOCK + 64 * KiB, "6 readers of one cold block cost %d bytes" % cost
+
+
 def _block_range(b):
     return "bytes=%d-%d" % (b * BLOCK, (b + 1) * BLOCK - 1)
 
