@@ -113,6 +113,30 @@ def test_fake_range_fetched_beside_a_fill_answered_with_another_range_is_not_ser
     assert "read from the fill instead" in _log(gw)
 
 
+@pytest.mark.parametrize("part", ["before", "shorter"])
+def test_fake_opening_of_a_large_object_answered_with_another_range_is_never_served(
+        faulty_upstream, gateway, part):
+    # A range of a large object not seen yet is asked with the GET of its first block, without
+    # If-Match (an opening), whose 206 names the object's size and version. The fake answers
+    # every ranged GET with other bytes, with their true Content-Range: the opening names
+    # nothing, and no byte of the lie reaches the client, whose range fails as a 502 (every
+    # block fetch is lied to as well), never a 206 of the wrong bytes.
+    fake = faulty_upstream
+    key = "lie/opening-" + part
+    body = s3util.data(3 * 1024 * KiB + 5, seed=key)
+    first, last = 1024 * KiB, 2048 * KiB - 1  # block 1 of 1 MiB blocks, whole
+    lie = (first - 50, first + 49) if part == "before" else (first, first + 49)
+    fake.put(key, body, faults.range_lie(lie, chunk=256 * KiB, interval=0.01))
+    gw = _start(gateway, fake, "--block-size", "1M")
+    r = rawhttp.get(gw.endpoint, _path(gw, key), headers={"Range": "bytes=%d-%d" % (first, last)},
+                    timeout=60)
+    ranged = [h for h in fake.request_headers(key) if "range" in h]
+    assert ranged and "if-match" not in ranged[0], "no opening was asked: the test proves nothing"
+    assert r.status == 502, (r.status, r.error, len(r.body))
+    assert body[lie[0]:lie[1] + 1] not in r.body
+    assert "not the block" in _log(gw)
+
+
 # ---- header values the upstream could parse differently -------------------------------
 
 
