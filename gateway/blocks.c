@@ -352,7 +352,7 @@ static bool source_from_opening(struct gw_req *q, uint32_t idx, uint64_t in)
     struct block_opened o;
     b->opening = NULL;
     if (!block_fetch_opened(f, &o) || o.idx != idx || strcmp(o.etag, b->etag) != 0 ||
-        o.size != b->size || (!o.whole && o.block_from != in)) {
+        o.size != b->size || in < o.block_from || in >= o.block_from + o.len) {
         block_fetch_leave(f);
         return false;
     }
@@ -360,11 +360,16 @@ static bool source_from_opening(struct gw_req *q, uint32_t idx, uint64_t in)
     if (o.whole) {
         read_fetch_of_block(q, f, idx, in);
     } else {
+        /* The reader's span, or a whole block another fetch of that version stores: either
+         * way the answer's last byte waits for the version check, as a block's does. */
         struct block_ref ref = ref_of(q, idx);
         (void)block_fetch_prefetch(q->g->block_fetches, &ref, &q->as, NULL, NULL);
         b->fetch = f;
         b->part = true;
-        relay_attach(block_fetch_relay(f), &b->cursor, 0);
+        relay_attach(block_fetch_relay(f), &b->cursor, in - o.block_from);
+        uint64_t end = b->a.start + b->a.len - (uint64_t)idx * b->block_size - o.block_from;
+        if (end < o.len)
+            relay_hold_from(block_fetch_relay(f), &b->cursor, end - 1);
     }
     b->cur = idx;
     b->have = true;
@@ -797,15 +802,18 @@ bool gw_blocks_ask_size(struct gw_req *q, struct gw_next *next)
     struct block_opener o = {.bucket = q->tgt.bucket,
                              .key = q->tgt.key,
                              .block_size = q->g->cfg->block_size,
+                             .max_size = q->g->cfg->max_object_size,
                              .named = record_opened,
                              .named_ctx = q->g,
                              .epoch = b->epoch};
     if (range_span(range, &o.first, &o.last)) {
-        /* A range that starts early in its block opens the whole block and waits for its
-         * front: the block comes once, for the cache too. One that starts deeper opens its own
-         * span, and the block is fetched beside it (as source_from_part decides). */
+        /* A range that starts early in its block and runs to the block's end (or past it)
+         * opens the whole block and waits for its front: the block comes once, for the cache
+         * too. Any other opens its own span, which is served as soon as it is in (its last
+         * byte does not wait for the rest of the block), and the block is fetched beside it. */
         uint64_t block_start = o.first - o.first % o.block_size;
-        if ((block_start + o.block_size - o.first) * BLOCKS_PART_SHARE > o.block_size)
+        if (o.last >= block_start + o.block_size - 1 &&
+            (block_start + o.block_size - o.first) * BLOCKS_PART_SHARE > o.block_size)
             o.first = block_start;
         if (block_fetch_open(q->g->block_fetches, &o, &q->as, &b->opening) == SC_OK) {
             *next = GW_NEXT(GW_STEP_BLOCK_META);

@@ -39,8 +39,11 @@ struct block_fetch {
     long check_status;    /* the HEAD's status */
     bool listed;          /* table lock */
     bool part;            /* a span for one reader (block_fetch_part): never stored */
-    bool opening;         /* asked without If-Match (block_fetch_open): etag and size are
-                             NULL and 0 until its head names them (table lock) */
+    bool opening;         /* asked without If-Match (block_fetch_open): etag and size are NULL and 0
+                             until its head names them (written under the table lock, on the upstream
+                             thread, which alone reads it unlocked) */
+    bool opened;          /* started by block_fetch_open (set before listed, never changed) */
+    uint64_t max_size;    /* an opening's: the largest object it names */
     uint64_t asked_last;  /* an opening's last byte asked */
     block_named_fn named; /* an opening's: told when its head names the version */
     void *named_ctx;
@@ -223,7 +226,8 @@ static bool opening_named(block_fetch *f, const struct http_head *h)
     const char *cr = http_header_get(h->headers, h->n_headers, "Content-Range");
     uint64_t a = 0, b = 0, size = 0;
     if (h->status != 206 || etag == NULL || etag[0] == '\0' ||
-        !parse_content_range(cr, &a, &b, &size) || a != f->start || size <= f->block_size)
+        !parse_content_range(cr, &a, &b, &size) || a != f->start || size <= f->block_size ||
+        size > f->max_size)
         return false;
     uint64_t block_end = (uint64_t)(f->idx + 1) * f->block_size; /* past the block's last byte */
     uint64_t want = f->asked_last < block_end - 1 ? f->asked_last : block_end - 1;
@@ -619,14 +623,16 @@ sc_code block_fetch_part(block_table *t, const struct block_ref *b, uint32_t fro
     return SC_OK;
 }
 
-/* A listed whole-block fetch of block idx of (bucket, key) of any version, or an opening of
- * it, that `as` may read with (table locked). */
-static block_fetch *find_opening(block_table *t, const char *bucket, const char *key,
-                                 uint32_t block_size, uint32_t idx, const struct up_identity *as)
+/* A listed whole-block opening of block idx of (bucket, key), named or not, asked at the
+ * same write epoch with the same identity as o (table locked). */
+static block_fetch *find_opening(block_table *t, const struct block_opener *o, uint32_t idx,
+                                 const struct up_identity *as)
 {
-    for (block_fetch *f = t->slots[slot_of(bucket, key, idx)]; f; f = f->next)
-        if (f->idx == idx && f->block_size == block_size && !f->part && strcmp(f->key, key) == 0 &&
-            strcmp(f->bucket, bucket) == 0 && up_identity_same(&f->as, as))
+    for (block_fetch *f = t->slots[slot_of(o->bucket, o->key, idx)]; f; f = f->next)
+        if (f->opened && !f->part && f->idx == idx && f->block_size == o->block_size &&
+            f->named_epoch == o->epoch && f->max_size == o->max_size &&
+            strcmp(f->key, o->key) == 0 && strcmp(f->bucket, o->bucket) == 0 &&
+            up_identity_same(&f->as, as))
             return f;
     return NULL;
 }
@@ -642,7 +648,7 @@ sc_code block_fetch_open(block_table *t, const struct block_opener *o, const str
     uint64_t block_last = block_start + bs - 1;
     bool whole = o->first == block_start && o->last >= block_last;
     pthread_mutex_lock(&t->mu);
-    block_fetch *f = whole ? find_opening(t, o->bucket, o->key, bs, idx, as) : NULL;
+    block_fetch *f = whole ? find_opening(t, o, idx, as) : NULL;
     if (f != NULL) {
         atomic_fetch_add(&f->refs, 1);
         atomic_fetch_add(&f->readers, 1);
@@ -657,6 +663,8 @@ sc_code block_fetch_open(block_table *t, const struct block_opener *o, const str
         return SC_ENOMEM;
     }
     f->opening = true;
+    f->opened = true;
+    f->max_size = o->max_size;
     f->part = !whole;
     f->start = o->first;
     f->asked_last = o->last < block_last ? o->last : block_last;
@@ -687,6 +695,7 @@ bool block_fetch_opened(block_fetch *f, struct block_opened *o)
                                    .size = f->size,
                                    .idx = f->idx,
                                    .block_from = f->start - (uint64_t)f->idx * f->block_size,
+                                   .len = f->len,
                                    .whole = !f->part};
     pthread_mutex_unlock(&f->t->mu);
     return named;

@@ -95,9 +95,11 @@ struct block_opener {
     const char *bucket, *key;
     uint32_t block_size;
     uint64_t first, last; /* the bytes wanted; last may lie past the end (UINT64_MAX) */
+    uint64_t max_size;    /* a larger object is not read by blocks: its head names nothing */
     block_named_fn named; /* may be NULL */
     void *named_ctx;
-    uint64_t epoch; /* handed to named (fill_write_epoch before asking) */
+    uint64_t epoch; /* fill_write_epoch() before asking: handed to named, and only an opening
+                       asked at the same epoch is joined */
 };
 
 /*
@@ -105,8 +107,9 @@ struct block_opener {
  * bytes [o->first, o->last] clipped to the block of `first`, without If-Match, whose head
  * names the object's size and ETag (block_fetch_opened). A range that starts a block and
  * reaches its end asks the whole block, listed by (bucket, key, block) so that concurrent
- * openers of it with the same identity share it (or join that block's fetch of any version
- * already running); once its head proves a block of a large object (size > block_size) it
+ * openers of it with the same identity and write epoch share it (a write or an invalidation
+ * in between moves the epoch: nobody joins an answer that may predate it); once its head
+ * proves a block of a large object (block_size < size <= max_size) it
  * goes on as that block's fetch of that version, stored as any fetched block. Any other
  * range is fetched for this reader alone, as block_fetch_part() does. An answer that is not
  * such a range (a 416, a small object, a 404, an upstream that ignores Range) fails the relay
@@ -125,6 +128,7 @@ struct block_opened {
     uint64_t size;       /* the object's */
     uint32_t idx;        /* the block */
     uint64_t block_from; /* the offset in its block of the relay's first byte */
+    uint32_t len;        /* the relay's bytes */
     bool whole;          /* the fetch is the whole block's (shared, stored) */
 };
 

@@ -649,6 +649,19 @@ void fill_leave(fill *f)
     fill_unref(f);
 }
 
+/* A write to (bucket, key), or to keys of bucket named in its body (key NULL), begins or
+ * ends, or the key changed at the upstream: the epochs of what it may touch move (table
+ * locked). */
+static void bump_epochs(fill_table *t, const char *bucket, const char *key)
+{
+    if (key != NULL) {
+        t->write_epochs[slot_of(bucket, key)]++;
+        return;
+    }
+    for (unsigned s = 0; s < N_SLOTS; s++)
+        t->write_epochs[s]++;
+}
+
 /* Marks the fill of (bucket, key) as not to be stored and unlists it (table locked). */
 static void invalidate_key(fill_table *t, const char *bucket, const char *key)
 {
@@ -689,6 +702,7 @@ static void invalidate_scope(fill_table *t, const char *bucket, const char *key)
 void fill_invalidate(fill_table *t, const char *bucket, const char *key)
 {
     pthread_mutex_lock(&t->mu);
+    bump_epochs(t, bucket, key);
     invalidate_key(t, bucket, key);
     pthread_mutex_unlock(&t->mu);
 }
@@ -696,6 +710,7 @@ void fill_invalidate(fill_table *t, const char *bucket, const char *key)
 void fill_invalidate_bucket(fill_table *t, const char *bucket)
 {
     pthread_mutex_lock(&t->mu);
+    bump_epochs(t, bucket, NULL);
     invalidate_bucket(t, bucket);
     pthread_mutex_unlock(&t->mu);
 }
@@ -751,18 +766,6 @@ static void free_writes(struct fill_write *w)
     }
 }
 
-/* A write to (bucket, key), or to keys of bucket named in its body (key NULL), begins: the
- * epochs of what it may touch move (table locked). */
-static void bump_epochs(fill_table *t, const char *bucket, const char *key)
-{
-    if (key != NULL) {
-        t->write_epochs[slot_of(bucket, key)]++;
-        return;
-    }
-    for (unsigned s = 0; s < N_SLOTS; s++)
-        t->write_epochs[s]++;
-}
-
 sc_code fill_write_begin(fill_table *t, const char *bucket, const char *key)
 {
     struct fill_write *fresh = write_new(bucket, key); /* allocated unlocked; may go unused */
@@ -794,7 +797,9 @@ void fill_write_end(fill_table *t, const char *bucket, const char *key, bool in_
             w->doubt_until = now + FILL_WRITE_DOUBT_SECONDS;
     }
     prune_writes(t, now, &gone);
-    /* Fills started during the write were born marked; new misses must not join them. */
+    /* Fills started during the write were born marked; new misses must not join them, nor
+     * the openings asked during it (block_fetch_open joins only its own epoch). */
+    bump_epochs(t, bucket, key);
     invalidate_scope(t, bucket, key);
     pthread_mutex_unlock(&t->mu);
     free_writes(gone);

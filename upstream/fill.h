@@ -96,9 +96,11 @@ struct fill_result {
 };
 
 /*
- * @brief Where writes to (bucket, key) stand: a number that changes whenever one begins
- * (fill_write_begin(), also for a whole bucket). Read it before asking the upstream about an
- * object, and hand it to fill_put_meta() with the answer.
+ * @brief Where writes to (bucket, key) stand: a number that changes whenever one begins or
+ * ends (fill_write_begin(), fill_write_end(), also for a whole bucket) and when the key is
+ * invalidated (fill_invalidate(): the object changed at the upstream). Read it before asking
+ * the upstream about an object, and hand it to fill_put_meta() with the answer; two questions
+ * asked at one epoch may share one answer (block_fetch_open).
  */
 uint64_t fill_write_epoch(fill_table *t, const char *bucket, const char *key);
 

@@ -333,3 +333,34 @@ def test_fake_throttled_version_check_of_a_block_fails_it_but_keeps_the_cached_o
     assert "does not match its ETag" not in log, log[-2000:]
     st = gw.stats()
     assert st["block_objects"] == 1 and st["blocks"] == 0, st
+
+
+def test_fake_range_after_a_write_never_joins_the_opening_asked_before_it(faulty_upstream,
+                                                                           gateway):
+    # A range of a large object not seen yet is asked with an opening (the GET of its first
+    # block, without If-Match), which others asking the same block join. A write through the
+    # gateway while it runs (here a DELETE, which the fake refuses with 501: the gateway cannot
+    # know it did nothing) means its answer may be of the object the write replaced: a range
+    # asked after the write asks afresh (the reviewer of the openings found it joined it).
+    fake = faulty_upstream
+    key = "large/opening-then-write"
+    body = s3util.data(3 * MiB + 5, seed=key)
+    fake.put(key, body, faults.trickle(64 * 1024, 0.05, ranges=True))  # a block in about 0.8 s
+    gw = _start(gateway, fake, "--block-size", "1M")
+    first, last = MiB, 2 * MiB - 1
+    rng = {"Range": "bytes=%d-%d" % (first, last)}
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        before = ex.submit(rawhttp.get, gw.endpoint, _path(gw, key), rng, 60)
+        deadline = time.monotonic() + 10
+        while not any("range" in h for h in fake.request_headers(key)):
+            assert time.monotonic() < deadline, "the opening never reached the upstream"
+            time.sleep(0.01)
+        deleted = rawhttp.get(gw.endpoint, _path(gw, key), timeout=30, method="DELETE")
+        assert deleted.status == 501, (deleted.status, deleted.body[:200])
+        after = rawhttp.get(gw.endpoint, _path(gw, key), rng, 60)
+        r = before.result()
+    for reply in (r, after):
+        assert reply.status == 206 and reply.complete, (reply.status, reply.error)
+        assert reply.body == body[first:last + 1]
+    ranged = [h for h in fake.request_headers(key) if "range" in h and "if-match" not in h]
+    assert len(ranged) >= 2, "the range asked after the write joined the opening asked before"

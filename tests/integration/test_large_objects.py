@@ -505,16 +505,37 @@ def test_cold_whole_get_takes_block_0_from_the_get_that_found_it_large(upstream,
     assert "upstream body of" not in log, log[-2000:]
 
 
-@pytest.mark.parametrize("first,last", [(3 * BLOCK, 4 * BLOCK - 1),
-                                        (3 * BLOCK + 5000, 3 * BLOCK + 6023),
-                                        (2 * BLOCK + 100, 5 * BLOCK + 99)],
-                         ids=["a_block", "a_span_inside_one", "across_blocks"])
+def _block_range(b):
+    return "bytes=%d-%d" % (b * BLOCK, (b + 1) * BLOCK - 1)
+
+
+def _blocks_asked(proxy):
+    """The ranges of whole blocks the gateway asked for (not the 2-byte probe of If-Match)."""
+    def length(r):
+        first, last = r[len("bytes="):].split("-")
+        return int(last) - int(first) + 1
+    return sorted(r for r in _ranges_sent(proxy) if length(r) == BLOCK)
+
+
+def _span(first, last):
+    return "bytes=%d-%d" % (first, last)
+
+
+@pytest.mark.parametrize("first,last,asked", [
+    (3 * BLOCK, 4 * BLOCK - 1, [_span(3 * BLOCK, 4 * BLOCK - 1)]),
+    (3 * BLOCK + 5000, 3 * BLOCK + 6023,
+     [_span(3 * BLOCK + 5000, 3 * BLOCK + 6023), _span(3 * BLOCK, 4 * BLOCK - 1)]),
+    (2 * BLOCK + 100, 5 * BLOCK + 99, [_span(b * BLOCK, (b + 1) * BLOCK - 1)
+                                       for b in range(2, 6)])],
+    ids=["a_block", "a_span_inside_one", "across_blocks"])
 def test_cold_range_is_asked_in_one_round_trip_with_no_head_first(upstream, gateway, first,
-                                                                    last):
+                                                                    last, asked):
     """A range of an object the gateway has not seen: the GET of its first block (without
     If-Match) names the object's size and version, and its bytes start the answer, so the
     first byte comes one round trip after the request, as going direct (a HEAD asked first
-    cost one more). The blocks it covers are cached: read again, it is a HIT."""
+    cost one more). A range that runs to its first block's end asks that whole block; a span
+    inside one block is asked alone, then the block beside it. Every block is asked once, and
+    cached: read again, the range is a HIT."""
     size = 8 * MiB + 3
     key, body = _put(upstream, size, "open")
     gw = gateway(upstream, proxy=True, cache_size="256M", extra_args=SMALL_BLOCKS)
@@ -524,8 +545,10 @@ def test_cold_range_is_asked_in_one_round_trip_with_no_head_first(upstream, gate
     _assert_x_cache(gw, r.headers, "MISS")
     methods = [m for m, target in gw.proxy.request_lines() if key in target]
     assert methods and methods[0] == "GET", methods
-    blocks = len(_blocks(first, last))
-    gw.stats_when(lambda st: st["blocks"] >= blocks, timeout=10)
+    blocks = _blocks(first, last)
+    gw.stats_when(lambda st: st["blocks"] >= len(blocks), timeout=10)
+    sent = [r for r in _ranges_sent(gw.proxy) if r != "bytes=0-1"]  # not the If-Match probe
+    assert sorted(sent) == sorted(asked), sent
     again = _range(gw, key, first, last)
     _assert_part(again, body, first, last)
     _assert_x_cache(gw, again.headers, "HIT")
@@ -546,18 +569,6 @@ def test_concurrent_cold_ranges_of_one_block_share_its_opening(upstream, gateway
         _assert_part(r, body, first, last)
     cost = _upstream_bytes_settled(gw.proxy)
     assert cost <= BLOCK + 64 * KiB, "6 readers of one cold block cost %d bytes" % cost
-
-
-def _block_range(b):
-    return "bytes=%d-%d" % (b * BLOCK, (b + 1) * BLOCK - 1)
-
-
-def _blocks_asked(proxy):
-    """The ranges of whole blocks the gateway asked for (not the 2-byte probe of If-Match)."""
-    def length(r):
-        first, last = r[len("bytes="):].split("-")
-        return int(last) - int(first) + 1
-    return sorted(r for r in _ranges_sent(proxy) if length(r) == BLOCK)
 
 
 def test_one_range_that_happens_to_follow_another_reads_no_block_ahead(upstream, gateway):

@@ -131,7 +131,7 @@ def test_fake_opening_of_a_large_object_answered_with_another_range_is_never_ser
     r = rawhttp.get(gw.endpoint, _path(gw, key), headers={"Range": "bytes=%d-%d" % (first, last)},
                     timeout=60)
     ranged = [h for h in fake.request_headers(key) if "range" in h]
-    assert ranged and "if-match" not in ranged[0], "no opening was asked: the test proves nothing"
+    assert any("if-match" not in h for h in ranged), "no opening was asked: the test proves nothing"
     assert r.status == 502, (r.status, r.error, len(r.body))
     assert body[lie[0]:lie[1] + 1] not in r.body
     assert "not the block" in _log(gw)

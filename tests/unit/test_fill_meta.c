@@ -125,6 +125,35 @@ static void refused_while_a_write_is_in_flight(void **state)
     assert_true(cached_etag(f, "k", NULL));
 }
 
+/* The HEAD (or an opening) was sent while a write was in flight and is answered after it
+ * ended: the answer may describe what the write replaced. */
+static void refused_when_asked_during_a_write_that_ended_since(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(fill_write_begin(f->t, "b", "k"), SC_OK);
+    uint64_t epoch = fill_write_epoch(f->t, "b", "k");
+    fill_write_end(f->t, "b", "k", false);
+    assert_int_not_equal(fill_write_epoch(f->t, "b", "k"), epoch);
+    assert_int_equal(fill_put_meta(f->t, "b", "k", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
+                     SC_ECANCELED);
+    assert_true(cached_etag(f, "k", NULL));
+}
+
+/* The object was found changed at the upstream (fill_invalidate) after the HEAD was sent. */
+static void refused_when_the_key_was_invalidated_since(void **state)
+{
+    struct fixture *f = *state;
+    uint64_t epoch = fill_write_epoch(f->t, "b", "k");
+    fill_invalidate(f->t, "b", "k");
+    assert_int_equal(fill_put_meta(f->t, "b", "k", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
+                     SC_ECANCELED);
+    epoch = fill_write_epoch(f->t, "b", "other");
+    fill_invalidate_bucket(f->t, "b");
+    assert_int_equal(fill_put_meta(f->t, "b", "other", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
+                     SC_ECANCELED);
+    assert_true(cached_etag(f, "k", NULL));
+}
+
 /* A multi-object delete names its keys in its body: it moves every key's epoch. */
 static void a_bucket_wide_write_moves_every_key(void **state)
 {
@@ -146,6 +175,10 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(refused_while_a_write_is_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(a_bucket_wide_write_moves_every_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(refused_when_asked_during_a_write_that_ended_since, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(refused_when_the_key_was_invalidated_since, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

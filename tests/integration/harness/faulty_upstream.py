@@ -62,7 +62,7 @@ class Fault:
     status: int = 200  # lying_status: the status line's code
     part: tuple = None  # lying_status: (first, last) body bytes sent, or None: the whole body
     ranges: bool = False  # answer a GET with Range as S3 does (206), the fault striking only
-    # GETs of the whole object; False: Range is ignored
+    # GETs of the whole object (a trickle trickles ranges too); False: Range is ignored
 
 
 def normal(etag=None, checksums=None, headers=None, ranges=False):
@@ -140,9 +140,10 @@ def chunked_with_length(length, etag=None):
     return Fault("chunked_with_length", after=length, etag=etag)
 
 
-def trickle(chunk, interval):
-    """The right headers, then the body `chunk` bytes at a time, `interval` seconds apart."""
-    return Fault("trickle", chunk=chunk, interval=interval)
+def trickle(chunk, interval, ranges=False):
+    """The right headers, then the body `chunk` bytes at a time, `interval` seconds apart.
+    ranges: see Fault.ranges (a 206 of the range asked, trickled the same way)."""
+    return Fault("trickle", chunk=chunk, interval=interval, ranges=ranges)
 
 
 def lying_status(status, part=None, content_range=None, etag=None):
@@ -371,7 +372,7 @@ class FaultyUpstream:
         if slowed or (fault.kind == "head_unavailable" and method == "HEAD"):
             return self._error(conn, method, 503, "SlowDown", "Please reduce your request rate.")
         if (fault.ranges or fault.kind == "head_unavailable") and "range" in headers:
-            return self._send_range(conn, key, obj, headers["range"])
+            return self._send_range(conn, key, obj, headers["range"], fault)
         wants_checksum = headers.get("x-amz-checksum-mode", "").upper() == "ENABLED"
         if fault.kind == "range_lie":
             fault = self._range_lie_answer(fault, obj, "range" in headers)
@@ -482,8 +483,9 @@ class FaultyUpstream:
         self._send_body(conn, key, body)
         return True
 
-    def _send_range(self, conn, key, obj, value):
-        """A 206 of bytes=first-last (the only form the gateway sends upstream)."""
+    def _send_range(self, conn, key, obj, value, fault):
+        """A 206 of bytes=first-last (the only form the gateway sends upstream), trickled for
+        a trickle fault."""
         first, last = (int(x) for x in value.split("=", 1)[1].split("-"))
         last = min(last, len(obj.body) - 1)
         part = obj.body[first:last + 1]
@@ -492,7 +494,12 @@ class FaultyUpstream:
             ("Content-Range", "bytes %d-%d/%d" % (first, last, len(obj.body))),
             ("ETag", '"%s"' % obj.md5), ("Last-Modified", LAST_MODIFIED),
             ("x-amz-request-id", "FAKE")]))
-        self._send_body(conn, key, part)
+        if fault.kind != "trickle":
+            self._send_body(conn, key, part)
+            return True
+        for at in range(0, len(part), fault.chunk):
+            self._send_body(conn, key, part[at:at + fault.chunk])
+            time.sleep(fault.interval)
         return True
 
     def _send_body(self, conn, key, data):
