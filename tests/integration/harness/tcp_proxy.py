@@ -38,6 +38,10 @@ class TcpProxy:
         self.sent = []  # per connection: the first RECORD_MAX bytes the gateway sent
         self.swallow_down = False  # drop upstream -> gateway bytes (an answer lost on the way)
         self.hold_up = False  # keep gateway -> upstream bytes until release_held()
+        # bytes each connection passes from the upstream; then it passes nothing more until
+        # the proxy stops (an upstream connection that stalls mid-answer). None: no limit
+        self.down_limit = None
+        self._stopping = threading.Event()
         self._released = threading.Event()
         self._listener = None
         self._socks = set()
@@ -48,6 +52,7 @@ class TcpProxy:
         return "http://127.0.0.1:%d" % self.port
 
     def start(self):
+        self._stopping.clear()
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         ls.bind(("127.0.0.1", self.port))
@@ -59,6 +64,7 @@ class TcpProxy:
 
     def stop(self):
         """Refuses new connections and resets every open one."""
+        self._stopping.set()  # stalled connections end too
         ls, self._listener = self._listener, None
         if ls is not None:
             try:
@@ -125,6 +131,7 @@ class TcpProxy:
     def _pump(self, src, dst, down, pair):
         started = time.monotonic()
         sent = 0
+        passed = 0  # toward down_limit
         if not down and self.stall_up:
             time.sleep(self.stall_up)  # the gateway's writes pile up in the socket buffers
         held = None  # bytes kept for the upstream, once this connection is held
@@ -146,6 +153,11 @@ class TcpProxy:
                         time.sleep(ahead)
                 if down and self.swallow_down:
                     continue
+                stalled = False
+                if down and self.down_limit is not None:
+                    stalled = passed + len(buf) > self.down_limit
+                    buf = buf[:max(self.down_limit - passed, 0)]
+                    passed += len(buf)
                 dst.sendall(buf)
                 with self.lock:
                     if down:
@@ -154,6 +166,9 @@ class TcpProxy:
                         self.bytes_up += len(buf)
                         room = RECORD_MAX - len(pair["record"])
                         pair["record"] += buf[:max(room, 0)]
+                if stalled:
+                    self._stopping.wait()
+                    break
         except OSError:
             pass
         finally:
