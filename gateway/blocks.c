@@ -522,25 +522,31 @@ static void count(struct gw_req *q, bool hit, uint64_t bytes)
 
 /*
  * X-Cache from how many of the answer's blocks need no upstream work: held by the store at
- * this version, or arrived whole in a fetch still being stored.
+ * this version, or arrived whole in a fetch still being stored. Returns the first block after
+ * `first` the store lacks, for proof_of_version (b->last + 1 when there is none, or when the
+ * answer spans more than JUDGE_BLOCKS_MAX blocks and is not looked at block by block).
  */
-static void judge_cached(struct gw_req *q, uint32_t first)
+static uint32_t judge_cached(struct gw_req *q, uint32_t first)
 {
     struct gw_blocks *b = q->blocks;
     store_obj *obj = view_of_version(q);
     uint64_t all = (uint64_t)b->last - first + 1;
     uint64_t cached = obj ? store_obj_blocks_cached(obj, first, b->last) : 0;
+    uint32_t missing = b->last + 1;
     if (cached < all && all <= JUDGE_BLOCKS_MAX) {
         cached = 0;
         for (uint32_t i = first; i <= b->last; i++) {
             struct block_ref ref = ref_of(q, i);
-            if ((obj != NULL && store_obj_blocks_cached(obj, i, i) == 1) ||
-                (i != b->own_block && block_fetch_arrived(q->g->block_fetches, &ref)))
+            bool stored = obj != NULL && store_obj_blocks_cached(obj, i, i) == 1;
+            if (!stored && i > first && missing > b->last)
+                missing = i;
+            if (stored || (i != b->own_block && block_fetch_arrived(q->g->block_fetches, &ref)))
                 cached++;
         }
     }
     store_obj_close(obj);
     q->x_cache = cached == all ? "HIT" : cached > 0 ? "PARTIAL" : "MISS";
+    return missing;
 }
 
 static struct MHD_Response *with_headers(struct gw_req *q, struct MHD_Response *resp)
@@ -573,19 +579,20 @@ static struct gw_next answer_without_body(struct gw_req *q)
 
 /*
  * An answer that starts from the store but needs a fetch further on: the fetch of the first
- * block the store lacks, started now (or found among those ahead). Its head proves the
+ * block the store lacks (from `missing`, which judge_cached found in its walk), started now
+ * (or found among those ahead). Its head proves the
  * object is still this version before any byte is sent, so that a copy the upstream has
  * replaced since is dropped and fetched afresh, not cut short mid-answer (an upstream that
  * ignores If-Match answers with the new version's ETag). NULL when the store holds the whole
  * answer, or the answer spans more than JUDGE_BLOCKS_MAX blocks.
  */
-static block_fetch *proof_of_version(struct gw_req *q, uint32_t first)
+static block_fetch *proof_of_version(struct gw_req *q, uint32_t missing)
 {
     struct gw_blocks *b = q->blocks;
-    if (b->last - first >= JUDGE_BLOCKS_MAX)
+    if (missing > b->last)
         return NULL;
     store_obj *obj = view_of_version(q);
-    uint32_t m = first + 1;
+    uint32_t m = missing; /* (stored since judge_cached looked, maybe: the next one then) */
     while (m <= b->last && obj != NULL && store_obj_blocks_cached(obj, m, m) == 1)
         m++;
     store_obj_close(obj);
@@ -617,7 +624,7 @@ static bool begin(struct gw_req *q, struct gw_next *next)
         uint32_t count = block_count(b->size, b->block_size);
         b->ahead_last = beyond < count ? (uint32_t)beyond : count - 1;
     }
-    judge_cached(q, first);
+    uint32_t missing = judge_cached(q, first);
     uint64_t in = b->a.start - (uint64_t)first * b->block_size;
     sc_code rc = SC_OK;
     if (!(b->opening != NULL && source_from_opening(q, first, in)) &&
@@ -629,7 +636,7 @@ static bool begin(struct gw_req *q, struct gw_next *next)
     }
     keep_ahead(q, first);
     if (b->fetch == NULL)
-        b->proof = proof_of_version(q, first);
+        b->proof = proof_of_version(q, missing);
     b->answered = true;
     return true;
 }
