@@ -131,6 +131,15 @@ static void fetch_unref(block_fetch *f)
 
 static block_fetch *find(block_table *t, const struct block_ref *b);
 
+/* Links f into the table, where others may join it (table locked). */
+static void list_locked(block_table *t, block_fetch *f)
+{
+    unsigned s = slot_of(f->bucket, f->key, f->idx);
+    f->listed = true;
+    f->next = t->slots[s];
+    t->slots[s] = f;
+}
+
 /* Unlinks f from the table (table locked). */
 static void unlist(block_fetch *f)
 {
@@ -675,10 +684,7 @@ sc_code block_fetch_open(block_table *t, const struct block_opener *o, const str
     atomic_fetch_add(&f->refs, 1); /* the transfer's; fetch_new's is the caller's */
     atomic_fetch_add(&f->readers, 1);
     if (whole) {
-        f->listed = true;
-        unsigned s = slot_of(o->bucket, o->key, idx);
-        f->next = t->slots[s];
-        t->slots[s] = f;
+        list_locked(t, f);
     }
     pthread_mutex_unlock(&t->mu);
     start_transfer(t, f);
@@ -726,10 +732,7 @@ static block_fetch *join_locked(block_table *t, const struct block_ref *b,
     if (f == NULL)
         return NULL;
     atomic_fetch_add(&f->refs, 1); /* the transfer's; fetch_new's is the caller's */
-    f->listed = true;
-    unsigned s = slot_of(b->bucket, b->key, b->idx);
-    f->next = t->slots[s];
-    t->slots[s] = f;
+    list_locked(t, f);
     return f;
 }
 
