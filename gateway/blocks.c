@@ -580,11 +580,11 @@ static struct gw_next answer_without_body(struct gw_req *q)
 /*
  * An answer that starts from the store but needs a fetch further on: the fetch of the first
  * block the store lacks (from `missing`, which judge_cached found in its walk), started now
- * (or found among those ahead). Its head proves the
- * object is still this version before any byte is sent, so that a copy the upstream has
- * replaced since is dropped and fetched afresh, not cut short mid-answer (an upstream that
- * ignores If-Match answers with the new version's ETag). NULL when the store holds the whole
- * answer, or the answer spans more than JUDGE_BLOCKS_MAX blocks.
+ * (or found among those ahead). Its head proves the object is still this version before any
+ * byte is sent, so that a copy the upstream has replaced since is dropped and fetched afresh,
+ * not cut short mid-answer (an upstream that ignores If-Match answers with the new version's
+ * ETag). NULL when the store holds the whole answer, or the answer spans more than
+ * JUDGE_BLOCKS_MAX blocks.
  */
 static block_fetch *proof_of_version(struct gw_req *q, uint32_t missing)
 {
@@ -773,12 +773,6 @@ struct gw_next gw_blocks_serve(struct gw_req *q)
 
 /* ---- a range of an object not cached yet ----------------------------------------------- */
 
-/*
- * A range of an object not seen yet is asked in one round trip, with the range's first
- * block (block_fetch_open, no If-Match): its answer names the object's size and version, and
- * its bytes are the answer's first. A range whose first byte needs the size (a suffix) asks
- * a HEAD first, as does a range whose opening was not answered as one.
- */
 /* block_named_fn: an opening named a version: the record of a large object goes to the store
  * before its block can (upstream thread). */
 static void record_opened(void *ctx, const char *bucket, const char *key,
@@ -796,6 +790,12 @@ static void record_opened(void *ctx, const char *bucket, const char *key,
     free(hdrs);
 }
 
+/*
+ * A range of an object not seen yet is asked in one round trip, with the range's first
+ * block (block_fetch_open, no If-Match): its answer names the object's size and version, and
+ * its bytes are the answer's first. A range whose first byte needs the size (a suffix) asks
+ * a HEAD first, as does a range whose opening was not answered as one.
+ */
 bool gw_blocks_ask_size(struct gw_req *q, struct gw_next *next)
 {
     const char *range = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range");
