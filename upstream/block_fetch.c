@@ -683,9 +683,8 @@ sc_code block_fetch_open(block_table *t, const struct block_opener *o, const str
     f->named_epoch = o->epoch;
     atomic_fetch_add(&f->refs, 1); /* the transfer's; fetch_new's is the caller's */
     atomic_fetch_add(&f->readers, 1);
-    if (whole) {
+    if (whole)
         list_locked(t, f);
-    }
     pthread_mutex_unlock(&t->mu);
     start_transfer(t, f);
     *out = f;
