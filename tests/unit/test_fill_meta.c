@@ -87,12 +87,17 @@ static bool cached_etag(struct fixture *f, const char *key, const char *want)
 
 static const char blob1[] = "ETag\0" ETAG1;
 
+/* fill_put_meta of a 4 MiB object of ETAG1 at (b, key), its HEAD sent at `epoch`. */
+static sc_code put_etag1(struct fixture *f, const char *key, uint64_t epoch)
+{
+    return fill_put_meta(f->t, "b", key, ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch);
+}
+
 static void recorded_when_no_write_began(void **state)
 {
     struct fixture *f = *state;
     uint64_t epoch = fill_write_epoch(f->t, "b", "k");
-    assert_int_equal(fill_put_meta(f->t, "b", "k", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
-                     SC_OK);
+    assert_int_equal(put_etag1(f, "k", epoch), SC_OK);
     assert_true(cached_etag(f, "k", ETAG1));
 }
 
@@ -104,13 +109,11 @@ static void refused_when_a_write_began_and_ended_since_the_head(void **state)
     uint64_t epoch = fill_write_epoch(f->t, "b", "k");
     assert_int_equal(fill_write_begin(f->t, "b", "k"), SC_OK);
     fill_write_end(f->t, "b", "k", false);
-    assert_int_equal(fill_put_meta(f->t, "b", "k", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
-                     SC_ECANCELED);
+    assert_int_equal(put_etag1(f, "k", epoch), SC_ECANCELED);
     assert_true(cached_etag(f, "k", NULL));
     /* A HEAD sent after the write is recorded. */
     epoch = fill_write_epoch(f->t, "b", "k");
-    assert_int_equal(fill_put_meta(f->t, "b", "k", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
-                     SC_OK);
+    assert_int_equal(put_etag1(f, "k", epoch), SC_OK);
     assert_true(cached_etag(f, "k", ETAG1));
 }
 
@@ -119,8 +122,7 @@ static void refused_while_a_write_is_in_flight(void **state)
     struct fixture *f = *state;
     assert_int_equal(fill_write_begin(f->t, "b", "k"), SC_OK);
     uint64_t epoch = fill_write_epoch(f->t, "b", "k");
-    assert_int_equal(fill_put_meta(f->t, "b", "k", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
-                     SC_ECANCELED);
+    assert_int_equal(put_etag1(f, "k", epoch), SC_ECANCELED);
     fill_write_end(f->t, "b", "k", false);
     assert_true(cached_etag(f, "k", NULL));
 }
@@ -134,8 +136,7 @@ static void refused_when_asked_during_a_write_that_ended_since(void **state)
     uint64_t epoch = fill_write_epoch(f->t, "b", "k");
     fill_write_end(f->t, "b", "k", false);
     assert_int_not_equal(fill_write_epoch(f->t, "b", "k"), epoch);
-    assert_int_equal(fill_put_meta(f->t, "b", "k", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
-                     SC_ECANCELED);
+    assert_int_equal(put_etag1(f, "k", epoch), SC_ECANCELED);
     assert_true(cached_etag(f, "k", NULL));
 }
 
@@ -145,12 +146,10 @@ static void refused_when_the_key_was_invalidated_since(void **state)
     struct fixture *f = *state;
     uint64_t epoch = fill_write_epoch(f->t, "b", "k");
     fill_invalidate(f->t, "b", "k");
-    assert_int_equal(fill_put_meta(f->t, "b", "k", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
-                     SC_ECANCELED);
+    assert_int_equal(put_etag1(f, "k", epoch), SC_ECANCELED);
     epoch = fill_write_epoch(f->t, "b", "other");
     fill_invalidate_bucket(f->t, "b");
-    assert_int_equal(fill_put_meta(f->t, "b", "other", ETAG1, blob1, sizeof(blob1), 4 * MiB, epoch),
-                     SC_ECANCELED);
+    assert_int_equal(put_etag1(f, "other", epoch), SC_ECANCELED);
     assert_true(cached_etag(f, "k", NULL));
 }
 
