@@ -1,6 +1,7 @@
 # s3cached - build, test and run.
 #
-#   make            build/s3cached, build/s3cachectl, build/s3cached-sim, build/s3cached-trainsim
+#   make            build/s3cached, build/s3cachectl, build/s3cached-sim, build/s3cached-trainsim,
+#                   build/plan-bench
 #   make asan       build/asan/s3cached (AddressSanitizer + UBSan)
 #   make test       install what is missing, build, run unit and integration tests
 #   make unit       cmocka unit tests only (under ASan/UBSan)
@@ -61,6 +62,7 @@ CTL_SRC     := $(wildcard tools/ctl/*.c)
 TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
 EMBED_SRC   := tools/embed/embed.c
 RELAY_SRC   := $(wildcard tools/latency-relay/*.c)
+PLANBENCH_SRC := $(wildcard tools/planbench/*.c)
 
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 
@@ -75,7 +77,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
 .PHONY: all asan unit pyunit test integration run format lint clean deps valgrind bench \
         fuzz fuzz-build fuzz-smoke docker-test layers
-all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim
+all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim build/plan-bench
 
 # One archive per layer, optimized (build/lib) and sanitized (build/asan/lib).
 define layer_lib
@@ -101,6 +103,10 @@ build/s3cached-trainsim: $(TRAINSIM_SRC:%.c=build/obj/%.o) $(call layer_libs,sig
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 build/s3cachectl: $(CTL_SRC:%.c=build/obj/%.o) $(call layer_libs,common,build)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# A large manifest parsed and registered, timed and its memory counted (bench/plans.sh).
+build/plan-bench: $(PLANBENCH_SRC:%.c=build/obj/%.o) $(call layer_libs,manifest,build)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # A small C program, not xxd (often missing): it also checks the page loads nothing
@@ -278,7 +284,7 @@ test: deps
 lint:
 	@clang-format --dry-run --Werror $(FORMAT_SRC)
 	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC) \
-	         $(EMBED_SRC) $(RELAY_SRC) $(FUZZ_SRC); do \
+	         $(EMBED_SRC) $(RELAY_SRC) $(PLANBENCH_SRC) $(FUZZ_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean"
 	@$(MAKE) -s layers

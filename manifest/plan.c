@@ -35,6 +35,8 @@ void plan_limits_default(struct plan_limits *l)
     l->max_accesses = PLAN_MAX_ACCESSES;
     l->max_name = PLAN_MAX_NAME;
     l->max_depth = PLAN_MAX_DEPTH;
+    l->max_arena = PLAN_MAX_ARENA;
+    l->whole_tree = false;
 }
 
 static bool is_bucket_alnum(char c, bool legacy)
@@ -73,7 +75,7 @@ static sc_code reserve_item(struct plan *p)
     uint32_t cap = p->off_cap < 1024 ? 1024 : p->off_cap + p->off_cap / 2;
     if (cap < p->off_cap || cap > PLAN_KEYS_CAP)
         cap = PLAN_KEYS_CAP;
-    uint64_t *off = realloc(p->off, (size_t)cap * sizeof(*off));
+    uint32_t *off = realloc(p->off, (size_t)cap * sizeof(*off));
     if (off == NULL)
         return SC_ENOMEM;
     p->off = off;
@@ -89,7 +91,7 @@ static sc_code reserve_item(struct plan *p)
 }
 
 /* Appends item p->n: the key string at arena offset at, of range r (length 0: whole). */
-static sc_code push_item(struct plan *p, uint64_t at, const struct plan_range *r)
+static sc_code push_item(struct plan *p, uint32_t at, const struct plan_range *r)
 {
     sc_code rc = reserve_item(p);
     if (rc != SC_OK)
@@ -105,18 +107,33 @@ static sc_code push_item(struct plan *p, uint64_t at, const struct plan_range *r
     return SC_OK;
 }
 
-/* Appends key[0..len) and a NUL to the arena. @param[out] at where it starts. */
-static sc_code push_string(struct plan *p, const char *key, size_t len, uint64_t *at)
+/*
+ * Appends key[0..len) and a NUL to the arena. @param[out] at where it starts.
+ * @return SC_OK, SC_ENOMEM, SC_ETOOBIG (the arena would pass PLAN_MAX_ARENA: see arena_full).
+ */
+static sc_code push_string(struct plan *p, const char *key, size_t len, uint32_t *at)
 {
-    *at = p->arena.len;
+    if (len >= p->lim.max_arena || p->arena.len > p->lim.max_arena - len - 1)
+        return SC_ETOOBIG; /* offsets are 32-bit */
+    *at = (uint32_t)p->arena.len;
     sc_code rc = sc_buf_append(&p->arena, key, len);
     return rc == SC_OK ? sc_buf_putc(&p->arena, '\0') : rc;
+}
+
+/* The error of push_string's SC_ETOOBIG. */
+static sc_code arena_full(const struct plan *p, struct api_err *err)
+{
+    api_err_set(err, API_TOO_LARGE,
+                "the keys of the plan take more than %llu bytes together (a NUL after each); "
+                "the limit is %llu",
+                (unsigned long long)p->lim.max_arena, (unsigned long long)p->lim.max_arena);
+    return SC_ETOOBIG;
 }
 
 sc_code plan_arena_push(struct plan *p, const char *key, size_t len)
 {
     static const struct plan_range whole = {0, 0};
-    uint64_t at;
+    uint32_t at;
     sc_code rc = reserve_item(p); /* first, so a refused item leaves no string behind */
     if (rc == SC_OK)
         rc = push_string(p, key, len, &at);
@@ -141,16 +158,20 @@ static sc_code keyset_init(struct keyset *ks, uint64_t expected)
 
 /*
  * While parsing: strings finds an item whose key is a given string (so that items of one key
- * share it), items finds an item by (string, range) (so that repeats are found).
+ * share it), items finds an item by (string, range) (so that repeats are found). Until the
+ * first range every string has one item, its whole object, and strings alone answer: items
+ * is built when the first range comes (a plan of whole objects spares its 4 bytes a slot).
  */
 struct itemsets {
-    struct keyset strings, items;
+    struct keyset strings, items; /* items.slot: NULL until the first range */
+    uint64_t expected;
 };
 
 static sc_code itemsets_init(struct itemsets *s, uint64_t expected)
 {
-    sc_code rc = keyset_init(&s->strings, expected);
-    return rc == SC_OK ? keyset_init(&s->items, expected) : rc;
+    s->items = (struct keyset){NULL, 0};
+    s->expected = expected;
+    return keyset_init(&s->strings, expected);
 }
 
 static void itemsets_free(struct itemsets *s)
@@ -178,13 +199,13 @@ static uint64_t string_slot(const struct keyset *ss, const struct plan *p, const
     return i;
 }
 
-static uint64_t item_hash(uint64_t at, const struct plan_range *r)
+static uint64_t item_hash(uint32_t at, const struct plan_range *r)
 {
     return sc_hash_mix(sc_hash_mix(at ^ sc_hash_mix(r->offset)) ^ r->length);
 }
 
 /* The slot of item (string at `at`, range r) in is: that item, or the free slot. */
-static uint64_t item_slot(const struct keyset *is, const struct plan *p, uint64_t at,
+static uint64_t item_slot(const struct keyset *is, const struct plan *p, uint32_t at,
                           const struct plan_range *r)
 {
     uint64_t i = item_hash(at, r) & is->mask;
@@ -197,19 +218,39 @@ static uint64_t item_slot(const struct keyset *is, const struct plan *p, uint64_
     return i;
 }
 
+/* Builds s->items from the items so far, all whole objects (a range is coming). */
+static sc_code items_build(struct itemsets *s, const struct plan *p)
+{
+    if (s->items.slot != NULL)
+        return SC_OK;
+    sc_code rc = keyset_init(&s->items, s->expected);
+    for (uint32_t idx = 0; rc == SC_OK && idx < p->n; idx++) {
+        struct plan_range r = range_of(p, idx);
+        s->items.slot[item_slot(&s->items, p, p->off[idx], &r)] = idx + 1;
+    }
+    return rc;
+}
+
 /*
  * Finds item (key[0..len), r) in p's dataset or adds it (the sets must have room: at most
  * `expected` items). @param[out] idx its index. @param[out] added whether it was new.
+ * @return SC_OK, SC_ENOMEM, SC_ETOOBIG (the arena is full: arena_full).
  */
 static sc_code item_add(struct itemsets *s, struct plan *p, const char *key, size_t len,
                         const struct plan_range *r, uint32_t *idx, bool *added)
 {
-    uint64_t si = string_slot(&s->strings, p, key, len);
+    uint64_t si = string_slot(&s->strings, p, key, len), ii = 0;
     bool new_string = s->strings.slot[si] == KEYSET_EMPTY;
-    uint64_t at = 0, ii = 0;
+    uint32_t at = 0;
     *added = false;
+    if (r->length > 0 && items_build(s, p) != SC_OK)
+        return SC_ENOMEM;
     if (!new_string) {
         at = p->off[s->strings.slot[si] - 1];
+        if (s->items.slot == NULL) { /* no range so far: the string's one item, whole as r */
+            *idx = s->strings.slot[si] - 1;
+            return SC_OK;
+        }
         ii = item_slot(&s->items, p, at, r);
         if (s->items.slot[ii] != KEYSET_EMPTY) {
             *idx = s->items.slot[ii] - 1;
@@ -225,11 +266,13 @@ static sc_code item_add(struct itemsets *s, struct plan *p, const char *key, siz
         return rc;
     *idx = p->n - 1;
     *added = true;
-    if (new_string) {
+    if (new_string)
         s->strings.slot[si] = p->n;
-        ii = item_slot(&s->items, p, at, r);
+    if (s->items.slot != NULL) {
+        if (new_string)
+            ii = item_slot(&s->items, p, at, r);
+        s->items.slot[ii] = p->n;
     }
-    s->items.slot[ii] = p->n;
     return SC_OK;
 }
 
@@ -394,19 +437,147 @@ static sc_code parse_scalars(struct plan *p, json_t *root, struct api_err *err)
     return rc;
 }
 
-/* ---- the dataset ---- */
+/* ---- the dataset: "keys" and "epochs", from the tree or from the body's text ---- */
 
-/* A key at label ("keys[3]"): a non-empty string of at most max_key_len bytes. */
-static sc_code check_key(const struct plan *p, json_t *v, const char *label, struct api_err *err)
+/*
+ * An array of entries ("keys", "epochs" or one of its lists): in jansson's tree, or the
+ * body's text that json_in_load_hollow() left out of the tree (a string costs nothing then
+ * until its key is copied into the arena).
+ */
+struct list {
+    json_t *tree;          /* the value in the tree, or NULL */
+    struct json_span text; /* else the array's text */
+};
+
+/* One entry of a list: a string, an inner list, or any other value. */
+struct entry {
+    const char *str; /* a string: its bytes (str_len of them); NULL otherwise */
+    size_t str_len;
+    bool is_list;
+    struct list sub; /* is_list: the inner array */
+    json_t *v;       /* neither: the value (a range object, or something refused) */
+    bool owned;      /* v was parsed from the text for this entry */
+};
+
+/* Walks a list's entries in order. */
+struct walk {
+    const struct list *l;
+    size_t i;                  /* tree: the next index */
+    struct json_scan_cursor c; /* text */
+    struct sc_buf scratch;     /* text: an escaped string's bytes */
+};
+
+static bool list_is_array(const struct list *l)
 {
-    if (!json_is_string(v))
+    return l->text.p != NULL || json_is_array(l->tree);
+}
+
+/* Entries of a list that is an array. */
+static size_t list_size(const struct list *l)
+{
+    return l->text.p != NULL ? json_scan_count(l->text) : json_array_size(l->tree);
+}
+
+static void walk_init(struct walk *w, const struct list *l)
+{
+    w->l = l;
+    w->i = 0;
+    w->scratch = SC_BUF_INIT;
+    if (l->text.p != NULL)
+        json_scan_cursor_init(&w->c, l->text);
+}
+
+static void walk_free(struct walk *w)
+{
+    sc_buf_free(&w->scratch);
+}
+
+/* Fills e from a value of the tree (owned by the tree). */
+static void entry_of_tree(json_t *v, struct entry *e)
+{
+    if (json_is_string(v)) {
+        e->str = json_string_value(v);
+        e->str_len = json_string_length(v);
+    } else if (json_is_array(v)) {
+        e->is_list = true;
+        e->sub = (struct list){v, {NULL, 0}};
+    } else {
+        e->v = v;
+    }
+}
+
+/* Fills e from an element of the text. @return SC_OK or SC_ENOMEM. */
+static sc_code entry_of_text(struct walk *w, const struct json_scan_elem *el, struct entry *e)
+{
+    if (el->kind == JSON_SCAN_STRING) {
+        e->str = json_scan_decode(el->text, &w->scratch, &e->str_len);
+        return e->str != NULL ? SC_OK : SC_ENOMEM;
+    }
+    if (el->kind == JSON_SCAN_ARRAY) {
+        e->is_list = true;
+        e->sub = (struct list){NULL, el->text};
+        return SC_OK;
+    }
+    e->v = json_scan_value(el->text);
+    e->owned = true;
+    return e->v != NULL ? SC_OK : SC_ENOMEM;
+}
+
+/* The next entry (entry_done() after use). @return SC_OK, SC_ENOTFOUND past the last, SC_ENOMEM. */
+static sc_code walk_next(struct walk *w, struct entry *e)
+{
+    struct json_scan_elem el;
+    *e = (struct entry){.str = NULL};
+    if (w->l->text.p == NULL) {
+        if (w->i >= json_array_size(w->l->tree))
+            return SC_ENOTFOUND;
+        entry_of_tree(json_array_get(w->l->tree, w->i++), e);
+        return SC_OK;
+    }
+    if (!json_scan_next(&w->c, &el))
+        return SC_ENOTFOUND;
+    return entry_of_text(w, &el, e);
+}
+
+static void entry_done(struct entry *e)
+{
+    if (e->owned)
+        json_decref(e->v);
+}
+
+/* Where an entry is: keys[i] (epoch NO_EPOCH) or epochs[epoch][i]; formatted on an error only. */
+struct where {
+    size_t epoch, i;
+};
+#define NO_EPOCH SIZE_MAX
+
+/* The label of w with suffix (".key", or ""), in buf (LABEL_MAX bytes). */
+static const char *label_of(const struct where *w, const char *suffix, char *buf)
+{
+    if (w->epoch == NO_EPOCH)
+        snprintf(buf, LABEL_MAX, "keys[%zu]%s", w->i, suffix);
+    else
+        snprintf(buf, LABEL_MAX, "epochs[%zu][%zu]%s", w->epoch, w->i, suffix);
+    return buf;
+}
+
+/*
+ * A key at w (suffix after its label): a non-empty string of at most max_key_len bytes;
+ * s NULL when the value is not a string.
+ */
+static sc_code check_key(const struct plan *p, const char *s, size_t len, const struct where *w,
+                         const char *suffix, struct api_err *err)
+{
+    char label[LABEL_MAX];
+    if (s == NULL)
         return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s must be a string (an object key)",
-                    label);
-    if (json_string_length(v) == 0)
-        return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s must not be empty", label);
-    if (json_string_length(v) > p->lim.max_key_len) {
-        api_err_set(err, API_INVALID_FIELD, "%s is %zu bytes; a key is at most %u bytes", label,
-                    json_string_length(v), p->lim.max_key_len);
+                    label_of(w, suffix, label));
+    if (len == 0)
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s must not be empty",
+                    label_of(w, suffix, label));
+    if (len > p->lim.max_key_len) {
+        api_err_set(err, API_INVALID_FIELD, "%s is %zu bytes; a key is at most %u bytes",
+                    label_of(w, suffix, label), len, p->lim.max_key_len);
         return SC_EINVAL;
     }
     return SC_OK;
@@ -414,31 +585,32 @@ static sc_code check_key(const struct plan *p, json_t *v, const char *label, str
 
 #define RANGE_FORM "a range is {\"key\", \"offset\", \"length\"}"
 
-/* Field name of a range object at label: present, and an integer in min..max. */
-static sc_code range_number(json_t *o, const char *label, const char *name, uint64_t min,
+/* Field name of the range object at w: present, and an integer in min..max. */
+static sc_code range_number(json_t *o, const struct where *w, const char *name, uint64_t min,
                             uint64_t max, uint64_t *out, struct api_err *err)
 {
+    char label[LABEL_MAX];
     json_t *v = json_object_get(o, name);
     if (v == NULL) {
-        api_err_set(err, API_MISSING_FIELD, "%s has no \"%s\" (" RANGE_FORM ")", label, name);
+        api_err_set(err, API_MISSING_FIELD, "%s has no \"%s\" (" RANGE_FORM ")",
+                    label_of(w, "", label), name);
         return SC_EINVAL;
     }
     if (!json_is_integer(v) || json_integer_value(v) < (json_int_t)min ||
         json_integer_value(v) > (json_int_t)max) {
-        api_err_set(err, API_INVALID_FIELD, "%s.%s must be an integer in %llu..%llu", label, name,
-                    (unsigned long long)min, (unsigned long long)max);
+        api_err_set(err, API_INVALID_FIELD, "%s.%s must be an integer in %llu..%llu",
+                    label_of(w, "", label), name, (unsigned long long)min, (unsigned long long)max);
         return SC_EINVAL;
     }
     *out = (uint64_t)json_integer_value(v);
     return SC_OK;
 }
 
-/* A range entry {"key", "offset", "length"} at label: *key its key, *r its bytes. */
-static sc_code read_range(const struct plan *p, json_t *o, const char *label, json_t **key,
-                          struct plan_range *r, struct api_err *err)
+/* Only "key", "offset" and "length" in the range object o at w. */
+static sc_code range_fields(json_t *o, const struct where *w, struct api_err *err)
 {
     char q[JSON_IN_EXCERPT_CAP];
-    char key_label[LABEL_MAX];
+    char label[LABEL_MAX];
     const char *name;
     json_t *v;
     json_object_foreach(o, name, v)
@@ -446,48 +618,62 @@ static sc_code read_range(const struct plan *p, json_t *o, const char *label, js
         if (strcmp(name, "key") != 0 && strcmp(name, "offset") != 0 &&
             strcmp(name, "length") != 0) {
             api_err_set(err, API_UNKNOWN_FIELD, "unknown field \"%s\" in %s (" RANGE_FORM ")",
-                        json_in_excerpt(q, sizeof(q), name, strlen(name)), label);
+                        json_in_excerpt(q, sizeof(q), name, strlen(name)), label_of(w, "", label));
             return SC_EINVAL;
         }
     }
-    *key = json_object_get(o, "key");
-    if (*key == NULL) {
-        api_err_set(err, API_MISSING_FIELD, "%s has no \"key\" (" RANGE_FORM ")", label);
+    return SC_OK;
+}
+
+/* A range entry {"key", "offset", "length"} at w: its key (*key, *len), *r its bytes. */
+static sc_code read_range(const struct plan *p, json_t *o, const struct where *w, const char **key,
+                          size_t *len, struct plan_range *r, struct api_err *err)
+{
+    char label[LABEL_MAX];
+    sc_code rc = range_fields(o, w, err);
+    if (rc != SC_OK)
+        return rc;
+    json_t *k = json_object_get(o, "key");
+    if (k == NULL) {
+        api_err_set(err, API_MISSING_FIELD, "%s has no \"key\" (" RANGE_FORM ")",
+                    label_of(w, "", label));
         return SC_EINVAL;
     }
-    snprintf(key_label, sizeof(key_label), "%s.key", label);
-    sc_code rc = check_key(p, *key, key_label, err);
+    *key = json_string_value(k);
+    *len = json_string_length(k);
+    rc = check_key(p, *key, *len, w, ".key", err);
     if (rc == SC_OK)
-        rc = range_number(o, label, "offset", 0, PLAN_MAX_OBJECT_SIZE - 1, &r->offset, err);
+        rc = range_number(o, w, "offset", 0, PLAN_MAX_OBJECT_SIZE - 1, &r->offset, err);
     if (rc == SC_OK)
-        rc = range_number(o, label, "length", 1, PLAN_MAX_OBJECT_SIZE, &r->length, err);
+        rc = range_number(o, w, "length", 1, PLAN_MAX_OBJECT_SIZE, &r->length, err);
     if (rc == SC_OK && r->length > PLAN_MAX_OBJECT_SIZE - r->offset) {
         api_err_set(err, API_INVALID_FIELD,
-                    "%s ends at byte %llu; an object is at most 5 TiB (%llu bytes)", label,
-                    (unsigned long long)(r->offset + r->length),
+                    "%s ends at byte %llu; an object is at most 5 TiB (%llu bytes)",
+                    label_of(w, "", label), (unsigned long long)(r->offset + r->length),
                     (unsigned long long)PLAN_MAX_OBJECT_SIZE);
         rc = SC_EINVAL;
     }
     return rc;
 }
 
-/* An entry at label: a key (*r whole, {0, 0}) or a range object. *key is its key string. */
-static sc_code read_entry(const struct plan *p, json_t *v, const char *label, json_t **key,
-                          struct plan_range *r, struct api_err *err)
+/* An entry at w: a key (*r whole, {0, 0}) or a range object; *key, *len its key's bytes. */
+static sc_code read_entry(const struct plan *p, const struct entry *e, const struct where *w,
+                          const char **key, size_t *len, struct plan_range *r, struct api_err *err)
 {
     *r = (struct plan_range){0, 0};
-    *key = v;
-    if (json_is_object(v))
-        return read_range(p, v, label, key, r, err);
-    return check_key(p, v, label, err);
+    *key = e->str;
+    *len = e->str_len;
+    if (json_is_object(e->v))
+        return read_range(p, e->v, w, key, len, r, err);
+    return check_key(p, e->str, e->str_len, w, "", err); /* a list, a number...: not a key */
 }
 
 /* keys[i] repeats dataset item idx: the error, naming the range when it has one. */
-static sc_code repeated(struct api_err *err, size_t i, json_t *key, const struct plan_range *r,
-                        uint32_t idx)
+static sc_code repeated(struct api_err *err, size_t i, const char *key, size_t len,
+                        const struct plan_range *r, uint32_t idx)
 {
     char q[JSON_IN_EXCERPT_CAP];
-    json_in_excerpt(q, sizeof(q), json_string_value(key), json_string_length(key));
+    json_in_excerpt(q, sizeof(q), key, len);
     if (r->length == 0)
         api_err_set(err, API_INVALID_FIELD,
                     "keys[%zu] (\"%s\") repeats keys[%" PRIu32
@@ -501,13 +687,28 @@ static sc_code repeated(struct api_err *err, size_t i, json_t *key, const struct
     return SC_EINVAL;
 }
 
-static sc_code parse_keys(struct plan *p, json_t *arr, struct api_err *err)
+/*
+ * Reads the entry at w and finds or adds its item. @param[out] idx, added as item_add.
+ * @param[out] key, len its key's bytes (valid until entry_done).
+ */
+static sc_code add_entry(struct plan *p, struct itemsets *sets, const struct entry *e,
+                         const struct where *w, uint32_t *idx, bool *added, const char **key,
+                         size_t *len, struct plan_range *r, struct api_err *err)
 {
-    struct itemsets sets = {{NULL, 0}, {NULL, 0}};
-    size_t cnt = json_array_size(arr);
-    char label[LABEL_MAX];
-    sc_code rc = SC_EINVAL;
-    if (!json_is_array(arr) || cnt == 0)
+    sc_code rc = read_entry(p, e, w, key, len, r, err);
+    if (rc == SC_OK)
+        rc = item_add(sets, p, *key, *len, r, idx, added);
+    return rc == SC_ETOOBIG ? arena_full(p, err) : rc;
+}
+
+static sc_code parse_keys(struct plan *p, const struct list *l, struct api_err *err)
+{
+    struct itemsets sets = {{NULL, 0}, {NULL, 0}, 0};
+    struct walk w;
+    struct entry e;
+    size_t cnt = list_is_array(l) ? list_size(l) : 0;
+    sc_code rc = SC_ENOMEM;
+    if (cnt == 0)
         return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s",
                     "field \"keys\" must be a non-empty array of keys");
     if (cnt > p->lim.max_keys) {
@@ -517,37 +718,40 @@ static sc_code parse_keys(struct plan *p, json_t *arr, struct api_err *err)
     }
     p->off = malloc(cnt * sizeof(*p->off)); /* exactly one offset per item */
     if (p->off == NULL || itemsets_init(&sets, cnt) != SC_OK) {
-        rc = SC_ENOMEM;
-        goto out;
+        itemsets_free(&sets);
+        return SC_ENOMEM;
     }
     p->off_cap = (uint32_t)cnt;
-    for (size_t i = 0; i < cnt; i++) {
-        json_t *key;
+    walk_init(&w, l);
+    for (size_t i = 0; (rc = walk_next(&w, &e)) == SC_OK; i++) {
+        struct where at = {NO_EPOCH, i};
         struct plan_range r;
+        const char *key;
+        size_t len;
         uint32_t idx;
         bool added;
-        snprintf(label, sizeof(label), "keys[%zu]", i);
-        rc = read_entry(p, json_array_get(arr, i), label, &key, &r, err);
-        if (rc == SC_OK)
-            rc = item_add(&sets, p, json_string_value(key), json_string_length(key), &r, &idx,
-                          &added);
+        rc = add_entry(p, &sets, &e, &at, &idx, &added, &key, &len, &r, err);
         if (rc == SC_OK && !added)
-            rc = repeated(err, i, key, &r, idx);
+            rc = repeated(err, i, key, len, &r, idx);
+        entry_done(&e);
         if (rc != SC_OK)
-            goto out;
+            break;
     }
-    rc = SC_OK;
-out:
+    walk_free(&w);
     itemsets_free(&sets);
-    return rc;
+    return rc == SC_ENOTFOUND ? SC_OK : rc;
 }
 
 /* Checks the shape of "epochs" and counts its keys. */
-static sc_code count_epochs(const struct plan *p, json_t *arr, uint64_t *total, struct api_err *err)
+static sc_code count_epochs(const struct plan *p, const struct list *l, uint64_t *total,
+                            struct api_err *err)
 {
-    size_t ne = json_array_size(arr);
+    size_t ne = list_is_array(l) ? list_size(l) : 0;
+    struct walk w;
+    struct entry ep;
+    sc_code rc;
     *total = 0;
-    if (!json_is_array(arr) || ne == 0)
+    if (ne == 0)
         return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s",
                     "field \"epochs\" must be a non-empty array of epochs (arrays of keys)");
     if (ne > p->lim.max_epochs) {
@@ -555,14 +759,20 @@ static sc_code count_epochs(const struct plan *p, json_t *arr, uint64_t *total, 
                     p->lim.max_epochs);
         return SC_EINVAL;
     }
-    for (size_t e = 0; e < ne; e++) {
-        json_t *ep = json_array_get(arr, e);
-        if (!json_is_array(ep) || json_array_size(ep) == 0) {
+    walk_init(&w, l);
+    for (size_t e = 0; (rc = walk_next(&w, &ep)) == SC_OK; e++) {
+        size_t n = ep.is_list ? list_size(&ep.sub) : 0;
+        entry_done(&ep);
+        if (n == 0) {
             api_err_set(err, API_INVALID_FIELD, "epochs[%zu] must be a non-empty array of keys", e);
-            return SC_EINVAL;
+            rc = SC_EINVAL;
+            break;
         }
-        *total += json_array_size(ep);
+        *total += n;
     }
+    walk_free(&w);
+    if (rc != SC_ENOTFOUND)
+        return rc;
     if (*total > p->lim.max_keys) {
         api_err_set(err, API_TOO_LARGE, "field \"epochs\" holds %" PRIu64 " keys; the limit is %u",
                     *total, p->lim.max_keys);
@@ -576,50 +786,69 @@ static sc_code count_epochs(const struct plan *p, json_t *arr, uint64_t *total, 
     return SC_OK;
 }
 
-static sc_code parse_epochs(struct plan *p, json_t *arr, struct api_err *err)
+/* The entries of epochs[e] (an array) into p->acc from *pos on. */
+static sc_code parse_epoch(struct plan *p, struct itemsets *sets, const struct list *l, size_t e,
+                           uint64_t *pos, struct api_err *err)
 {
-    struct itemsets sets = {{NULL, 0}, {NULL, 0}};
-    char label[LABEL_MAX];
+    struct walk w;
+    struct entry en;
+    sc_code rc;
+    walk_init(&w, l);
+    for (size_t i = 0; (rc = walk_next(&w, &en)) == SC_OK; i++) {
+        struct where at = {e, i};
+        struct plan_range r;
+        const char *key;
+        size_t len;
+        bool added;
+        rc = add_entry(p, sets, &en, &at, &p->acc[*pos], &added, &key, &len, &r, err);
+        entry_done(&en);
+        if (rc != SC_OK)
+            break;
+        (*pos)++;
+    }
+    walk_free(&w);
+    return rc == SC_ENOTFOUND ? SC_OK : rc;
+}
+
+static sc_code parse_epochs(struct plan *p, const struct list *l, struct api_err *err)
+{
+    struct itemsets sets = {{NULL, 0}, {NULL, 0}, 0};
+    struct walk w;
+    struct entry ep;
     uint64_t total, pos = 0;
-    size_t ne = json_array_size(arr);
-    sc_code rc = count_epochs(p, arr, &total, err);
+    size_t e = 0;
+    sc_code rc = count_epochs(p, l, &total, err);
     if (rc != SC_OK)
         return rc;
-    rc = SC_ENOMEM;
+    size_t ne = list_size(l);
     p->acc = malloc(total * sizeof(*p->acc));
     p->ep_start = malloc((ne + 1) * sizeof(*p->ep_start));
-    if (p->acc == NULL || p->ep_start == NULL || itemsets_init(&sets, total) != SC_OK)
-        goto out;
-    for (size_t e = 0; e < ne; e++) {
-        json_t *ep = json_array_get(arr, e);
-        p->ep_start[e] = pos;
-        for (size_t i = 0; i < json_array_size(ep); i++) {
-            json_t *key;
-            struct plan_range r;
-            bool added;
-            snprintf(label, sizeof(label), "epochs[%zu][%zu]", e, i);
-            rc = read_entry(p, json_array_get(ep, i), label, &key, &r, err);
-            if (rc == SC_OK)
-                rc = item_add(&sets, p, json_string_value(key), json_string_length(key), &r,
-                              &p->acc[pos], &added);
-            if (rc != SC_OK)
-                goto out;
-            pos++;
-        }
+    if (p->acc == NULL || p->ep_start == NULL || itemsets_init(&sets, total) != SC_OK) {
+        itemsets_free(&sets);
+        return SC_ENOMEM;
     }
+    walk_init(&w, l);
+    while ((rc = walk_next(&w, &ep)) == SC_OK) {
+        p->ep_start[e++] = pos;
+        rc = parse_epoch(p, &sets, &ep.sub, e - 1, &pos, err);
+        entry_done(&ep);
+        if (rc != SC_OK)
+            break;
+    }
+    walk_free(&w);
+    itemsets_free(&sets);
+    if (rc != SC_ENOTFOUND)
+        return rc;
     p->ep_start[ne] = pos;
     p->prm.num_epochs = (uint32_t)ne;
     p->accesses = pos;
-    rc = SC_OK;
-out:
-    itemsets_free(&sets);
-    return rc;
+    return SC_OK;
 }
 
 /* Gives back the unused tail of the arena, offsets and ranges (a large plan lives long). */
 static void shrink(struct plan *p)
 {
-    uint64_t *o = p->n ? realloc(p->off, (size_t)p->n * sizeof(*o)) : NULL;
+    uint32_t *o = p->n ? realloc(p->off, (size_t)p->n * sizeof(*o)) : NULL;
     struct plan_range *r = p->n && p->rng ? realloc(p->rng, (size_t)p->n * sizeof(*r)) : NULL;
     sc_buf_shrink(&p->arena);
     if (o != NULL)
@@ -629,9 +858,23 @@ static void shrink(struct plan *p)
     p->off_cap = p->n; /* at most what each holds now; nothing is added after this */
 }
 
-static sc_code parse_root(struct plan *p, json_t *root, struct api_err *err)
+/* The tree's value of "keys" or "epochs", or its text when the load left it out. */
+static struct list list_of(json_t *root, const char *name, struct json_span text)
+{
+    return text.p != NULL ? (struct list){NULL, text}
+                          : (struct list){json_object_get(root, name), {NULL, 0}};
+}
+
+/* The forms whose arrays plan_parse() reads from the text (see hollowed[] at the top). */
+enum { HOLLOW_KEYS, HOLLOW_EPOCHS, HOLLOW_COUNT };
+static const char *const hollowed[HOLLOW_COUNT] = {"keys", "epochs"};
+
+static sc_code parse_root(struct plan *p, json_t *root, const struct json_span *spans,
+                          struct api_err *err)
 {
     sc_code rc;
+    struct list keys = list_of(root, "keys", spans[HOLLOW_KEYS]);
+    struct list epochs = list_of(root, "epochs", spans[HOLLOW_EPOCHS]);
     if (!json_is_object(root))
         return fail(err, API_INVALID_JSON, SC_EINVAL, "%s", "the body must be a JSON object");
     rc = check_fields(root, err);
@@ -646,9 +889,9 @@ static sc_code parse_root(struct plan *p, json_t *root, struct api_err *err)
     if (p->prm.form == PLAN_FORM_PREFIX)
         return SC_OK; /* the dataset comes from the listing */
     if (p->prm.form == PLAN_FORM_KEYS)
-        rc = parse_keys(p, json_object_get(root, "keys"), err);
+        rc = parse_keys(p, &keys, err);
     else
-        rc = parse_epochs(p, json_object_get(root, "epochs"), err);
+        rc = parse_epochs(p, &epochs, err);
     if (rc == SC_OK && p->prm.form == PLAN_FORM_KEYS)
         rc = plan_derive(p, err);
     if (rc == SC_OK) {
@@ -666,6 +909,8 @@ static void set_defaults(struct plan *p, const struct plan_limits *lim)
         plan_limits_default(&p->lim);
     if (p->lim.max_keys > PLAN_KEYS_CAP)
         p->lim.max_keys = PLAN_KEYS_CAP;
+    if (p->lim.max_arena == 0 || p->lim.max_arena > PLAN_MAX_ARENA)
+        p->lim.max_arena = PLAN_MAX_ARENA;
     p->prm.prefetch = true;
     p->prm.num_epochs = 1;
     p->prm.world_size = 1;
@@ -675,15 +920,20 @@ sc_code plan_parse(const char *body, size_t len, const struct plan_limits *lim, 
                    struct api_err *err)
 {
     json_t *root = NULL;
+    struct json_span spans[HOLLOW_COUNT] = {{NULL, 0}, {NULL, 0}};
     struct plan *p = calloc(1, sizeof(*p));
     sc_code rc = SC_ENOMEM;
     *out = NULL;
     if (p == NULL)
         goto out;
     set_defaults(p, lim);
-    rc = json_in_load(body, len, p->lim.max_body, p->lim.max_depth, &root, err);
+    if (p->lim.whole_tree)
+        rc = json_in_load(body, len, p->lim.max_body, p->lim.max_depth, &root, err);
+    else
+        rc = json_in_load_hollow(body, len, p->lim.max_body, p->lim.max_depth, hollowed,
+                                 HOLLOW_COUNT, spans, &root, err);
     if (rc == SC_OK)
-        rc = parse_root(p, root, err);
+        rc = parse_root(p, root, spans, err);
     if (rc != SC_OK)
         goto out;
     p->prm.bucket = p->bucket;
@@ -733,13 +983,14 @@ sc_code plan_dataset_append(struct plan *p, const char *key, size_t len, struct 
                     p->lim.max_keys);
         return SC_ETOOBIG;
     }
-    return plan_arena_push(p, key, len);
+    sc_code rc = plan_arena_push(p, key, len);
+    return rc == SC_ETOOBIG ? arena_full(p, err) : rc;
 }
 
 static int cmp_keys(const void *a, const void *b, void *arena)
 {
-    return strcmp((const char *)arena + *(const uint64_t *)a,
-                  (const char *)arena + *(const uint64_t *)b);
+    return strcmp((const char *)arena + *(const uint32_t *)a,
+                  (const char *)arena + *(const uint32_t *)b);
 }
 
 /* Sorts the offsets by key bytes (listing pages are already in order) and drops repeats. */

@@ -62,6 +62,9 @@
 #define PLAN_MAX_DEPTH       8u                  /* JSON nesting (a manifest needs up to 4) */
 #define PLAN_MAX_OBJECT_SIZE (5ull << 40)        /* S3's largest object: a range ends within it */
 #define PLAN_KEYS_CAP        (UINT32_MAX - 1u)   /* hard cap on max_keys: indices are uint32_t */
+#define PLAN_MAX_ARENA                                                                             \
+    UINT32_MAX /* bytes of the distinct keys, a NUL after each: the                                \
+                  plan keeps 32-bit offsets into them */
 
 /* Limits applied by plan_parse() and plan_dataset_append(); tests pass small ones. */
 struct plan_limits {
@@ -72,6 +75,11 @@ struct plan_limits {
     uint64_t max_accesses; /* TooLarge above (a future costs ~16 bytes per access) */
     uint32_t max_name;     /* InvalidField above */
     uint32_t max_depth;    /* InvalidJSON above */
+    uint64_t max_arena;    /* bytes of the distinct keys, a NUL after each: TooLarge above;
+                              0 or above PLAN_MAX_ARENA is PLAN_MAX_ARENA */
+    bool whole_tree;       /* not a limit: parse "keys" and "epochs" through jansson's tree as well
+                              (~100 more bytes per key while parsing, and slower), the reference
+                              the default reading of their text is tested against */
 };
 
 /* @brief Fills l with the PLAN_MAX_* defaults. Cannot fail. */

@@ -20,8 +20,8 @@ struct plan {
      * arena.len); items naming one key share its string. rng[i] is item i's byte range
      * (length 0: the whole object), allocated with off's capacity once an item has a range.
      */
-    struct sc_buf arena;
-    uint64_t *off;
+    struct sc_buf arena; /* at most PLAN_MAX_ARENA bytes: offsets are 32-bit */
+    uint32_t *off;
     struct plan_range *rng;
     uint32_t n, off_cap;
     bool ready;
@@ -34,7 +34,10 @@ struct plan {
     uint64_t accesses;  /* this rank's accesses over all epochs */
 };
 
-/* Appends key[0..len) to the dataset as index p->n, a whole object. @return SC_OK or SC_ENOMEM. */
+/*
+ * Appends key[0..len) to the dataset as index p->n, a whole object.
+ * @return SC_OK, SC_ENOMEM, SC_ETOOBIG (the keys pass PLAN_MAX_ARENA bytes).
+ */
 sc_code plan_arena_push(struct plan *p, const char *key, size_t len);
 
 /*

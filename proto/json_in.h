@@ -12,6 +12,7 @@
 
 #include "../common/sc_err.h"
 #include "api_err.h"
+#include "json_scan.h"
 
 /*
  * @brief Parses body[0..len) as one JSON value.
@@ -26,6 +27,22 @@
  */
 sc_code json_in_load(const char *body, size_t len, size_t max_body, unsigned max_depth,
                      json_t **out, struct api_err *err);
+
+/*
+ * @brief json_in_load() without the largest part of the tree: each member of the top-level
+ * object named in names[0..n) whose value is an array stands in *out as an empty array, and
+ * spans[k] is that array's text in body (json_scan.h walks it). The arrays are checked exactly
+ * as jansson would check them, and every error (code and message, jansson's wording, line and
+ * column) is json_in_load()'s.
+ * @param[out] spans n entries; spans[k].p is NULL when names[k] is absent or not an array, or
+ *             when the body could not be read ahead (then *out holds the array itself).
+ * @return as json_in_load().
+ * @note Costs two reads of the arrays' bytes and no memory per element. An invalid body is
+ *       loaded whole to report its error, as json_in_load() does.
+ */
+sc_code json_in_load_hollow(const char *body, size_t len, size_t max_body, unsigned max_depth,
+                            const char *const *names, size_t n, struct json_span *spans,
+                            json_t **out, struct api_err *err);
 
 /*
  * @brief Copies s[0..len) into buf for quoting in an error message: cut to at
