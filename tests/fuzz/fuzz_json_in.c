@@ -10,7 +10,8 @@
  * NULL with an error message. An excerpt of any bytes is at most 64 bytes
  * plus "...", holds only printable ASCII and whole UTF-8 sequences, is the
  * input itself when that is short clean text, and never overflows a small
- * buffer.
+ * buffer. json_in_load_hollow() agrees with json_in_load() on every body: the same error
+ * word for word, or the same tree once the arrays it left out are put back.
  */
 #include <stdbool.h>
 
@@ -85,6 +86,39 @@ static void check_excerpt(const char *s, size_t len)
     }
 }
 
+/*
+ * The hollow load agrees with the whole one: the same result and error word for word, and
+ * the hollow tree with each left-out array put back (parsed by jansson from its span) is the
+ * whole tree.
+ */
+static void check_hollow(const char *body, size_t len, unsigned max_depth, sc_code rc_whole,
+                         json_t *whole, const struct api_err *want)
+{
+    static const char *const names[] = {"keys", "epochs"};
+    struct json_span spans[2];
+    struct api_err err = {0};
+    json_t *out = (json_t *)1;
+    sc_code rc = json_in_load_hollow(body, len, 64 * 1024, max_depth, names, 2, spans, &out, &err);
+    FZ_CHECK(rc == rc_whole);
+    if (rc != SC_OK) {
+        FZ_CHECK(out == NULL && spans[0].p == NULL && spans[1].p == NULL);
+        FZ_CHECK(err.code == want->code && strcmp(err.message, want->message) == 0);
+        return;
+    }
+    for (size_t k = 0; k < 2; k++) {
+        if (spans[k].p == NULL)
+            continue;
+        FZ_CHECK(spans[k].p >= body && spans[k].p + spans[k].len <= body + len);
+        json_t *hole = json_object_get(out, names[k]);
+        FZ_CHECK(json_is_array(hole) && json_array_size(hole) == 0);
+        json_t *a = json_loadb(spans[k].p, spans[k].len, JSON_REJECT_DUPLICATES, NULL);
+        FZ_CHECK(a != NULL && json_scan_count(spans[k]) == json_array_size(a));
+        FZ_CHECK(json_object_set_new(out, names[k], a) == 0);
+    }
+    FZ_CHECK(json_equal(out, whole));
+    json_decref(out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
@@ -97,6 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     sc_code rc = json_in_load(body, len, 64 * 1024, max_depth, &out, &err);
     json_t *ref = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+    check_hollow(body, len, max_depth, rc, out, &err);
     if (rc == SC_OK) {
         FZ_CHECK(out != NULL && ref != NULL && json_equal(out, ref));
         FZ_CHECK(depth(out) <= max_depth);

@@ -16,7 +16,9 @@
  * 5 TiB and plan_has_ranges() says whether there is one; keys plans keep the
  * given order, epochs plans the given lists (key and range); an unshuffled
  * single rank reads 0..n-1; a shuffled epoch is a permutation; the JSON replies
- * hold the same counts, and "ranges" beside "keys" exactly when there are ranges.
+ * hold the same counts, and "ranges" beside "keys" exactly when there are ranges. The body
+ * read through jansson's whole tree (plan_limits.whole_tree, the reference) gives the same
+ * error word for word, or the same plan, as the default reading of its arrays from the text.
  */
 #include <stdbool.h>
 
@@ -215,6 +217,57 @@ static void check_json(const struct plan *p)
     FZ_CHECK(plan_order_json(p, "m1", plan_epochs(p)) == NULL);
 }
 
+/* Two plans of one body hold the same items, epochs and orders. */
+static void check_same_plan(const struct plan *a, const struct plan *b)
+{
+    FZ_CHECK(plan_ready(a) == plan_ready(b) && plan_objects(a) == plan_objects(b));
+    FZ_CHECK(plan_epochs(a) == plan_epochs(b) && plan_accesses(a) == plan_accesses(b));
+    FZ_CHECK(plan_has_ranges(a) == plan_has_ranges(b));
+    const struct plan_params *pa = plan_params(a), *pb = plan_params(b);
+    FZ_CHECK(pa->form == pb->form && strcmp(pa->bucket, pb->bucket) == 0);
+    FZ_CHECK((pa->name == NULL) == (pb->name == NULL));
+    FZ_CHECK(pa->name == NULL || strcmp(pa->name, pb->name) == 0);
+    FZ_CHECK(pa->num_epochs == pb->num_epochs && pa->shuffle == pb->shuffle);
+    FZ_CHECK(pa->seed == pb->seed && pa->world_size == pb->world_size && pa->rank == pb->rank);
+    FZ_CHECK(pa->drop_last == pb->drop_last && pa->prefetch == pb->prefetch);
+    for (uint32_t i = 0; i < plan_objects(a); i++) {
+        struct plan_range ra, rb;
+        FZ_CHECK(strcmp(plan_key(a, i), plan_key(b, i)) == 0);
+        FZ_CHECK(plan_item_range(a, i, &ra) == plan_item_range(b, i, &rb));
+        FZ_CHECK(ra.offset == rb.offset && ra.length == rb.length);
+    }
+    for (uint32_t e = 0; plan_ready(a) && e < plan_epochs(a); e++) {
+        uint32_t *oa = NULL, *ob = NULL;
+        uint64_t na = 0, nb = 0;
+        FZ_CHECK(plan_epoch_order(a, e, &oa, &na) == SC_OK);
+        FZ_CHECK(plan_epoch_order(b, e, &ob, &nb) == SC_OK && na == nb);
+        FZ_CHECK(na == 0 || memcmp(oa, ob, na * sizeof(*oa)) == 0);
+        free(oa);
+        free(ob);
+    }
+}
+
+/*
+ * The body read through jansson's whole tree (the reference) gives the same result as the
+ * default reading of "keys" and "epochs" from the text: the same error word for word, or
+ * the same plan.
+ */
+static void check_same_as_tree(const char *body, size_t blen, sc_code rc, const struct plan *p,
+                               const struct api_err *err)
+{
+    struct plan_limits tree = limits;
+    struct plan *t = NULL;
+    struct api_err terr = {0};
+    tree.whole_tree = true;
+    FZ_CHECK(plan_parse(body, blen, &tree, &t, &terr) == rc);
+    if (rc != SC_OK) {
+        FZ_CHECK(terr.code == err->code && strcmp(terr.message, err->message) == 0);
+        return;
+    }
+    check_same_plan(p, t);
+    plan_free(t);
+}
+
 /* Feeds the listing to a prefix plan; returns false when the plan cannot become ready. */
 static bool list_prefix(struct plan *p, const char *keys, size_t len)
 {
@@ -256,6 +309,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct api_err err = {0};
 
     sc_code rc = plan_parse(body, blen, &limits, &p, &err);
+    if (rc != SC_ENOMEM)
+        check_same_as_tree(body, blen, rc, p, &err);
     if (rc != SC_OK) {
         check_error(rc, p, &err);
         goto out;

@@ -972,6 +972,183 @@ static void order_json_shows_each_access_range(void **state)
     plan_free(p);
 }
 
+/* ---- "keys" and "epochs" read from the body's text, against jansson's whole tree ---- */
+
+static uint64_t mix_next(uint64_t *state)
+{
+    return ref_next(state);
+}
+
+static void assert_same_plan(const struct plan *a, const struct plan *b)
+{
+    const struct plan_params *pa = plan_params(a), *pb = plan_params(b);
+    assert_int_equal(pa->form, pb->form);
+    assert_string_equal(pa->bucket, pb->bucket);
+    assert_int_equal(pa->num_epochs, pb->num_epochs);
+    assert_int_equal(pa->world_size, pb->world_size);
+    assert_int_equal(plan_objects(a), plan_objects(b));
+    assert_int_equal(plan_accesses(a), plan_accesses(b));
+    assert_int_equal(plan_has_ranges(a), plan_has_ranges(b));
+    for (uint32_t i = 0; i < plan_objects(a); i++) {
+        struct plan_range ra, rb;
+        assert_string_equal(plan_key(a, i), plan_key(b, i));
+        assert_int_equal(plan_item_range(a, i, &ra), plan_item_range(b, i, &rb));
+        assert_int_equal(ra.offset, rb.offset);
+        assert_int_equal(ra.length, rb.length);
+    }
+    for (uint32_t e = 0; e < plan_epochs(a); e++) {
+        uint32_t *order;
+        uint64_t n;
+        assert_int_equal(plan_epoch_order(b, e, &order, &n), SC_OK);
+        assert_order(a, e, order, n);
+        free(order);
+    }
+}
+
+/* body[0..len) gives the same plan, or the same error word for word, from the text and the
+ * tree. @return whether it was accepted. */
+static bool same_as_tree(const char *body, size_t len, const struct plan_limits *lim)
+{
+    struct plan_limits tree = *lim;
+    struct plan *p = NULL, *t = NULL;
+    struct api_err err = {API_OK, ""}, terr = {API_OK, ""};
+    tree.whole_tree = true;
+    sc_code rc = plan_parse(body, len, lim, &p, &err);
+    assert_int_equal(plan_parse(body, len, &tree, &t, &terr), rc);
+    if (rc != SC_OK) {
+        assert_string_equal(api_err_name(err.code), api_err_name(terr.code));
+        assert_string_equal(err.message, terr.message);
+        return false;
+    }
+    if (plan_ready(p))
+        assert_same_plan(p, t);
+    plan_free(p);
+    plan_free(t);
+    return true;
+}
+
+/* Bytes a mutation puts in: JSON's own, a manifest's, and some that break UTF-8. */
+static const char mutations[] = "\"\\[]{},:0123 \n1ukeyofstlngh-.e\x00\x01\x7f\x80\xc3\xe2\xed\xff";
+
+static void keys_and_epochs_read_from_the_text_match_the_tree(void **state)
+{
+    static const char *const seeds[] = {
+        "{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\\u00e9\",{\"key\":\"c\",\"offset\":0,\"length\":1}"
+        ","
+        "{\"key\":\"a\",\"offset\":2,\"length\":3}],\"num_epochs\":2,\"shuffle\":true}",
+        "{\"bucket\":\"b00\",\"epochs\":[[\"a\",\"b\"],[\"b\",{\"key\":\"a\",\"offset\":0,"
+        "\"length\":9}],[\"\\u0061\"]]}",
+        "{\"bucket\":\"b00\",\"keys\":[\"x\",\"y\",\"x\"]}",
+        "{\"keys\":[\"k1\",\"k2\",\"k3\"],\"world_size\":2,\"rank\":1,\"bucket\":\"b00\"}",
+    };
+    struct plan_limits lim, small;
+    char buf[200];
+    uint64_t rnd = 3;
+    int accepted = 0;
+    plan_limits_default(&lim);
+    small = lim;
+    small.max_keys = 3;
+    small.max_key_len = 2;
+    small.max_arena = 6;
+    for (int i = 0; i < 100000; i++) {
+        const char *seed = seeds[i % 4];
+        size_t n = strlen(seed);
+        memcpy(buf, seed, n);
+        for (int m = 0, edits = (int)(mix_next(&rnd) % 3); m < edits; m++) {
+            size_t at = mix_next(&rnd) % (n + 1);
+            char c = mutations[mix_next(&rnd) % (sizeof(mutations) - 1)];
+            int op = (int)(mix_next(&rnd) % 3);
+            if (op == 0 && at < n) {
+                buf[at] = c;
+            } else if (op == 1 && n + 1 < sizeof(buf)) {
+                memmove(buf + at + 1, buf + at, n - at);
+                buf[at] = c;
+                n++;
+            } else if (at < n) {
+                memmove(buf + at, buf + at + 1, n - at - 1);
+                n--;
+            }
+        }
+        char *body = malloc(n ? n : 1); /* exactly its size, for ASan */
+        memcpy(body, buf, n);
+        accepted += same_as_tree(body, n, i % 5 == 0 ? &small : &lim);
+        free(body);
+    }
+    assert_true(accepted > 10000); /* the mutations left plenty of plans to compare */
+}
+
+static void escaped_keys_are_decoded_and_compared_by_value(void **state)
+{
+    struct plan *p =
+        parse_ok("{\"bucket\":\"b00\",\"keys\":[\"a\\u00e9\\\"\\n\",\"\\ud83d\\ude00\",\"\\/x\"]}");
+    assert_string_equal(plan_key(p, 0), "a\xc3\xa9\"\n");
+    assert_string_equal(plan_key(p, 1), "\xf0\x9f\x98\x80");
+    assert_string_equal(plan_key(p, 2), "/x");
+    plan_free(p);
+    refused("{\"bucket\":\"b00\",\"keys\":[\"ab\",\"\\u0061b\"]}", API_INVALID_FIELD,
+            "keys[1] (\"ab\") repeats keys[0]; the keys of a dataset must be unique");
+    p = parse_ok("{\"bucket\":\"b00\",\"epochs\":[[\"a\",\"\\u0061\"]]}");
+    assert_int_equal(plan_objects(p), 1);
+    plan_free(p);
+}
+
+static void repeats_are_found_before_and_after_the_first_range(void **state)
+{
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\",{\"key\":\"a\",\"offset\":0,\"length\":1},"
+            "\"b\"]}",
+            API_INVALID_FIELD,
+            "keys[3] (\"b\") repeats keys[1]; the keys of a dataset must be unique");
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\",{\"key\":\"a\",\"offset\":0,\"length\":1},"
+            "{\"key\":\"a\",\"offset\":0,\"length\":1}]}",
+            API_INVALID_FIELD,
+            "keys[2] (\"a\", offset 0, length 1) repeats keys[1]; the entries of a dataset "
+            "must be unique");
+    struct plan *p = parse_ok("{\"bucket\":\"b00\",\"epochs\":[[\"a\",\"b\",\"a\",{\"key\":\"b\","
+                              "\"offset\":0,\"length\":1},\"b\",\"a\",{\"key\":\"b\",\"offset\":0,"
+                              "\"length\":1}]]}");
+    static const uint32_t order[] = {0, 1, 0, 2, 1, 0, 2};
+    assert_int_equal(plan_objects(p), 3);
+    assert_order(p, 0, order, 7);
+    plan_free(p);
+}
+
+static void keys_over_the_arena_limit_are_too_large(void **state)
+{
+    struct plan_limits lim;
+    struct api_err err;
+    plan_limits_default(&lim);
+    assert_int_equal(lim.max_arena, PLAN_MAX_ARENA);
+    assert_int_equal(PLAN_MAX_ARENA, UINT32_MAX);
+    lim.max_arena = 10; /* "abcd" and "efgh", a NUL after each */
+    struct plan *p = NULL;
+    const char *body = "{\"bucket\":\"b00\",\"keys\":[\"abcd\",\"efgh\",{\"key\":\"abcd\","
+                       "\"offset\":0,\"length\":1}]}";
+    assert_int_equal(plan_parse(body, strlen(body), &lim, &p, NULL), SC_OK);
+    assert_int_equal(plan_objects(p), 3);
+    plan_free(p);
+    refused_with("{\"bucket\":\"b00\",\"keys\":[\"abcd\",\"efgh\",\"i\"]}", &lim, SC_ETOOBIG,
+                 API_TOO_LARGE,
+                 "the keys of the plan take more than 10 bytes together (a NUL after each); the "
+                 "limit is 10");
+    refused_with("{\"bucket\":\"b00\",\"epochs\":[[\"abcdefghijk\"]]}", &lim, SC_ETOOBIG,
+                 API_TOO_LARGE,
+                 "the keys of the plan take more than 10 bytes together (a NUL after each); the "
+                 "limit is 10");
+    body = "{\"bucket\":\"b00\",\"prefix\":\"\"}";
+    assert_int_equal(plan_parse(body, strlen(body), &lim, &p, NULL), SC_OK);
+    assert_int_equal(plan_dataset_append(p, "abcd", 4, &err), SC_OK);
+    assert_int_equal(plan_dataset_append(p, "efgh", 4, &err), SC_OK);
+    assert_int_equal(plan_dataset_append(p, "i", 1, &err), SC_ETOOBIG);
+    assert_string_equal(api_err_name(err.code), "TooLarge");
+    assert_int_equal(plan_dataset_finish(p, &err), SC_OK);
+    assert_int_equal(plan_objects(p), 2);
+    plan_free(p);
+    lim.max_arena = 0; /* the default */
+    assert_int_equal(plan_parse(body, strlen(body), &lim, &p, NULL), SC_OK);
+    assert_int_equal(plan_dataset_append(p, "abcdefghijklmnop", 16, &err), SC_OK);
+    plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1011,6 +1188,10 @@ int main(void)
         cmocka_unit_test(entries_count_against_the_keys_limit),
         cmocka_unit_test(many_ranges_of_one_key_keep_their_bytes),
         cmocka_unit_test(order_json_shows_each_access_range),
+        cmocka_unit_test(keys_and_epochs_read_from_the_text_match_the_tree),
+        cmocka_unit_test(escaped_keys_are_decoded_and_compared_by_value),
+        cmocka_unit_test(repeats_are_found_before_and_after_the_first_range),
+        cmocka_unit_test(keys_over_the_arena_limit_are_too_large),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
