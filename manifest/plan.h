@@ -33,8 +33,10 @@
  * The future is this rank's epochs concatenated: plan_accesses() positions.
  *
  * Dataset indices are uint32_t: a plan holds at most PLAN_KEYS_CAP items.
- * Keys live in one arena of NUL-terminated strings (one per distinct key) plus
- * one offset per item; the ranges, 16 bytes per item, only once an item has one.
+ * Keys live in one arena of NUL-terminated strings (one per distinct key, at most
+ * PLAN_MAX_ARENA bytes together) plus one 32-bit offset per item; the ranges, 16 bytes per
+ * item, only once an item has one. "keys" and "epochs" are read from the body's text, not
+ * through a jansson tree (proto/json_scan.h): parsing costs about the plan itself.
  *
  * Lifetime: plan_parse() creates, plan_free() frees. Not thread-safe while
  * being filled (append/finish); after that, every const function may be called
@@ -72,7 +74,7 @@ struct plan_limits {
     uint32_t max_keys;     /* entries: TooLarge above; at most PLAN_KEYS_CAP */
     uint32_t max_key_len;  /* InvalidField above */
     uint32_t max_epochs;   /* InvalidField above */
-    uint64_t max_accesses; /* TooLarge above (a future costs ~16 bytes per access) */
+    uint64_t max_accesses; /* TooLarge above (a future costs 8 to 20 bytes per access) */
     uint32_t max_name;     /* InvalidField above */
     uint32_t max_depth;    /* InvalidJSON above */
     uint64_t max_arena;    /* bytes of the distinct keys, a NUL after each: TooLarge above;

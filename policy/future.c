@@ -1,27 +1,29 @@
 /*
  * future.c - the known order of coming accesses (see future.h).
  *
- * Layout, built by future_seal():
- *   keys[pos]   the key planned at each position (8 bytes per access);
- *   ukeys[u]    each distinct key once, ascending, found by binary search;
- *   occ[]       every position, grouped by key and ascending within a key:
- *               key u's occurrences are occ[start[u] .. start[u + 1]);
- *   cursor[u]   index into occ of key u's first occurrence not yet consumed
- *               or skipped.
- * That is 12 bytes per access and 16 per distinct key; positions are 32-bit,
- * so a plan holds at most FUTURE_MAX_LENGTH accesses.
+ * While building, hashes[pos] is the key planned at each position (8 bytes per access).
+ * future_seal() turns it into, per access:
+ *   kidx[pos]   the index in ukeys of the key planned at pos (4 bytes);
+ *   occ[]       every position, grouped by key and ascending within a key: key u's
+ *               occurrences are occ[start_of(u) .. start_of(u + 1)) (4 bytes);
+ *   taken       one bit per entry of occ: that occurrence was consumed (1/8 byte);
+ * and per distinct key:
+ *   ukeys[u]    each distinct key once, ascending, found by binary search (8 bytes);
+ *   start[u]    where key u's occurrences begin in occ (4 bytes), or nothing when every
+ *               key occurs equally often (one epoch, or the same count in each): then
+ *               start_of(u) is u times that count.
+ * Positions are 32-bit, so a plan holds at most FUTURE_MAX_LENGTH accesses.
  *
- * Why one cursor per key suffices: an access consumes the key's earliest
- * occurrence that is neither consumed nor skipped, and an occurrence is
- * skipped once it lies more than `slack` positions behind the position,
- * i.e. when occ + slack < position. The position only grows, so each
- * key's consumed and skipped occurrences always form a prefix of its list;
- * the cursor moves forward only, lazily past skipped ones, and the work of
- * all calls together is bounded by the plan's length.
+ * Which occurrence an access consumes: the key's earliest occurrence that is neither
+ * consumed nor skipped, and an occurrence is skipped once it lies more than `slack`
+ * positions behind the position, i.e. when occ + slack < position. The position only
+ * grows, so the skipped occurrences of a key are a prefix of its list (found by binary
+ * search), and the consumed ones after them another: an occurrence is only ever consumed
+ * when every one before it is consumed or skipped. So the live occurrence is the first
+ * after both, found without a cursor per key.
  *
- * keys, ukeys, occ and start never change after sealing and are read without
- * a lock (future_key_at, future_contains); cursor and the position change
- * under the mutex.
+ * kidx, ukeys, occ and start never change after sealing and are read without a lock
+ * (future_key_at, future_contains); taken and the position change under the mutex.
  */
 #include "future.h"
 
@@ -38,14 +40,16 @@
 struct future {
     atomic_uint refs;
     bool sealed;
-    uint64_t *keys; /* position -> khash */
-    uint64_t n;     /* accesses appended */
-    uint64_t cap;   /* allocated keys */
+    uint64_t *hashes; /* before sealing: position -> khash; NULL after */
+    uint64_t n;       /* accesses appended */
+    uint64_t cap;     /* allocated hashes */
+    uint32_t *kidx;   /* after sealing: position -> index in ukeys */
     uint64_t *ukeys;
     uint32_t n_ukeys;
-    uint32_t *start;  /* n_ukeys + 1 entries */
-    uint32_t *occ;    /* n entries */
-    uint32_t *cursor; /* n_ukeys entries */
+    uint32_t *start; /* n_ukeys + 1 entries, or NULL: every key occurs per_key times */
+    uint32_t per_key;
+    uint32_t *occ;  /* n entries */
+    uint8_t *taken; /* n bits, by index in occ */
     pthread_mutex_t lock;
     uint64_t position; /* one past the furthest consumed occurrence */
     uint64_t slack;    /* positions an access may lag behind it (FUTURE_SLACK by default) */
@@ -90,20 +94,14 @@ sc_code future_append(future *f, uint64_t khash)
         uint64_t cap = f->cap ? f->cap * 2 : MIN_KEYS;
         if (cap > FUTURE_MAX_LENGTH)
             cap = FUTURE_MAX_LENGTH;
-        uint64_t *keys = realloc(f->keys, cap * sizeof(*keys));
-        if (keys == NULL)
+        uint64_t *hashes = realloc(f->hashes, cap * sizeof(*hashes));
+        if (hashes == NULL)
             return SC_ENOMEM;
-        f->keys = keys;
+        f->hashes = hashes;
         f->cap = cap;
     }
-    f->keys[f->n++] = khash;
+    f->hashes[f->n++] = khash;
     return SC_OK;
-}
-
-static int by_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
 }
 
 /* Returns the index of khash in ukeys, or NO_KEY. Needs no lock after sealing. */
@@ -120,6 +118,62 @@ static uint32_t find_key(const future *f, uint64_t khash)
     return lo < f->n_ukeys && f->ukeys[lo] == khash ? lo : NO_KEY;
 }
 
+/* Where key u's occurrences begin in occ (u == n_ukeys: the end). */
+static uint32_t start_of(const future *f, uint32_t u)
+{
+    return f->start != NULL ? f->start[u] : u * f->per_key;
+}
+
+/* ---- sealing ---- */
+
+static void insertion_sort(uint64_t *a, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x = a[i];
+        size_t j = i;
+        for (; j > 0 && a[j - 1] > x; j--)
+            a[j] = a[j - 1];
+        a[j] = x;
+    }
+}
+
+/*
+ * Sorts a[0..n) ascending by the byte at shift and those below it, in place: an MSD radix
+ * sort (American flag sort), no memory beside the array. Hashes spread evenly, so a few
+ * levels leave buckets small enough for insertion sort.
+ */
+static void radix_sort(uint64_t *a, size_t n, unsigned shift)
+{
+    size_t count[256] = {0}, next[256], end[256];
+    if (n <= 32) {
+        insertion_sort(a, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        count[(a[i] >> shift) & 0xff]++;
+    for (size_t b = 0, at = 0; b < 256; b++) {
+        next[b] = at;
+        at += count[b];
+        end[b] = at;
+    }
+    for (size_t b = 0; b < 256; b++) {
+        while (next[b] < end[b]) { /* put a[next[b]] where it belongs, and so on around */
+            uint64_t x = a[next[b]];
+            size_t d = (x >> shift) & 0xff;
+            while (d != b) {
+                uint64_t t = a[next[d]];
+                a[next[d]++] = x;
+                x = t;
+                d = (x >> shift) & 0xff;
+            }
+            a[next[b]++] = x;
+        }
+    }
+    for (size_t b = 0, at = 0; shift > 0 && b < 256; at += count[b], b++)
+        if (count[b] > 1)
+            radix_sort(a + at, count[b], shift - 8);
+}
+
 /* Fills ukeys with the distinct keys, ascending. */
 static sc_code index_keys(future *f)
 {
@@ -127,8 +181,8 @@ static sc_code index_keys(future *f)
     if (u == NULL)
         return SC_ENOMEM;
     if (f->n)
-        memcpy(u, f->keys, f->n * sizeof(*u));
-    qsort(u, f->n, sizeof(*u), by_u64);
+        memcpy(u, f->hashes, f->n * sizeof(*u));
+    radix_sort(u, f->n, 56);
     uint32_t m = 0;
     for (uint64_t i = 0; i < f->n; i++)
         if (m == 0 || u[m - 1] != u[i])
@@ -139,48 +193,139 @@ static sc_code index_keys(future *f)
     return SC_OK;
 }
 
-/* Counts each key's occurrences into start, then lays them out in occ by position. */
-static void index_occurrences(future *f)
+/*
+ * A directory of the sorted ukeys by their top bits, so that each position's key is found
+ * in a step or two rather than a binary search: keys with top bits b are
+ * ukeys[first[b] .. first[b + 1]). Only while sealing.
+ */
+struct key_dir {
+    uint32_t *first;
+    unsigned bits;
+};
+
+static sc_code key_dir_build(const future *f, struct key_dir *d)
+{
+    d->bits = 0;
+    while (d->bits < 24 && (2ull << d->bits) <= f->n_ukeys)
+        d->bits++; /* about one key per bucket */
+    size_t buckets = (size_t)1 << d->bits;
+    d->first = malloc((buckets + 1) * sizeof(*d->first));
+    if (d->first == NULL)
+        return SC_ENOMEM;
+    uint32_t u = 0;
+    for (size_t b = 0; b < buckets; b++) {
+        while (u < f->n_ukeys && (d->bits == 0 ? 0 : f->ukeys[u] >> (64 - d->bits)) < b)
+            u++;
+        d->first[b] = u;
+    }
+    d->first[buckets] = f->n_ukeys;
+    return SC_OK;
+}
+
+/* The index in ukeys of khash, which is there. */
+static uint32_t key_dir_find(const future *f, const struct key_dir *d, uint64_t khash)
+{
+    size_t b = d->bits == 0 ? 0 : (size_t)(khash >> (64 - d->bits));
+    uint32_t u = d->first[b];
+    while (f->ukeys[u] != khash)
+        u++;
+    return u;
+}
+
+/*
+ * Turns hashes into kidx in place: kidx[pos] takes the bytes hashes[pos / 2] held, which
+ * were read before (memcpy: the two arrays share the block), then gives back the rest.
+ */
+static sc_code index_positions(future *f)
+{
+    struct key_dir d;
+    unsigned char *block = (unsigned char *)f->hashes;
+    if (key_dir_build(f, &d) != SC_OK)
+        return SC_ENOMEM;
+    for (uint64_t pos = 0; pos < f->n; pos++) {
+        uint64_t h;
+        memcpy(&h, block + pos * sizeof(h), sizeof(h));
+        uint32_t u = key_dir_find(f, &d, h);
+        memcpy(block + pos * sizeof(u), &u, sizeof(u));
+    }
+    free(d.first);
+    uint32_t *kidx = realloc(block, (f->n ? f->n : 1) * sizeof(*kidx));
+    f->kidx = kidx != NULL ? kidx : (uint32_t *)(void *)block;
+    f->hashes = NULL;
+    f->cap = 0;
+    return SC_OK;
+}
+
+/*
+ * Counts each key's occurrences, keeps start only when they differ, then lays the
+ * positions out in occ, key by key. @param count n_ukeys counters, zeroed.
+ */
+static sc_code index_occurrences(future *f, uint32_t *count)
 {
     uint32_t m = f->n_ukeys;
-    memset(f->cursor, 0, (size_t)m * sizeof(*f->cursor));
+    bool uniform = true;
     for (uint64_t pos = 0; pos < f->n; pos++)
-        f->cursor[find_key(f, f->keys[pos])]++;
-    f->start[0] = 0;
-    for (uint32_t u = 0; u < m; u++) {
-        f->start[u + 1] = f->start[u] + f->cursor[u];
-        f->cursor[u] = f->start[u];
+        count[f->kidx[pos]]++;
+    for (uint32_t u = 1; u < m && uniform; u++)
+        uniform = count[u] == count[0];
+    f->per_key = m ? count[0] : 0;
+    if (!uniform) {
+        f->start = malloc(((size_t)m + 1) * sizeof(*f->start));
+        if (f->start == NULL)
+            return SC_ENOMEM;
+        f->start[0] = 0;
+        for (uint32_t u = 0; u < m; u++)
+            f->start[u + 1] = f->start[u] + count[u];
     }
-    for (uint64_t pos = 0; pos < f->n; pos++)
-        f->occ[f->cursor[find_key(f, f->keys[pos])]++] = (uint32_t)pos;
     for (uint32_t u = 0; u < m; u++)
-        f->cursor[u] = f->start[u];
+        count[u] = start_of(f, u); /* the next free entry of key u */
+    for (uint64_t pos = 0; pos < f->n; pos++)
+        f->occ[count[f->kidx[pos]]++] = (uint32_t)pos;
+    return SC_OK;
+}
+
+static void free_index(future *f)
+{
+    free(f->kidx);
+    free(f->ukeys);
+    free(f->start);
+    free(f->occ);
+    free(f->taken);
+    f->kidx = f->start = f->occ = NULL;
+    f->ukeys = NULL;
+    f->taken = NULL;
+    f->n_ukeys = 0;
 }
 
 sc_code future_seal(future *f)
 {
     if (f->sealed)
         return SC_OK;
-    sc_code rc = index_keys(f);
-    if (rc != SC_OK)
-        return rc;
-    size_t m = f->n_ukeys;
-    f->start = malloc((m + 1) * sizeof(*f->start));
-    f->cursor = malloc((m ? m : 1) * sizeof(*f->cursor));
-    f->occ = malloc((f->n ? f->n : 1) * sizeof(*f->occ));
-    if (f->start == NULL || f->cursor == NULL || f->occ == NULL) {
-        free(f->ukeys);
-        free(f->start);
-        free(f->cursor);
-        free(f->occ);
-        f->ukeys = NULL;
-        f->start = f->cursor = f->occ = NULL;
-        f->n_ukeys = 0;
-        return SC_ENOMEM;
+    uint64_t *hashes = f->n ? realloc(f->hashes, f->n * sizeof(*hashes)) : NULL;
+    if (hashes != NULL) { /* the slack of the last doubling back, before the copies */
+        f->hashes = hashes;
+        f->cap = f->n;
     }
-    index_occurrences(f);
+    sc_code rc = index_keys(f);
+    if (rc == SC_OK)
+        rc = index_positions(f);
+    if (rc != SC_OK) { /* still unsealed, hashes as they were */
+        free(f->ukeys);
+        f->ukeys = NULL;
+        f->n_ukeys = 0;
+        return rc;
+    }
+    uint32_t *count = calloc(f->n_ukeys ? f->n_ukeys : 1, sizeof(*count));
+    f->occ = malloc((f->n ? f->n : 1) * sizeof(*f->occ));
+    f->taken = calloc(f->n / 8 + 1, 1);
+    rc = count && f->occ && f->taken ? index_occurrences(f, count) : SC_ENOMEM;
+    free(count);
+    if (rc != SC_OK) { /* the hashes are gone: an empty plan */
+        free_index(f);
+        f->n = 0;
+    }
     f->sealed = true;
-    return SC_OK;
+    return rc;
 }
 
 void future_ref(future *f)
@@ -193,11 +338,8 @@ void future_unref(future *f)
     if (f == NULL || atomic_fetch_sub(&f->refs, 1) != 1)
         return;
     pthread_mutex_destroy(&f->lock);
-    free(f->keys);
-    free(f->ukeys);
-    free(f->start);
-    free(f->occ);
-    free(f->cursor);
+    free(f->hashes);
+    free_index(f);
     free(f);
 }
 
@@ -208,28 +350,38 @@ uint64_t future_length(const future *f)
 
 uint64_t future_key_at(const future *f, uint64_t pos)
 {
-    return f->keys[pos];
+    return f->sealed ? f->ukeys[f->kidx[pos]] : f->hashes[pos];
+}
+
+static bool is_taken(const future *f, uint32_t c)
+{
+    return f->taken[c / 8] & (1u << (c % 8));
 }
 
 /*
- * Moves key u's cursor past the occurrences skipped at the current position
- * and returns the index of its first live occurrence (start[u + 1] if none).
- * Called with the lock held.
+ * The index in occ of key u's first live occurrence, neither skipped nor consumed (see the
+ * top), or start_of(u + 1) if none. Called with the lock held.
  */
-static uint32_t live_cursor(future *f, uint32_t u)
+static uint32_t live_occurrence(const future *f, uint32_t u)
 {
-    uint32_t c = f->cursor[u], end = f->start[u + 1];
-    while (c < end && (uint64_t)f->occ[c] + f->slack < f->position)
-        c++;
-    f->cursor[u] = c;
-    return c;
+    uint32_t lo = start_of(f, u), hi = start_of(f, u + 1), end = hi;
+    while (lo < hi) { /* the first not skipped */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if ((uint64_t)f->occ[mid] + f->slack < f->position)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo < end && is_taken(f, lo))
+        lo++;
+    return lo;
 }
 
 /* Whether an occurrence of key u was consumed within the last slack positions (the one
- * before the live cursor c is consumed, or skipped and so further behind). */
+ * before the live occurrence c is consumed, or skipped and so further behind). */
 static bool consumed_lately(const future *f, uint32_t u, uint32_t c)
 {
-    return c > f->start[u] && (uint64_t)f->occ[c - 1] + f->slack > f->position;
+    return c > start_of(f, u) && (uint64_t)f->occ[c - 1] + f->slack > f->position;
 }
 
 /*
@@ -246,11 +398,11 @@ static uint64_t next_use(future *f, uint64_t khash, bool consume, uint64_t limit
         return FUTURE_NEVER;
     uint64_t next = FUTURE_NEVER;
     pthread_mutex_lock(&f->lock);
-    uint32_t c = live_cursor(f, u);
-    if (c < f->start[u + 1] && f->occ[c] < limit && !(once && consumed_lately(f, u, c))) {
+    uint32_t c = live_occurrence(f, u);
+    if (c < start_of(f, u + 1) && f->occ[c] < limit && !(once && consumed_lately(f, u, c))) {
         next = f->occ[c];
         if (consume) {
-            f->cursor[u] = c + 1;
+            f->taken[c / 8] |= (uint8_t)(1u << (c % 8));
             if (next + 1 > f->position)
                 f->position = next + 1;
         }

@@ -55,7 +55,10 @@ void future_slack_to(future *f, uint64_t slack);
  */
 void future_start_at(future *f, uint64_t pos);
 
-/* @brief Ends building and indexes each key's occurrences. @return SC_OK or SC_ENOMEM. */
+/*
+ * @brief Ends building and indexes each key's occurrences.
+ * @return SC_OK or SC_ENOMEM (the future may then be empty: unref it).
+ */
 sc_code future_seal(future *f);
 
 void future_ref(future *f);

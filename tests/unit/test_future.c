@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -326,6 +327,141 @@ static void start_at_resumes_with_the_slack_behind(void **state)
     future_unref(f);
 }
 
+/* ---- the sealed layout against the rules written out plainly ---- */
+
+static uint64_t mix(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* future.h's rules, one scan per question: the reference the layout must agree with. */
+struct model {
+    const uint64_t *keys;
+    size_t n;
+    bool *consumed;
+    uint64_t position, slack;
+};
+
+static uint64_t model_next_use(struct model *m, uint64_t k, bool consume, uint64_t limit, bool once)
+{
+    uint64_t live = FUTURE_NEVER, before = FUTURE_NEVER;
+    for (uint64_t pos = 0; pos < m->n && live == FUTURE_NEVER; pos++) {
+        if (m->keys[pos] != k)
+            continue;
+        if (!m->consumed[pos] && pos + m->slack >= m->position)
+            live = pos;
+        else
+            before = pos; /* the occurrence before the live one: consumed or skipped */
+    }
+    bool lately = before != FUTURE_NEVER && before + m->slack > m->position;
+    if (live == FUTURE_NEVER || live >= limit || (once && lately))
+        return FUTURE_NEVER;
+    if (consume) {
+        m->consumed[live] = true;
+        if (live + 1 > m->position)
+            m->position = live + 1;
+    }
+    return live;
+}
+
+/*
+ * Keys of a generated plan: `distinct` keys drawn with hashes alike in their top bytes when
+ * `close` (so that the sort goes down to the last byte), each appearing `per` times in
+ * shuffled epochs, plus `extra` accesses of random keys (then counts differ).
+ */
+static uint64_t *generated_keys(uint64_t *rnd, size_t distinct, size_t per, size_t extra,
+                                bool close, size_t *n)
+{
+    uint64_t *ids = malloc(distinct * sizeof(*ids));
+    *n = distinct * per + extra;
+    uint64_t *keys = malloc((*n ? *n : 1) * sizeof(*keys));
+    for (size_t i = 0; i < distinct; i++)
+        ids[i] = close ? 0xabcdef0123456700ull + (mix(rnd) % 512) * 977 : mix(rnd);
+    for (size_t e = 0; e < per; e++)
+        for (size_t i = 0; i < distinct; i++)
+            keys[e * distinct + i] = ids[(i * 7919 + e * 31) % distinct];
+    for (size_t i = distinct * per; i < *n; i++)
+        keys[i] = ids[mix(rnd) % distinct];
+    for (size_t i = *n; i > 1; i--) { /* shuffle all, so that epochs interleave too */
+        size_t j = mix(rnd) % i;
+        uint64_t t = keys[i - 1];
+        keys[i - 1] = keys[j];
+        keys[j] = t;
+    }
+    free(ids);
+    return keys;
+}
+
+static void one_generated_plan_agrees(uint64_t *rnd, size_t distinct, size_t per, size_t extra,
+                                      bool close, uint64_t slack)
+{
+    size_t n;
+    uint64_t *keys = generated_keys(rnd, distinct, per, extra, close, &n);
+    future *f = NULL;
+    assert_int_equal(future_new(&f), SC_OK);
+    future_slack_to(f, slack);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(future_append(f, keys[i]), SC_OK);
+    assert_int_equal(future_seal(f), SC_OK);
+    assert_int_equal(future_length(f), n);
+    for (size_t i = 0; i < n; i++)
+        assert_true(future_key_at(f, i) == keys[i]);
+    struct model m = {keys, n, calloc(n ? n : 1, sizeof(bool)), 0, slack};
+    for (size_t op = 0; op < 3 * n + 20; op++) {
+        /* mostly the next planned key a little out of order, sometimes anything */
+        uint64_t near = m.position + mix(rnd) % 8;
+        uint64_t k =
+            near < n && mix(rnd) % 4 ? keys[near] : keys[mix(rnd) % (n ? n : 1)] + (op % 17 == 0);
+        uint64_t limit = mix(rnd) % 3 ? FUTURE_NEVER : m.position + mix(rnd) % 16;
+        bool once = mix(rnd) % 4 == 0;
+        switch (mix(rnd) % 4) {
+        case 0:
+            assert_true(future_next_use(f, k) == model_next_use(&m, k, false, FUTURE_NEVER, false));
+            break;
+        case 1:
+            assert_true(future_consume(f, k) ==
+                        (model_next_use(&m, k, true, FUTURE_NEVER, false) != FUTURE_NEVER));
+            break;
+        default:
+            assert_true(future_take(f, k, limit, once) == model_next_use(&m, k, true, limit, once));
+        }
+        assert_true(future_position(f) == m.position);
+    }
+    free(m.consumed);
+    free(keys);
+    future_unref(f);
+}
+
+static void sealed_layout_follows_the_rules_on_generated_plans(void **state)
+{
+    (void)state;
+    uint64_t rnd = 1;
+    for (int round = 0; round < 40; round++) {
+        size_t distinct = 1 + mix(&rnd) % (round < 20 ? 40 : 3000);
+        size_t per = 1 + mix(&rnd) % 4;
+        size_t extra = round % 2 ? mix(&rnd) % 50 : 0; /* every key equally often, or not */
+        one_generated_plan_agrees(&rnd, distinct, per, extra, round % 3 == 0, 1 + mix(&rnd) % 64);
+    }
+}
+
+static void keys_alike_but_for_their_last_byte_are_told_apart(void **state)
+{
+    (void)state;
+    uint64_t keys[600];
+    for (size_t i = 0; i < 600; i++) /* 300 keys, all bytes but the last two shared, twice */
+        keys[i] = 0x1122334455660000ull + (i % 300) * 7;
+    future *f = plan(keys, 600);
+    for (size_t i = 0; i < 300; i++)
+        assert_int_equal(future_next_use(f, keys[i]), i);
+    for (size_t i = 0; i < 600; i++)
+        assert_true(future_key_at(f, i) == keys[i]);
+    assert_false(future_contains(f, 0x1122334455660000ull + 1));
+    future_unref(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +479,8 @@ int main(void)
         cmocka_unit_test(a_blocks_next_use_is_its_own_or_its_objects),
         cmocka_unit_test(slack_is_set_per_future),
         cmocka_unit_test(start_at_resumes_with_the_slack_behind),
+        cmocka_unit_test(sealed_layout_follows_the_rules_on_generated_plans),
+        cmocka_unit_test(keys_alike_but_for_their_last_byte_are_told_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
