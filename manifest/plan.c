@@ -890,6 +890,31 @@ static sc_code parse_epochs(struct plan *p, const struct list *l, struct api_err
     return SC_OK;
 }
 
+/* Whether each item has its own string, the strings one after the other in item order. */
+static bool strings_in_item_order(const struct plan *p)
+{
+    if (p->rng != NULL)
+        return false; /* items of one key share its string */
+    for (uint32_t i = 0; i + 1 < p->n; i++)
+        if (p->off[i + 1] != p->off[i] + strlen(p->arena.data + p->off[i]) + 1)
+            return false; /* a listing that came unsorted, or with repeats */
+    return true;
+}
+
+/* Keeps every PLAN_OFF_STRIDE-th offset when the strings allow it (plan_int.h). */
+static void thin_offsets(struct plan *p)
+{
+    if (p->n == 0 || !strings_in_item_order(p))
+        return;
+    uint32_t kept = (p->n - 1) / PLAN_OFF_STRIDE + 1;
+    for (uint32_t k = 0; k < kept; k++)
+        p->off[k] = p->off[k * PLAN_OFF_STRIDE];
+    uint32_t *o = realloc(p->off, (size_t)kept * sizeof(*o));
+    if (o != NULL)
+        p->off = o;
+    p->sparse = true;
+}
+
 /* Gives back the unused tail of the arena, offsets and ranges (a large plan lives long). */
 static void shrink(struct plan *p)
 {
@@ -901,6 +926,7 @@ static void shrink(struct plan *p)
     if (r != NULL)
         p->rng = r;
     p->off_cap = p->n; /* at most what each holds now; nothing is added after this */
+    thin_offsets(p);
 }
 
 /* The tree's value of "keys" or "epochs", or its text when the load left it out. */

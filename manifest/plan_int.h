@@ -8,6 +8,8 @@
 #include "../common/buf.h"
 #include "plan.h"
 
+#define PLAN_OFF_STRIDE 8u /* items per offset kept by a sparse plan: 0.5 byte per key */
+
 struct plan {
     struct plan_params prm; /* strings point at the owned copies below */
     struct plan_limits lim;
@@ -19,9 +21,13 @@ struct plan {
      * The dataset: item i's key is arena.data + off[i], NUL-terminated (the NULs are in
      * arena.len); items naming one key share its string. rng[i] is item i's byte range
      * (length 0: the whole object), allocated with off's capacity once an item has a range.
+     * Once ready, a plan whose items have a string each, one after the other in item order
+     * (no ranges; a listing that came sorted), keeps only every PLAN_OFF_STRIDE-th offset
+     * (sparse): item i's key is the (i % PLAN_OFF_STRIDE)-th string after off[i / stride].
      */
     struct sc_buf arena; /* at most PLAN_MAX_ARENA bytes: offsets are 32-bit */
     uint32_t *off;
+    bool sparse;
     struct plan_range *rng;
     uint32_t n, off_cap;
     bool ready;

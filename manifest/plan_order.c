@@ -219,8 +219,12 @@ sc_code plan_key_hashes(const struct plan *p, uint64_t **out)
     uint64_t *h = malloc((size_t)p->n * sizeof(*h));
     if (h == NULL)
         return SC_ENOMEM;
-    for (uint32_t i = 0; i < p->n; i++)
-        h[i] = plan_key_hash(p, i);
+    const char *key = p->n ? plan_key(p, 0) : NULL;
+    for (uint32_t i = 0; i < p->n; i++) {
+        h[i] = sc_key_hash(p->bucket, key);
+        /* a sparse plan's strings follow each other in item order: no search per key */
+        key = i + 1 == p->n ? NULL : p->sparse ? key + strlen(key) + 1 : plan_key(p, i + 1);
+    }
     *out = h;
     return SC_OK;
 }
@@ -268,7 +272,12 @@ uint32_t plan_objects(const struct plan *p)
 
 const char *plan_key(const struct plan *p, uint32_t idx)
 {
-    return p->arena.data + p->off[idx];
+    if (!p->sparse)
+        return p->arena.data + p->off[idx];
+    const char *s = p->arena.data + p->off[idx / PLAN_OFF_STRIDE];
+    for (uint32_t k = idx % PLAN_OFF_STRIDE; k > 0; k--)
+        s += strlen(s) + 1;
+    return s;
 }
 
 bool plan_item_range(const struct plan *p, uint32_t idx, struct plan_range *r)

@@ -1283,6 +1283,55 @@ static void set_ranks_merges_the_orders_and_keeps_the_plan_on_error(void **state
     plan_free(p);
 }
 
+/* Keys of many lengths, item by item: plan_key and the hashes, whatever offsets the plan kept. */
+static void assert_keys(const struct plan *p, char keys[][40], uint32_t n)
+{
+    uint64_t *hashes = NULL;
+    assert_int_equal(plan_objects(p), n);
+    assert_int_equal(plan_key_hashes(p, &hashes), SC_OK);
+    for (uint32_t i = 0; i < n; i++) {
+        assert_string_equal(plan_key(p, i), keys[i]);
+        assert_true(hashes[i] == sc_key_hash("b00", keys[i]));
+    }
+    free(hashes);
+}
+
+static void every_key_is_found_with_an_offset_kept_per_eight(void **state)
+{
+    static char keys[101][40];
+    char body[6000];
+    size_t at = (size_t)snprintf(body, sizeof(body), "{\"bucket\":\"b00\",\"keys\":[");
+    for (uint32_t i = 0; i < 101; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "%0*u", (int)(1 + i * 7 % 31), i);
+        at += (size_t)snprintf(body + at, sizeof(body) - at, "%s\"%s\"", i ? "," : "", keys[i]);
+    }
+    snprintf(body + at, sizeof(body) - at, "]}");
+    struct plan *p = parse_ok(body);
+    assert_keys(p, keys, 101);
+    plan_free(p);
+
+    /* a listing in order, and one out of order with repeats (which keeps every offset) */
+    struct api_err err;
+    for (int sorted = 1; sorted >= 0; sorted--) {
+        const char *prefix = "{\"bucket\":\"b00\",\"prefix\":\"\"}";
+        static char sorted_keys[101][40];
+        assert_int_equal(plan_parse(prefix, strlen(prefix), NULL, &p, &err), SC_OK);
+        for (uint32_t i = 0; i < 101; i++) {
+            snprintf(sorted_keys[i], sizeof(sorted_keys[i]), "k%03u%.*s", i, (int)(i % 9),
+                     "xxxxxxxxx");
+            uint32_t j = sorted ? i : (i * 37) % 101;
+            char k[40];
+            snprintf(k, sizeof(k), "k%03u%.*s", j, (int)(j % 9), "xxxxxxxxx");
+            assert_int_equal(plan_dataset_append(p, k, strlen(k), &err), SC_OK);
+            if (!sorted && i % 10 == 0)
+                assert_int_equal(plan_dataset_append(p, k, strlen(k), &err), SC_OK);
+        }
+        assert_int_equal(plan_dataset_finish(p, &err), SC_OK);
+        assert_keys(p, sorted_keys, 101);
+        plan_free(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1326,6 +1375,7 @@ int main(void)
         cmocka_unit_test(escaped_keys_are_decoded_and_compared_by_value),
         cmocka_unit_test(repeats_are_found_before_and_after_the_first_range),
         cmocka_unit_test(keys_over_the_arena_limit_are_too_large),
+        cmocka_unit_test(every_key_is_found_with_an_offset_kept_per_eight),
         cmocka_unit_test(local_ranks_interleave_the_ranks_step_by_step),
         cmocka_unit_test(local_ranks_are_checked),
         cmocka_unit_test(ranks_of_one_sampling_plan_make_one_job),
