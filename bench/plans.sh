@@ -13,7 +13,9 @@
 #                    per planned access of this rank
 #
 # Usage: bench/plans.sh [SETUP...]   (default: every setup below)
-#   keys-1e-1r   "keys": PLANS_KEYS keys, 1 epoch, world_size 1, shuffled
+#   keys-1e-1r   "keys": PLANS_KEYS keys, 1 epoch, world_size 1, shuffled; the keys listed
+#                ascending, as from a listing (no key is looked up: none can repeat)
+#   unsorted-1e-1r  the same keys listed in a random order (each looked up for repeats)
 #   keys-3e-1r   3 epochs
 #   keys-1e-8r   rank 0 of world_size 8, 1 epoch
 #   keys-3e-8r   rank 0 of 8, 3 epochs
@@ -34,19 +36,20 @@ need jq
 
 declare -A SETUP=(
     [keys-1e-1r]="--form keys --keys $KEYS --epochs 1 --world-size 1 --shuffle"
+    [unsorted-1e-1r]="--form keys --keys $KEYS --epochs 1 --world-size 1 --shuffle --unsorted"
     [keys-3e-1r]="--form keys --keys $KEYS --epochs 3 --world-size 1 --shuffle"
     [keys-1e-8r]="--form keys --keys $KEYS --epochs 1 --world-size 8 --shuffle"
     [keys-3e-8r]="--form keys --keys $KEYS --epochs 3 --world-size 8 --shuffle"
     [epochs-3]="--form epochs --keys $((KEYS / 3)) --epochs 3"
     [prefix-1e-1r]="--form prefix --keys $KEYS --epochs 1 --world-size 1 --shuffle"
 )
-ORDER=(keys-1e-1r keys-3e-1r keys-1e-8r keys-3e-8r epochs-3 prefix-1e-1r)
+ORDER=(keys-1e-1r unsorted-1e-1r keys-3e-1r keys-1e-8r keys-3e-8r epochs-3 prefix-1e-1r)
 SETUPS=("$@")
 [ "${#SETUPS[@]}" -gt 0 ] || SETUPS=("${ORDER[@]}")
 for s in "${SETUPS[@]}"; do [ -n "${SETUP[$s]:-}" ] || die "no setup $s (one of: ${ORDER[*]})"; done
 
 echo "== bench/plans.sh: $KEYS keys like train/n01440764/00001234.JPEG, $RUNS runs per setup"
-printf '%-13s %10s %20s %18s %20s %18s %8s %10s\n' setup accesses "parse s" "parse peak MB" \
+printf '%-15s %10s %20s %18s %20s %18s %8s %10s\n' setup accesses "parse s" "parse peak MB" \
     "register s" "register peak MB" "B/key" "B/access"
 # median and spread of field F over the runs in a JSON array: "m [lo-hi]" (scale, decimals)
 stat() {
@@ -63,7 +66,7 @@ for s in "${SETUPS[@]}"; do
     done
     runs="$(jq -s . "$WORK/$s.jsonl")"
     cat "$WORK/$s.jsonl" >>"$ALL"
-    printf '%-13s %10s %20s %18s %20s %18s %8s %10s\n' "$s" "$(jq '.[0].accesses' <<<"$runs")" \
+    printf '%-15s %10s %20s %18s %20s %18s %8s %10s\n' "$s" "$(jq '.[0].accesses' <<<"$runs")" \
         "$(stat parse_s 1 2 "$runs")" "$(stat parse_peak_rss 1e6 0 "$runs")" \
         "$(stat register_s 1 2 "$runs")" "$(stat register_peak_rss 1e6 0 "$runs")" \
         "$(stat per_key 1 1 "$runs" | cut -d' ' -f1)" "$(stat per_access 1 1 "$runs" | cut -d' ' -f1)"

@@ -140,9 +140,14 @@ sc_code plan_arena_push(struct plan *p, const char *key, size_t len)
     return rc == SC_OK ? push_item(p, at, &whole) : rc;
 }
 
-/* An open-addressing set of item indices (each stored + 1; KEYSET_EMPTY is a free slot). */
+/*
+ * An open-addressing set of item indices. A slot holds the index + 1 in its low 32 bits
+ * (KEYSET_EMPTY: a free slot) and the top 32 bits of the entry's hash in its high ones, so
+ * that a probe passes over another entry without reading it (a key in the arena: a cache
+ * miss each, most of the time of a large parse before).
+ */
 struct keyset {
-    uint32_t *slot;
+    uint64_t *slot;
     uint64_t mask;
 };
 
@@ -156,22 +161,40 @@ static sc_code keyset_init(struct keyset *ks, uint64_t expected)
     return ks->slot ? SC_OK : SC_ENOMEM;
 }
 
+/* A slot's entry: item idx, whose hash is hash. */
+static uint64_t slot_of(uint64_t hash, uint32_t idx)
+{
+    return (hash & 0xffffffff00000000ull) | ((uint64_t)idx + 1);
+}
+
+/* The item in an occupied slot. */
+static uint32_t slot_item(uint64_t slot)
+{
+    return (uint32_t)slot - 1;
+}
+
+/* Whether an occupied slot may hold an entry of this hash (its top 32 bits agree). */
+static bool slot_may_be(uint64_t slot, uint64_t hash)
+{
+    return (slot >> 32) == (hash >> 32);
+}
+
 /*
  * While parsing: strings finds an item whose key is a given string (so that items of one key
- * share it), items finds an item by (string, range) (so that repeats are found). Until the
- * first range every string has one item, its whole object, and strings alone answer: items
- * is built when the first range comes (a plan of whole objects spares its 4 bytes a slot).
+ * share it), items finds an item by (string, range) (so that repeats are found). Each is
+ * built only once needed, from the items so far: strings when a key does not sort after the
+ * one before it (while they ascend, as a listing's do, none can repeat an earlier one), items
+ * when the first range comes (until then every string has one item, its whole object).
  */
 struct itemsets {
-    struct keyset strings, items; /* items.slot: NULL until the first range */
+    struct keyset strings, items; /* slot NULL until built */
     uint64_t expected;
+    size_t last_len; /* while strings is not built: the length of the last item's key */
 };
 
-static sc_code itemsets_init(struct itemsets *s, uint64_t expected)
+static void itemsets_init(struct itemsets *s, uint64_t expected)
 {
-    s->items = (struct keyset){NULL, 0};
-    s->expected = expected;
-    return keyset_init(&s->strings, expected);
+    *s = (struct itemsets){.expected = expected};
 }
 
 static void itemsets_free(struct itemsets *s)
@@ -185,14 +208,16 @@ static struct plan_range range_of(const struct plan *p, uint32_t idx)
     return p->rng != NULL ? p->rng[idx] : (struct plan_range){0, 0};
 }
 
-/* The slot of the string key[0..len) in ss: an item whose key it is, or the free slot. */
+/* The slot of the string key[0..len), of hash h, in ss: an item whose key it is, or free. */
 static uint64_t string_slot(const struct keyset *ss, const struct plan *p, const char *key,
-                            size_t len)
+                            size_t len, uint64_t h)
 {
-    uint64_t i = sc_bytes_hash(key, len) & ss->mask;
+    uint64_t i = h & ss->mask;
     for (; ss->slot[i] != KEYSET_EMPTY; i = (i + 1) & ss->mask) {
+        if (!slot_may_be(ss->slot[i], h))
+            continue;
         /* strncmp stops at the arena string's NUL: nothing past the arena's end is read */
-        const char *k = p->arena.data + p->off[ss->slot[i] - 1];
+        const char *k = p->arena.data + p->off[slot_item(ss->slot[i])];
         if (strncmp(k, key, len) == 0 && k[len] == '\0')
             break;
     }
@@ -208,14 +233,57 @@ static uint64_t item_hash(uint32_t at, const struct plan_range *r)
 static uint64_t item_slot(const struct keyset *is, const struct plan *p, uint32_t at,
                           const struct plan_range *r)
 {
-    uint64_t i = item_hash(at, r) & is->mask;
+    uint64_t h = item_hash(at, r), i = h & is->mask;
     for (; is->slot[i] != KEYSET_EMPTY; i = (i + 1) & is->mask) {
-        uint32_t idx = is->slot[i] - 1;
+        if (!slot_may_be(is->slot[i], h))
+            continue;
+        uint32_t idx = slot_item(is->slot[i]);
         struct plan_range had = range_of(p, idx);
         if (p->off[idx] == at && had.offset == r->offset && had.length == r->length)
             break;
     }
     return i;
+}
+
+/* Builds s->strings from the items so far, all whole and in ascending order of key. */
+static sc_code strings_build(struct itemsets *s, const struct plan *p)
+{
+    sc_code rc = keyset_init(&s->strings, s->expected);
+    for (uint32_t idx = 0; rc == SC_OK && idx < p->n; idx++) {
+        const char *key = p->arena.data + p->off[idx];
+        size_t len = strlen(key);
+        uint64_t h = sc_bytes_hash(key, len);
+        s->strings.slot[string_slot(&s->strings, p, key, len, h)] = slot_of(h, idx);
+    }
+    return rc;
+}
+
+/* Whether key[0..len) sorts after the last item's key, by bytes (strings not built yet). */
+static bool after_last(const struct itemsets *s, const struct plan *p, const char *key, size_t len)
+{
+    if (p->n == 0)
+        return true;
+    const char *last = p->arena.data + p->off[p->n - 1];
+    int c = memcmp(last, key, len < s->last_len ? len : s->last_len);
+    return c < 0 || (c == 0 && s->last_len < len);
+}
+
+/* Adds item (key[0..len), whole), its key new as it sorts after the last: no lookup. */
+static sc_code add_ascending(struct itemsets *s, struct plan *p, const char *key, size_t len,
+                             const struct plan_range *r, uint32_t *idx, bool *added)
+{
+    uint32_t at;
+    sc_code rc = reserve_item(p);
+    if (rc == SC_OK)
+        rc = push_string(p, key, len, &at);
+    if (rc == SC_OK)
+        rc = push_item(p, at, r);
+    if (rc != SC_OK)
+        return rc;
+    s->last_len = len;
+    *idx = p->n - 1;
+    *added = true;
+    return SC_OK;
 }
 
 /* Builds s->items from the items so far, all whole objects (a range is coming). */
@@ -226,7 +294,8 @@ static sc_code items_build(struct itemsets *s, const struct plan *p)
     sc_code rc = keyset_init(&s->items, s->expected);
     for (uint32_t idx = 0; rc == SC_OK && idx < p->n; idx++) {
         struct plan_range r = range_of(p, idx);
-        s->items.slot[item_slot(&s->items, p, p->off[idx], &r)] = idx + 1;
+        uint64_t at = item_slot(&s->items, p, p->off[idx], &r);
+        s->items.slot[at] = slot_of(item_hash(p->off[idx], &r), idx);
     }
     return rc;
 }
@@ -239,21 +308,27 @@ static sc_code items_build(struct itemsets *s, const struct plan *p)
 static sc_code item_add(struct itemsets *s, struct plan *p, const char *key, size_t len,
                         const struct plan_range *r, uint32_t *idx, bool *added)
 {
-    uint64_t si = string_slot(&s->strings, p, key, len), ii = 0;
+    if (s->strings.slot == NULL) {
+        if (r->length == 0 && p->rng == NULL && after_last(s, p, key, len))
+            return add_ascending(s, p, key, len, r, idx, added);
+        if (strings_build(s, p) != SC_OK)
+            return SC_ENOMEM;
+    }
+    uint64_t sh = sc_bytes_hash(key, len), si = string_slot(&s->strings, p, key, len, sh), ii = 0;
     bool new_string = s->strings.slot[si] == KEYSET_EMPTY;
     uint32_t at = 0;
     *added = false;
     if (r->length > 0 && items_build(s, p) != SC_OK)
         return SC_ENOMEM;
     if (!new_string) {
-        at = p->off[s->strings.slot[si] - 1];
+        at = p->off[slot_item(s->strings.slot[si])];
         if (s->items.slot == NULL) { /* no range so far: the string's one item, whole as r */
-            *idx = s->strings.slot[si] - 1;
+            *idx = slot_item(s->strings.slot[si]);
             return SC_OK;
         }
         ii = item_slot(&s->items, p, at, r);
         if (s->items.slot[ii] != KEYSET_EMPTY) {
-            *idx = s->items.slot[ii] - 1;
+            *idx = slot_item(s->items.slot[ii]);
             return SC_OK;
         }
     }
@@ -267,11 +342,11 @@ static sc_code item_add(struct itemsets *s, struct plan *p, const char *key, siz
     *idx = p->n - 1;
     *added = true;
     if (new_string)
-        s->strings.slot[si] = p->n;
+        s->strings.slot[si] = slot_of(sh, *idx);
     if (s->items.slot != NULL) {
         if (new_string)
             ii = item_slot(&s->items, p, at, r);
-        s->items.slot[ii] = p->n;
+        s->items.slot[ii] = slot_of(item_hash(at, r), *idx);
     }
     return SC_OK;
 }
@@ -748,7 +823,7 @@ static sc_code add_entry(struct plan *p, struct itemsets *sets, const struct ent
 
 static sc_code parse_keys(struct plan *p, const struct list *l, struct api_err *err)
 {
-    struct itemsets sets = {{NULL, 0}, {NULL, 0}, 0};
+    struct itemsets sets;
     struct walk w;
     struct entry e;
     size_t cnt = list_is_array(l) ? list_size(l) : 0;
@@ -762,10 +837,9 @@ static sc_code parse_keys(struct plan *p, const struct list *l, struct api_err *
         return SC_ETOOBIG;
     }
     p->off = malloc(cnt * sizeof(*p->off)); /* exactly one offset per item */
-    if (p->off == NULL || itemsets_init(&sets, cnt) != SC_OK) {
-        itemsets_free(&sets);
+    if (p->off == NULL)
         return SC_ENOMEM;
-    }
+    itemsets_init(&sets, cnt);
     p->off_cap = (uint32_t)cnt;
     walk_init(&w, l);
     for (size_t i = 0; (rc = walk_next(&w, &e)) == SC_OK; i++) {
@@ -857,7 +931,7 @@ static sc_code parse_epoch(struct plan *p, struct itemsets *sets, const struct l
 
 static sc_code parse_epochs(struct plan *p, const struct list *l, struct api_err *err)
 {
-    struct itemsets sets = {{NULL, 0}, {NULL, 0}, 0};
+    struct itemsets sets;
     struct walk w;
     struct entry ep;
     uint64_t total, pos = 0;
@@ -868,10 +942,9 @@ static sc_code parse_epochs(struct plan *p, const struct list *l, struct api_err
     size_t ne = list_size(l);
     p->acc = malloc(total * sizeof(*p->acc));
     p->ep_start = malloc((ne + 1) * sizeof(*p->ep_start));
-    if (p->acc == NULL || p->ep_start == NULL || itemsets_init(&sets, total) != SC_OK) {
-        itemsets_free(&sets);
+    if (p->acc == NULL || p->ep_start == NULL)
         return SC_ENOMEM;
-    }
+    itemsets_init(&sets, total);
     walk_init(&w, l);
     while ((rc = walk_next(&w, &ep)) == SC_OK) {
         p->ep_start[e++] = pos;

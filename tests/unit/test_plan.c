@@ -1095,6 +1095,14 @@ static void escaped_keys_are_decoded_and_compared_by_value(void **state)
 
 static void repeats_are_found_before_and_after_the_first_range(void **state)
 {
+    /* keys in ascending order are not looked up until one is not (then all are) */
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\",\"b\"]}", API_INVALID_FIELD,
+            "keys[2] (\"b\") repeats keys[1]; the keys of a dataset must be unique");
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\",\"ab\",\"b\",\"c\",\"ab\"]}", API_INVALID_FIELD,
+            "keys[4] (\"ab\") repeats keys[1]; the keys of a dataset must be unique");
+    refused("{\"bucket\":\"b00\",\"keys\":[\"ab\",\"a\",\"b\",\"a\"]}", API_INVALID_FIELD,
+            "keys[3] (\"a\") repeats keys[1]; the keys of a dataset must be unique");
+
     refused("{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\",{\"key\":\"a\",\"offset\":0,\"length\":1},"
             "\"b\"]}",
             API_INVALID_FIELD,

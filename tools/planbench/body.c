@@ -38,23 +38,36 @@ static uint64_t next_random(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+/* Shuffles perm[0..n) in place. */
+static void shuffle(uint32_t *perm, uint32_t n, uint64_t *state)
+{
+    for (uint32_t i = n - 1; i >= 1; i--) {
+        uint32_t j = (uint32_t)(next_random(state) % ((uint64_t)i + 1));
+        uint32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+}
+
+/* 0..n-1, shuffled when asked; NULL when out of memory. */
+static uint32_t *identity(uint32_t n)
+{
+    uint32_t *perm = malloc((size_t)n * sizeof(*perm));
+    for (uint32_t i = 0; perm != NULL && i < n; i++)
+        perm[i] = i;
+    return perm;
+}
+
 /* The "epochs" lists: each epoch the n keys in a shuffled order. */
 static sc_code put_epochs(struct sc_buf *b, const struct pb_opts *o)
 {
-    uint32_t *perm = malloc((size_t)o->keys * sizeof(*perm));
+    uint32_t *perm = identity(o->keys);
     uint64_t state = o->seed;
     if (perm == NULL)
         return SC_ENOMEM;
-    for (uint32_t i = 0; i < o->keys; i++)
-        perm[i] = i;
     sc_buf_putc(b, '[');
     for (uint32_t e = 0; e < o->epochs; e++) {
-        for (uint32_t i = o->keys - 1; i >= 1; i--) {
-            uint32_t j = (uint32_t)(next_random(&state) % ((uint64_t)i + 1));
-            uint32_t t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
-        }
+        shuffle(perm, o->keys, &state);
         sc_buf_puts(b, e ? ",[" : "[");
         for (uint32_t i = 0; i < o->keys; i++)
             put_key(b, perm[i], o->keys, i + 1 == o->keys);
@@ -80,7 +93,14 @@ sc_code pb_body(const struct pb_opts *o, struct sc_buf *b)
     if (o->form == PB_PREFIX)
         return sc_buf_puts(b, "\"prefix\":\"train/\"}");
     sc_buf_puts(b, "\"keys\":[");
+    uint32_t *perm = identity(o->keys);
+    uint64_t state = o->seed + 1000;
+    if (perm == NULL)
+        return SC_ENOMEM;
+    if (o->unsorted)
+        shuffle(perm, o->keys, &state);
     for (uint32_t i = 0; i < o->keys; i++)
-        put_key(b, i, o->keys, i + 1 == o->keys);
+        put_key(b, perm[i], o->keys, i + 1 == o->keys);
+    free(perm);
     return sc_buf_puts(b, "]}");
 }

@@ -159,11 +159,13 @@ static void registered_free(struct registered *m)
 static void usage(FILE *to)
 {
     fprintf(to, "usage: plan-bench [--form keys|epochs|prefix] [--keys N] [--epochs E]\n"
-                "                  [--world-size W] [--shuffle] [--seed S]\n"
+                "                  [--world-size W] [--shuffle] [--seed S] [--unsorted]\n"
                 "Parses and registers one manifest of N ImageNet-like keys (29 bytes) and prints\n"
                 "times and memory as one JSON line (see bench/plans.sh). Defaults: keys, 1000000\n"
-                "keys, 1 epoch, world size 1, not shuffled. --form epochs: E lists of the N keys,\n"
-                "each shuffled; --form prefix: the keys as a listing returns them.\n");
+                "keys, 1 epoch, world size 1, not shuffled. --form keys lists the keys ascending\n"
+                "as a listing returns them, or in a random order with --unsorted; --form epochs:\n"
+                "E lists of the N keys, each shuffled; --form prefix: the keys through\n"
+                "plan_dataset_append() as the listing feeds them.\n");
 }
 
 static bool parse_u32(const char *s, uint32_t *out)
@@ -191,11 +193,15 @@ static bool parse_form(const char *s, enum pb_form *out)
 
 static bool parse_opts(int argc, char **argv, struct pb_opts *o)
 {
-    static const struct option longs[] = {
-        {"form", required_argument, NULL, 'f'},   {"keys", required_argument, NULL, 'k'},
-        {"epochs", required_argument, NULL, 'e'}, {"world-size", required_argument, NULL, 'w'},
-        {"shuffle", no_argument, NULL, 's'},      {"seed", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {{"form", required_argument, NULL, 'f'},
+                                          {"keys", required_argument, NULL, 'k'},
+                                          {"epochs", required_argument, NULL, 'e'},
+                                          {"world-size", required_argument, NULL, 'w'},
+                                          {"shuffle", no_argument, NULL, 's'},
+                                          {"seed", required_argument, NULL, 'S'},
+                                          {"unsorted", no_argument, NULL, 'u'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
     *o = (struct pb_opts){.form = PB_KEYS, .keys = 1000000, .epochs = 1, .world_size = 1};
     int c;
     bool ok = true;
@@ -210,6 +216,8 @@ static bool parse_opts(int argc, char **argv, struct pb_opts *o)
             ok = parse_u32(optarg, &o->world_size);
         else if (c == 's')
             o->shuffle = true;
+        else if (c == 'u')
+            o->unsorted = true;
         else if (c == 'S')
             o->seed = strtoull(optarg, NULL, 10);
         else if (c == 'h') {
@@ -232,16 +240,16 @@ static void report(const struct pb_opts *o, const struct plan *p, size_t body_le
 {
     uint64_t n = plan_objects(p), acc = plan_accesses(p);
     int64_t kept = parsed->held + reg->held;
-    printf("{\"form\":\"%s\",\"keys\":%" PRIu64 ",\"epochs\":%" PRIu32 ",\"world_size\":%" PRIu32
-           ",\"shuffle\":%s,\"accesses\":%" PRIu64 ",\"body_bytes\":%zu,"
+    printf("{\"form\":\"%s\",\"unsorted\":%s,\"keys\":%" PRIu64 ",\"epochs\":%" PRIu32
+           ",\"world_size\":%" PRIu32 ",\"shuffle\":%s,\"accesses\":%" PRIu64 ",\"body_bytes\":%zu,"
            "\"parse_s\":%.3f,\"parse_peak_rss\":%" PRIu64 ",\"plan_bytes\":%" PRId64 ","
            "\"register_s\":%.3f,\"register_peak_rss\":%" PRIu64 ",\"state_bytes\":%" PRId64
            ",\"future_bytes\":%" PRId64 ",\"kept_bytes\":%" PRId64
            ",\"per_key\":%.1f,\"per_access\":%.1f}\n",
-           form_name(o->form), n, plan_epochs(p), o->world_size, o->shuffle ? "true" : "false", acc,
-           body_len, parsed->seconds, parsed->peak_rss, parsed->held, reg->seconds, reg->peak_rss,
-           state_held, reg->held - state_held, kept, (double)kept / (double)n,
-           (double)kept / (double)acc);
+           form_name(o->form), o->unsorted ? "true" : "false", n, plan_epochs(p), o->world_size,
+           o->shuffle ? "true" : "false", acc, body_len, parsed->seconds, parsed->peak_rss,
+           parsed->held, reg->seconds, reg->peak_rss, state_held, reg->held - state_held, kept,
+           (double)kept / (double)n, (double)kept / (double)acc);
 }
 
 int main(int argc, char **argv)
