@@ -358,8 +358,8 @@ static void hollow_load_reads_like_the_whole_load(void **state)
 static void generated_bodies_load_hollow_like_whole(void **state)
 {
     static const char *const seeds[] = {
-        "{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\\u00e9\",{\"key\":\"c\",\"offset\":0,"
-        "\"length\":1}],\"name\":\"x\"}",
+        ("{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\\u00e9\",{\"key\":\"c\",\"offset\":0,"
+         "\"length\":1}],\"name\":\"x\"}"),
         "{\"epochs\":[[\"a\",\"b\"],[\"b\"]],\"bucket\":\"b\",\"keys\":[\"z\"]}",
         "{ \"keys\" : [ \"\\ud83d\\ude00\" ,\n\"y\" ] , \"seed\" : 1 }",
     };

@@ -1037,8 +1037,8 @@ static void keys_and_epochs_read_from_the_text_match_the_tree(void **state)
         "{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\\u00e9\",{\"key\":\"c\",\"offset\":0,\"length\":1}"
         ","
         "{\"key\":\"a\",\"offset\":2,\"length\":3}],\"num_epochs\":2,\"shuffle\":true}",
-        "{\"bucket\":\"b00\",\"epochs\":[[\"a\",\"b\"],[\"b\",{\"key\":\"a\",\"offset\":0,"
-        "\"length\":9}],[\"\\u0061\"]]}",
+        ("{\"bucket\":\"b00\",\"epochs\":[[\"a\",\"b\"],[\"b\",{\"key\":\"a\",\"offset\":0,"
+         "\"length\":9}],[\"\\u0061\"]]}"),
         "{\"bucket\":\"b00\",\"keys\":[\"x\",\"y\",\"x\"]}",
         "{\"keys\":[\"k1\",\"k2\",\"k3\"],\"world_size\":2,\"rank\":1,\"bucket\":\"b00\"}",
     };
