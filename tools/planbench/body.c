@@ -1,7 +1,8 @@
 /*
  * body.c - the manifests plan-bench measures: ImageNet-like keys
  * ("train/n01440764/00001234.JPEG", 29 bytes) in a "keys" body, an "epochs" body
- * (each epoch the keys shuffled), or the keys a prefix listing would return.
+ * (each epoch the keys shuffled), or the keys a prefix listing would return. Every body says
+ * "prefetch": false: a gateway it is sent to (bench/plans.sh) only plans by it.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,13 +82,15 @@ sc_code pb_body(const struct pb_opts *o, struct sc_buf *b)
 {
     char head[256];
     if (o->form == PB_EPOCHS) {
-        sc_buf_puts(b, "{\"bucket\":\"imagenet\",\"name\":\"plan-bench\",\"epochs\":");
+        sc_buf_puts(b, "{\"bucket\":\"imagenet\",\"name\":\"plan-bench\",\"prefetch\":false,"
+                       "\"epochs\":");
         put_epochs(b, o);
         return sc_buf_putc(b, '}');
     }
     snprintf(head, sizeof(head),
-             "{\"bucket\":\"imagenet\",\"name\":\"plan-bench\",\"num_epochs\":%" PRIu32
-             ",\"shuffle\":%s,\"seed\":%" PRIu64 ",\"world_size\":%" PRIu32 ",\"rank\":0,",
+             "{\"bucket\":\"imagenet\",\"name\":\"plan-bench\",\"prefetch\":false,"
+             "\"num_epochs\":%" PRIu32 ",\"shuffle\":%s,\"seed\":%" PRIu64
+             ",\"world_size\":%" PRIu32 ",\"rank\":0,",
              o->epochs, o->shuffle ? "true" : "false", o->seed, o->world_size);
     sc_buf_puts(b, head);
     if (o->form == PB_PREFIX)

@@ -160,12 +160,14 @@ static void usage(FILE *to)
 {
     fprintf(to, "usage: plan-bench [--form keys|epochs|prefix] [--keys N] [--epochs E]\n"
                 "                  [--world-size W] [--shuffle] [--seed S] [--unsorted]\n"
+                "                  [--print-body]\n"
                 "Parses and registers one manifest of N ImageNet-like keys (29 bytes) and prints\n"
                 "times and memory as one JSON line (see bench/plans.sh). Defaults: keys, 1000000\n"
                 "keys, 1 epoch, world size 1, not shuffled. --form keys lists the keys ascending\n"
                 "as a listing returns them, or in a random order with --unsorted; --form epochs:\n"
                 "E lists of the N keys, each shuffled; --form prefix: the keys through\n"
-                "plan_dataset_append() as the listing feeds them.\n");
+                "plan_dataset_append() as the listing feeds them. --print-body writes the POST\n"
+                "body to stdout instead (bench/plans.sh sends it to a gateway).\n");
 }
 
 static bool parse_u32(const char *s, uint32_t *out)
@@ -193,15 +195,12 @@ static bool parse_form(const char *s, enum pb_form *out)
 
 static bool parse_opts(int argc, char **argv, struct pb_opts *o)
 {
-    static const struct option longs[] = {{"form", required_argument, NULL, 'f'},
-                                          {"keys", required_argument, NULL, 'k'},
-                                          {"epochs", required_argument, NULL, 'e'},
-                                          {"world-size", required_argument, NULL, 'w'},
-                                          {"shuffle", no_argument, NULL, 's'},
-                                          {"seed", required_argument, NULL, 'S'},
-                                          {"unsorted", no_argument, NULL, 'u'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option longs[] = {
+        {"form", required_argument, NULL, 'f'},   {"keys", required_argument, NULL, 'k'},
+        {"epochs", required_argument, NULL, 'e'}, {"world-size", required_argument, NULL, 'w'},
+        {"shuffle", no_argument, NULL, 's'},      {"seed", required_argument, NULL, 'S'},
+        {"unsorted", no_argument, NULL, 'u'},     {"print-body", no_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     *o = (struct pb_opts){.form = PB_KEYS, .keys = 1000000, .epochs = 1, .world_size = 1};
     int c;
     bool ok = true;
@@ -218,6 +217,8 @@ static bool parse_opts(int argc, char **argv, struct pb_opts *o)
             o->shuffle = true;
         else if (c == 'u')
             o->unsorted = true;
+        else if (c == 'p')
+            o->print_body = true;
         else if (c == 'S')
             o->seed = strtoull(optarg, NULL, 10);
         else if (c == 'h') {
@@ -269,6 +270,11 @@ int main(int argc, char **argv)
     if (pb_body(&o, &body) != SC_OK) {
         fprintf(stderr, "plan-bench: out of memory building the body\n");
         return 1;
+    }
+    if (o.print_body) {
+        bool ok = fwrite(body.data, 1, body.len, stdout) == body.len && fflush(stdout) == 0;
+        sc_buf_free(&body);
+        return ok ? 0 : 1;
     }
     step_begin(&s);
     sc_code rc = parse(&o, &body, &p, &err);

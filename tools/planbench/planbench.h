@@ -23,7 +23,8 @@ struct pb_opts {
     uint32_t epochs;     /* num_epochs, or lists of PB_EPOCHS */
     uint32_t world_size; /* the plan is rank 0's */
     bool shuffle;
-    bool unsorted; /* PB_KEYS: the keys in the body in a random order, not ascending */
+    bool unsorted;   /* PB_KEYS: the keys in the body in a random order, not ascending */
+    bool print_body; /* write the body to stdout, measure nothing */
     uint64_t seed;
 };
 
