@@ -435,6 +435,14 @@ void mf_kick(struct mf_registry *r)
     pthread_mutex_unlock(&r->wake_mu);
 }
 
+void mf_kick_registrar(struct mf_registry *r)
+{
+    pthread_mutex_lock(&r->wake_mu);
+    r->parse_pending = true;
+    pthread_cond_signal(&r->parse_wake);
+    pthread_mutex_unlock(&r->wake_mu);
+}
+
 static bool active(const struct mf *m)
 {
     return m->state != MF_CANCELED && m->state != MF_FAILED && m->fut != NULL;
