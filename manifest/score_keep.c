@@ -341,7 +341,7 @@ static sc_code set_paths(score_keep *k, const char *dir)
         k->path = NULL;
         return SC_ENOMEM;
     }
-    if (asprintf(&k->tmp_path, "%s.tmp", k->path) < 0) {
+    if (asprintf(&k->tmp_path, "%s.new", k->path) < 0) {
         k->tmp_path = NULL;
         return SC_ENOMEM;
     }

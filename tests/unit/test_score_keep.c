@@ -206,7 +206,7 @@ static void test_scores_round_trip_through_the_file(void **state)
     keep_file(f, 10000);
     assert_int_equal(file_size(f->path), HEAD + 10000 * ENTRY + 4);
     char tmp[160];
-    snprintf(tmp, sizeof(tmp), "%s.tmp", f->path);
+    snprintf(tmp, sizeof(tmp), "%s.new", f->path);
     assert_int_equal(file_size(tmp), -1); /* renamed over the file */
     score_keep *k = open_keep(f);
     assert_holds(k, 1, 10000);
