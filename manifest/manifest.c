@@ -25,7 +25,7 @@
 static const char *const state_names[] = {
     [MF_LISTING] = "listing", [MF_WARMING] = "warming", [MF_WARM] = "warm",
     [MF_PLANNED] = "planned", [MF_DONE] = "done",       [MF_CANCELED] = "canceled",
-    [MF_FAILED] = "failed",
+    [MF_FAILED] = "failed",   [MF_JOINED] = "joined",   [MF_PARSING] = "parsing",
 };
 
 /* ---- one manifest ------------------------------------------------------------ */
@@ -56,6 +56,7 @@ void mf_unref(struct mf *m)
     free(m->khash);
     block_set_free(&m->charged);
     free(m->error);
+    free(m->body);
     free(m->list_token);
     free(m->list_sizes);
     pthread_mutex_destroy(&m->mu);
@@ -434,6 +435,14 @@ void mf_kick(struct mf_registry *r)
     pthread_mutex_unlock(&r->wake_mu);
 }
 
+void mf_kick_registrar(struct mf_registry *r)
+{
+    pthread_mutex_lock(&r->wake_mu);
+    r->parse_pending = true;
+    pthread_cond_signal(&r->parse_wake);
+    pthread_mutex_unlock(&r->wake_mu);
+}
+
 static bool active(const struct mf *m)
 {
     return m->state != MF_CANCELED && m->state != MF_FAILED && m->fut != NULL;
@@ -523,7 +532,7 @@ static struct mf *job_of(struct mf *m)
     return m->job != NULL ? m->job : m;
 }
 
-static void unlink_mf(struct mf_registry *r, struct mf *m)
+void mf_unlink(struct mf_registry *r, struct mf *m)
 {
     struct mf **pp = &r->list;
     while (*pp && *pp != m)
@@ -553,7 +562,7 @@ static void persist(struct mf_registry *r, const char *id, const char *body, siz
         sc_warn("cannot keep manifest %s in %s: %s", id, r->cfg.dir, strerror(errno));
 }
 
-static void forget(struct mf_registry *r, const char *id)
+void mf_forget(struct mf_registry *r, const char *id)
 {
     char path[4096];
     if (file_of(r, id, ".json", path, sizeof(path)))
@@ -618,7 +627,7 @@ static sc_code find_job(struct mf_registry *r, const struct plan *p, struct mf *
 {
     *job = NULL;
     for (struct mf *j = r->list; j; j = j->next) {
-        if (j->job != NULL || j->state == MF_CANCELED || j->state == MF_FAILED ||
+        if (j->job != NULL || j->plan == NULL || j->state == MF_CANCELED || j->state == MF_FAILED ||
             j->state == MF_DONE)
             continue;
         bool same;
@@ -664,7 +673,7 @@ static sc_code join(struct mf *j, struct mf *m, uint64_t resume, struct api_err 
     return SC_OK;
 }
 
-static struct mf *new_registration(struct mf_registry *r, const char *id)
+struct mf *mf_new_registration(struct mf_registry *r, const char *id)
 {
     struct mf *m = calloc(1, sizeof(*m));
     if (m == NULL)
@@ -703,28 +712,62 @@ static sc_code take_plan(struct mf_registry *r, struct mf *m, struct plan *p, ui
     return plan_ready(p) ? mf_activate(m, err) : SC_OK;
 }
 
+sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
+                   struct api_err *err)
+{
+    sc_code rc = take_plan(r, m, p, resume, err);
+    if (rc != SC_OK)
+        return rc;
+    m->next = r->list;
+    r->list = m;
+    mf_refresh_hint(r);
+    return SC_OK;
+}
+
+/* A registration whose body the registrar parses: listed at once, in state "parsing". */
+static sc_code add_later(struct mf_registry *r, const char *id, const char *body, size_t len,
+                         uint64_t resume, struct mf **out)
+{
+    struct mf *m = mf_new_registration(r, id);
+    char *copy = malloc(len ? len : 1);
+    if (m == NULL || copy == NULL) {
+        free(copy);
+        mf_unref(m);
+        return SC_ENOMEM;
+    }
+    memcpy(copy, body, len);
+    m->body = copy;
+    m->body_len = len;
+    m->resume = resume;
+    m->state = MF_PARSING;
+    m->next = r->list;
+    r->list = m;
+    mf_kick_registrar(r);
+    *out = m;
+    return SC_OK;
+}
+
 /*
- * Parses and lists a new registration under id (list_lock held for writing); its job starts
- * at step `resume` unless it is further already.
+ * Registers a body under id (list_lock held for writing): parsed here, or by the registrar
+ * when larger than MF_PARSE_INLINE_MAX. Its job starts at step `resume` unless further.
  */
 static sc_code add(struct mf_registry *r, const char *id, const char *body, size_t len,
                    uint64_t resume, struct mf **out, struct api_err *err)
 {
+    if (len > MF_PARSE_INLINE_MAX)
+        return add_later(r, id, body, len, resume, out);
     struct plan *p = NULL;
     sc_code rc = plan_parse(body, len, NULL, &p, err);
     if (rc != SC_OK)
         return rc;
-    struct mf *m = new_registration(r, id);
-    rc = m != NULL ? take_plan(r, m, p, resume, err) : SC_ENOMEM;
+    struct mf *m = mf_new_registration(r, id);
+    rc = m != NULL ? mf_install(r, m, p, resume, err) : SC_ENOMEM;
     if (rc != SC_OK) {
         if (m == NULL || m->plan != p)
             plan_free(p);
         mf_unref(m);
         return rc;
     }
-    m->next = r->list;
-    r->list = m;
-    mf_refresh_hint(r);
     *out = m;
     return SC_OK;
 }
@@ -788,6 +831,10 @@ static json_t *failures_json(const struct mf *m)
 /* The progress object (m->mu held). */
 static json_t *progress_locked(struct mf *m, bool failures)
 {
+    if (m->plan == NULL) /* parsing, or its body failed to parse */
+        return json_pack("{s:s, s:s, s:I, s:o}", "id", m->id, "state", state_names[m->state],
+                         "created_at", (json_int_t)m->created, "error",
+                         m->error ? json_string(m->error) : json_null());
     json_t *o = plan_describe_json(m->plan);
     if (o == NULL)
         return NULL;
@@ -822,6 +869,9 @@ static json_t *registration_progress(struct mf *m, bool failures)
     struct mf *j = job_of(m);
     pthread_mutex_lock(&j->mu);
     json_t *o = progress_locked(j, failures);
+    json_t *sampling = o ? json_object_get(o, "sampling") : NULL;
+    if (sampling != NULL && m->n_own == 1) /* the registration's rank; "ranks" the job's */
+        json_object_set_new(sampling, "rank", json_integer(m->own[0]));
     if (o != NULL) {
         json_object_set_new(o, "id", json_string(m->id));
         json_object_set_new(o, "job", json_string(j->id));
@@ -895,6 +945,9 @@ json_t *mf_order(mf_registry *r, const char *id, uint32_t e, uint32_t rank, stru
     rank = m ? rank_asked(m, rank) : rank;
     if (m == NULL)
         api_err_set(err, API_NOT_FOUND, "no manifest \"%s\"", id);
+    else if (p == NULL)
+        api_err_set(err, API_INVALID_FIELD, "manifest %s is %s", id,
+                    m->state == MF_PARSING ? "still being parsed" : "not a plan (see its error)");
     else if (!plan_ready(p))
         api_err_set(err, API_INVALID_FIELD, "manifest %s is still listing its prefix", id);
     else if (e >= plan_epochs(p))
@@ -945,11 +998,29 @@ static bool withdraw(struct mf *j, struct mf *m)
     return ended;
 }
 
+/* Cancels a registration whose body is not parsed, or failed to be (list_lock held; it is
+ * released here). */
+static json_t *cancel_unparsed(struct mf_registry *r, struct mf *m)
+{
+    pthread_mutex_lock(&m->mu);
+    if (m->state == MF_PARSING)
+        m->state = MF_CANCELED; /* the registrar drops its plan */
+    json_t *o = progress_locked(m, true);
+    pthread_mutex_unlock(&m->mu);
+    mf_unlink(r, m);
+    mf_forget(r, m->id);
+    pthread_rwlock_unlock(&r->list_lock);
+    mf_unref(m);
+    return o;
+}
+
 json_t *mf_cancel(mf_registry *r, const char *id)
 {
     json_t *o = NULL;
     pthread_rwlock_wrlock(&r->list_lock);
     struct mf *m = find(r, id);
+    if (m != NULL && m->plan == NULL && m->job == NULL) /* parsing, or failed to */
+        return cancel_unparsed(r, m);
     if (m != NULL && m->n_own == 0)
         m = NULL; /* a job whose own registration left already */
     struct mf *j = m ? job_of(m) : NULL;
@@ -960,11 +1031,11 @@ json_t *mf_cancel(mf_registry *r, const char *id)
         pthread_mutex_unlock(&j->mu);
         o = registration_progress(m, true);
         if (m != j)
-            unlink_mf(r, m);
+            mf_unlink(r, m);
         if (ended)
-            unlink_mf(r, j);
+            mf_unlink(r, j);
         mf_refresh_hint(r);
-        forget(r, id);
+        mf_forget(r, id);
     }
     pthread_rwlock_unlock(&r->list_lock);
     if (m != NULL && m != j)
@@ -1131,7 +1202,11 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&r->wake, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&r->parse_wake, NULL);
     sc_code rc = cfg->dir ? reload(r) : SC_OK;
+    if (rc == SC_OK && pthread_create(&r->registrar, NULL, mf_registrar_main, r) != 0)
+        rc = SC_EIO;
+    r->registrar_running = rc == SC_OK;
     if (rc == SC_OK && pthread_create(&r->thread, NULL, mf_prefetch_main, r) != 0)
         rc = SC_EIO;
     r->running = rc == SC_OK;
@@ -1145,13 +1220,18 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
 
 void mf_registry_stop(mf_registry *r)
 {
-    if (r == NULL || !r->running)
+    if (r == NULL)
         return;
     pthread_mutex_lock(&r->wake_mu);
     r->stopping = true;
     pthread_cond_signal(&r->wake);
+    pthread_cond_signal(&r->parse_wake);
     pthread_mutex_unlock(&r->wake_mu);
-    pthread_join(r->thread, NULL);
+    if (r->registrar_running)
+        pthread_join(r->registrar, NULL); /* after the body it parses, if any */
+    r->registrar_running = false;
+    if (r->running)
+        pthread_join(r->thread, NULL);
     r->running = false;
 }
 
@@ -1166,6 +1246,7 @@ void mf_registry_free(mf_registry *r)
         mf_unref(m);
     }
     future_set_unref(r->hinted);
+    pthread_cond_destroy(&r->parse_wake);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->wake_mu);
     pthread_rwlock_destroy(&r->list_lock);

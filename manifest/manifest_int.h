@@ -30,9 +30,13 @@ enum mf_state {
     MF_PLANNED, /* "prefetch": false: only the policy uses the plan */
     MF_DONE,    /* the trainer passed the end of the plan */
     MF_CANCELED,
-    MF_FAILED, /* the listing failed; see error */
-    MF_JOINED, /* a registration whose ranks joined another manifest's job (m->job) */
+    MF_FAILED,  /* the listing failed; see error */
+    MF_JOINED,  /* a registration whose ranks joined another manifest's job (m->job) */
+    MF_PARSING, /* a large body waiting for the registrar (m->body); no plan yet */
 };
+
+/* Bodies larger than this are parsed by the registrar thread, off the request threads. */
+#define MF_PARSE_INLINE_MAX (1024u * 1024u)
 
 /* One object's state in a manifest. */
 enum mf_obj {
@@ -70,7 +74,9 @@ struct mf {
     uint64_t rate_pos;
     double rate_at; /* sc_now_seconds(); 0: never */
     size_t slot;
-    struct plan *plan; /* NULL for MF_JOINED */
+    struct plan *plan; /* NULL for MF_JOINED, MF_PARSING (and a body that failed to parse) */
+    char *body;        /* MF_PARSING: the body to parse, body_len bytes */
+    size_t body_len;
     future *fut;       /* NULL until the dataset is known (list_lock) */
     uint32_t n;        /* dataset items (objects or ranges) */
     uint32_t used;     /* distinct items this rank reads */
@@ -116,6 +122,10 @@ struct mf_registry {
     pthread_cond_t wake;
     bool stopping, kicked, running;
     pthread_t thread;
+    pthread_cond_t parse_wake; /* the registrar's, with wake_mu: a body to parse */
+    bool parse_pending;        /* wake_mu */
+    bool registrar_running;
+    pthread_t registrar;
     atomic_uint inflight; /* prefetches in flight, all manifests */
 };
 
@@ -172,6 +182,31 @@ void mf_mark_cached(struct mf *m, uint32_t idx, uint64_t size);
 void mf_save_steps(struct mf_registry *r);
 
 #define MF_STEP_SAVE_MS 2000 /* how often the trainers' positions are written at most */
+
+/* @brief A new registration under id, not listed, in state MF_LISTING. NULL: no memory. */
+struct mf *mf_new_registration(struct mf_registry *r, const char *id);
+
+/*
+ * @brief Registration m (not listed) takes plan p: it joins the job p belongs to, or is a job
+ * of its own, activated when p is ready; its job starts at step `resume` unless further
+ * already. Then m is listed and the policy hinted. list_lock held for writing.
+ * @return SC_OK (p is m's, or freed); SC_EINVAL (a named job p cannot join: err), SC_ETOOBIG,
+ *         SC_ENOMEM (p is still the caller's).
+ */
+sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
+                   struct api_err *err);
+
+/* @brief Forgets registration id's files in the cache directory. */
+void mf_forget(struct mf_registry *r, const char *id);
+
+/* @brief Unlinks m from the registry's list, if listed (list_lock held for writing). */
+void mf_unlink(struct mf_registry *r, struct mf *m);
+
+/* registrar.c: the registrar thread's body, which parses large bodies (MF_PARSING). */
+void *mf_registrar_main(void *arg);
+
+/* @brief Wakes the registrar: a body waits. */
+void mf_kick_registrar(struct mf_registry *r);
 
 /* prefetch.c: the prefetcher thread's body. */
 void *mf_prefetch_main(void *arg);

@@ -2,9 +2,12 @@
  * prefetch.c - the prefetcher: one thread that keeps the cache ahead of the
  * trainer (see manifest.h).
  *
- * Each walk goes through a plan from the trainer's position onwards, counting
- * every distinct item once, until the items counted would no longer fit
- * in the cache (WALK_SHARE of it, shared by all manifests, oldest first). An
+ * Each walk goes through the jobs' plans from their trainers' positions onwards,
+ * all together: each step takes the item needed soonest over every job, in time at
+ * the jobs' measured read rates (a job twice as fast has its items come twice as
+ * soon), so the window and the prefetch slots are shared by need, and one job's
+ * warm-up cannot starve another's next reads. It counts every distinct item once,
+ * until the items counted would no longer fit in the cache (WALK_SHARE of it). An
  * item is a whole object or a byte range of one (range_prefetch.h: a large
  * object's range takes, and warms, only the blocks it covers). A ranged item
  * is charged the blocks it covers (of a small object, the object) that no item
@@ -392,7 +395,9 @@ static void walk_begin(struct walker *w, struct mf *m, uint32_t *idx)
 static double walk_distance(const struct walker *w)
 {
     const struct mf *m = w->m;
-    uint64_t at = m->fstart != NULL ? m->fstart[w->pos] : w->pos;
+    uint64_t at = w->pos >= m->accesses ? future_length(m->fut)
+                  : m->fstart != NULL   ? m->fstart[w->pos]
+                                        : w->pos;
     return (double)(at > w->from ? at - w->from : 0) / w->rate;
 }
 
@@ -601,16 +606,22 @@ static bool walks(const struct mf *m)
     return m->state == MF_WARMING || m->state == MF_WARM;
 }
 
-/* Walks every job that prefetches, together, then lists a page of each prefix manifest. */
+/* Lists a page of each prefix manifest, then walks every job that prefetches, together. */
 static void walk_all(struct mf_registry *r)
 {
     size_t n = 0, k = 0;
     struct mf **all = snapshot(r, &n);
     struct walker *w = calloc(n ? n : 1, sizeof(*w));
     uint32_t *idx = malloc((n ? n : 1) * MAX_LAUNCH * sizeof(*idx));
-    if (all == NULL || w == NULL || idx == NULL)
-        n = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; all && i < n; i++) {
+        pthread_mutex_lock(&all[i]->mu);
+        bool listing = all[i]->state == MF_LISTING;
+        pthread_mutex_unlock(&all[i]->mu);
+        if (listing)
+            list_step(all[i]);
+    }
+    size_t walked = w != NULL && idx != NULL ? n : 0;
+    for (size_t i = 0; i < walked; i++) {
         pthread_mutex_lock(&all[i]->mu);
         if (walks(all[i]))
             walk_begin(&w[k++], all[i], idx + i * MAX_LAUNCH);
@@ -624,9 +635,6 @@ static void walk_all(struct mf_registry *r)
         pthread_mutex_unlock(&w[i].m->mu);
     for (size_t i = 0; i < k; i++)
         launch(w[i].m, w[i].idx, w[i].n);
-    for (size_t i = 0; i < n; i++)
-        if (all[i]->state == MF_LISTING) /* read without its lock: list_step checks again */
-            list_step(all[i]);
     for (size_t i = 0; all && i < n; i++)
         mf_unref(all[i]);
     free(idx);

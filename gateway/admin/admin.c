@@ -135,12 +135,14 @@ static enum MHD_Result create_manifest(struct gw_req *q)
         return respond_api_err(q, &err);
     char *text = json_dumps(reply, JSON_COMPACT);
     const char *id = json_string_value(json_object_get(reply, "id"));
+    const char *state = json_string_value(json_object_get(reply, "state"));
+    bool parsing = state != NULL && strcmp(state, "parsing") == 0; /* a large body, later */
     char location[64];
     snprintf(location, sizeof(location), PREFIX "manifests/%s", id ? id : "");
     json_decref(reply);
     if (text == NULL)
         return MHD_NO;
-    return respond_json_text(q, 201, text, location);
+    return respond_json_text(q, parsing ? 202 : 201, text, location);
 }
 
 static enum MHD_Result post_importance(struct gw_req *q)
