@@ -764,6 +764,15 @@ sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t
     return SC_OK;
 }
 
+/* Bytes of the bodies waiting for the registrar (list_lock held). */
+static uint64_t unparsed_bytes(const struct mf_registry *r)
+{
+    uint64_t sum = 0;
+    for (const struct mf *m = r->list; m; m = m->next)
+        sum += m->state == MF_PARSING ? m->body_len : 0;
+    return sum;
+}
+
 /* A registration whose body the registrar parses: listed at once, in state "parsing". */
 static sc_code add_later(struct mf_registry *r, const char *id, const char *body, size_t len,
                          uint64_t resume, struct mf **out)
@@ -821,7 +830,14 @@ sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, 
     err->code = API_OK;
     pthread_rwlock_wrlock(&r->list_lock);
     snprintf(id, sizeof(id), "m%llu", (unsigned long long)r->next_id);
-    sc_code rc = add(r, id, body, len, 0, &m, err);
+    uint64_t waiting = unparsed_bytes(r);
+    sc_code rc = SC_EBUSY;
+    if (len > MF_PARSE_INLINE_MAX && waiting + len > MF_PARSE_PENDING_MAX)
+        api_err_set(err, API_BUSY,
+                    "%llu bytes of manifests wait to be parsed already; retry when they are",
+                    (unsigned long long)waiting); /* memory held for a client: bounded */
+    else
+        rc = add(r, id, body, len, 0, &m, err);
     if (rc == SC_OK) {
         r->next_id++;
         persist(r, id, body, len);

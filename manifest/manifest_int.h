@@ -37,6 +37,8 @@ enum mf_state {
 
 /* Bodies larger than this are parsed by the registrar thread, off the request threads. */
 #define MF_PARSE_INLINE_MAX (1024u * 1024u)
+/* Bytes of bodies that may wait for the registrar at once (SlowDown above): 4 of the largest. */
+#define MF_PARSE_PENDING_MAX (4ull * PLAN_MAX_BODY)
 
 /* One object's state in a manifest. */
 enum mf_obj {
