@@ -143,14 +143,15 @@ static char *admin_url(const char *endpoint, const char *what)
 }
 
 sc_code ts_manifest_register(const char *endpoint, const struct ts_dataset *d, const char *bucket,
-                             uint32_t epochs, uint64_t seed, char *id, size_t id_len)
+                             uint32_t epochs, uint64_t seed, const struct ts_split *split, char *id,
+                             size_t id_len)
 {
     long status = 0;
     char *reply = NULL;
     json_t *root = NULL;
     char *body = NULL;
     char *url = admin_url(endpoint, "manifests");
-    sc_code rc = url ? ts_manifest_body(d, bucket, epochs, seed, &body) : SC_ENOMEM;
+    sc_code rc = url ? ts_manifest_body(d, bucket, epochs, seed, split, &body) : SC_ENOMEM;
     if (rc == SC_OK)
         rc = http_call(url, body, 300, &status, &reply);
     if (rc != SC_OK) {
