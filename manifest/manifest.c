@@ -25,7 +25,7 @@
 static const char *const state_names[] = {
     [MF_LISTING] = "listing", [MF_WARMING] = "warming", [MF_WARM] = "warm",
     [MF_PLANNED] = "planned", [MF_DONE] = "done",       [MF_CANCELED] = "canceled",
-    [MF_FAILED] = "failed",
+    [MF_FAILED] = "failed",   [MF_JOINED] = "joined",   [MF_PARSING] = "parsing",
 };
 
 /* ---- one manifest ------------------------------------------------------------ */
@@ -43,6 +43,8 @@ void mf_unref(struct mf *m)
         free(m->failures[i].key);
         free(m->failures[i].reason);
     }
+    mf_unref(m->job);
+    free(m->own);
     future_unref(m->fut);
     plan_free(m->plan);
     free(m->order);
@@ -54,6 +56,7 @@ void mf_unref(struct mf *m)
     free(m->khash);
     block_set_free(&m->charged);
     free(m->error);
+    free(m->body);
     free(m->list_token);
     free(m->list_sizes);
     pthread_mutex_destroy(&m->mu);
@@ -112,7 +115,6 @@ static void take_listed_sizes(struct mf *m)
         return;
     for (uint32_t i = 0; i < m->n; i++) {
         m->size[i] = m->list_sizes[i];
-        m->bytes_known += m->size[i];
         m->whole_bytes += m->size[i]; /* a listing names whole objects only */
         m->whole_known++;
     }
@@ -209,9 +211,8 @@ static sc_code map_item_starts(struct mf *m)
 }
 
 /*
- * The future, in access order; counts the items this rank reads and a range's bytes (in
- * progress only: a range's length says nothing of the size of the whole objects). A plan with
- * ranges keeps its items' key hashes for the walk (m->khash).
+ * The future, in access order. A plan with ranges keeps its items' key hashes for the walk
+ * (m->khash). Its ranks advance together, so each may lag FUTURE_SLACK of its own reads.
  */
 static sc_code build_future(struct mf *m, struct api_err *err)
 {
@@ -225,16 +226,10 @@ static sc_code build_future(struct mf *m, struct api_err *err)
         rc = plan_key_hashes(m->plan, &hashes);
     if (rc == SC_OK)
         rc = future_new(&f);
-    for (uint64_t pos = 0; rc == SC_OK && pos < m->accesses; pos++) {
-        uint32_t idx = m->order[pos];
-        if (m->stamp[idx] == 0) {
-            m->stamp[idx] = 1;
-            m->used++;
-            if (plan_item_range(m->plan, idx, NULL))
-                m->bytes_known += mf_item_bytes(m, idx); /* known before the object is seen */
-        }
+    if (rc == SC_OK)
+        future_slack_to(f, (uint64_t)FUTURE_SLACK * plan_params(m->plan)->n_ranks);
+    for (uint64_t pos = 0; rc == SC_OK && pos < m->accesses; pos++)
         rc = append_access(m, f, pos, hashes);
-    }
     if (rc == SC_OK && m->fstart != NULL)
         m->khash = hashes;
     else
@@ -245,9 +240,74 @@ static sc_code build_future(struct mf *m, struct api_err *err)
         future_unref(f);
         return rc;
     }
-    memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
     m->fut = f;
     return SC_OK;
+}
+
+/*
+ * The counts of progress, from the items the plan's ranks read: distinct items, their bytes
+ * (a range's known before its object is seen), and of those cached. Run when the plan's
+ * ranks change.
+ */
+static void recount(struct mf *m)
+{
+    m->used = m->cached = 0;
+    m->bytes_known = m->bytes_cached = 0;
+    memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
+    for (uint64_t pos = 0; pos < m->accesses; pos++) {
+        uint32_t idx = m->order[pos];
+        if (m->stamp[idx] != 0)
+            continue;
+        m->stamp[idx] = 1;
+        m->used++;
+        m->bytes_known += mf_item_bytes(m, idx);
+        if (m->obj[idx] == MF_OBJ_CACHED) {
+            m->cached++;
+            m->bytes_cached += mf_item_bytes(m, idx);
+        }
+    }
+    memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
+    m->walk = 0;
+}
+
+/* What build() makes from the plan for its current ranks, so that a rebuild can swap it. */
+struct built {
+    uint32_t *order, *fstart;
+    uint64_t *starts, *khash;
+    uint32_t n_starts;
+    uint64_t accesses;
+    future *fut;
+};
+
+static struct built detach_built(struct mf *m)
+{
+    struct built b = {m->order, m->fstart, m->starts, m->khash, m->n_starts, m->accesses, m->fut};
+    m->order = m->fstart = NULL;
+    m->starts = m->khash = NULL;
+    m->n_starts = 0;
+    m->accesses = 0;
+    m->fut = NULL;
+    return b;
+}
+
+static void attach_built(struct mf *m, const struct built *b)
+{
+    m->order = b->order;
+    m->fstart = b->fstart;
+    m->starts = b->starts;
+    m->khash = b->khash;
+    m->n_starts = b->n_starts;
+    m->accesses = b->accesses;
+    m->fut = b->fut;
+}
+
+static void built_free(struct built *b)
+{
+    free(b->order);
+    free(b->fstart);
+    free(b->starts);
+    free(b->khash);
+    future_unref(b->fut);
 }
 
 uint64_t mf_position(struct mf *m)
@@ -269,19 +329,25 @@ uint64_t mf_position(struct mf *m)
     return lo;
 }
 
-sc_code mf_activate(struct mf *m, struct api_err *err)
+/* Where step (reads of each rank) lies in the future: step * n_ranks accesses in. */
+static uint64_t future_pos_of_step(const struct mf *m, uint64_t step)
 {
-    const struct plan *p = m->plan;
-    m->n = plan_objects(p);
-    m->accesses = plan_accesses(p);
+    uint32_t ranks = plan_params(m->plan)->n_ranks;
+    uint64_t pos = step < m->accesses / ranks ? step * ranks : m->accesses;
+    if (pos == m->accesses)
+        return future_length(m->fut);
+    return m->fstart != NULL ? m->fstart[pos] : pos;
+}
+
+/* The plan's order and future for its current ranks, the trainers at step; counts redone. */
+static sc_code build(struct mf *m, uint64_t step, struct api_err *err)
+{
+    m->accesses = plan_accesses(m->plan);
     m->order = malloc((m->accesses ? m->accesses : 1) * sizeof(*m->order));
-    m->obj = calloc(m->n ? m->n : 1, sizeof(*m->obj));
-    m->size = calloc(m->n ? m->n : 1, sizeof(*m->size));
-    m->stamp = calloc(m->n ? m->n : 1, sizeof(*m->stamp));
-    if (!m->order || !m->obj || !m->size || !m->stamp)
+    if (m->order == NULL)
         return SC_ENOMEM;
     struct plan_iter it;
-    plan_iter_init(&it, p);
+    plan_iter_init(&it, m->plan);
     uint32_t idx;
     uint64_t pos;
     sc_code rc;
@@ -293,9 +359,70 @@ sc_code mf_activate(struct mf *m, struct api_err *err)
     rc = build_future(m, err);
     if (rc != SC_OK)
         return rc;
-    take_listed_sizes(m);
-    m->state = plan_params(p)->prefetch ? MF_WARMING : MF_PLANNED;
+    if (step > 0)
+        future_start_at(m->fut, future_pos_of_step(m, step));
+    recount(m);
     return SC_OK;
+}
+
+sc_code mf_activate(struct mf *m, struct api_err *err)
+{
+    m->n = plan_objects(m->plan);
+    m->obj = calloc(m->n ? m->n : 1, sizeof(*m->obj));
+    m->size = calloc(m->n ? m->n : 1, sizeof(*m->size));
+    m->stamp = calloc(m->n ? m->n : 1, sizeof(*m->stamp));
+    if (!m->obj || !m->size || !m->stamp)
+        return SC_ENOMEM;
+    take_listed_sizes(m);
+    sc_code rc = build(m, m->resume, err);
+    if (rc != SC_OK)
+        return rc;
+    m->state = plan_params(m->plan)->prefetch ? MF_WARMING : MF_PLANNED;
+    return SC_OK;
+}
+
+uint64_t mf_step(struct mf *m)
+{
+    return mf_position(m) / plan_params(m->plan)->n_ranks;
+}
+
+/*
+ * Makes job m read for these ranks: the plan's order and future are built again, the
+ * trainers kept at the step they reached (or at `resume`, when further). On error m is
+ * unchanged. list_lock held for writing (the future changes) and m->mu.
+ */
+static sc_code set_ranks(struct mf *m, const uint32_t *ranks, uint32_t n, uint64_t resume,
+                         struct api_err *err)
+{
+    const struct plan_params *pp = plan_params(m->plan);
+    uint32_t old_n = pp->n_ranks, *old = malloc((size_t)old_n * sizeof(*old));
+    if (old == NULL)
+        return SC_ENOMEM;
+    memcpy(old, pp->ranks, (size_t)old_n * sizeof(*old));
+    uint64_t step = m->fut != NULL ? mf_step(m) : m->resume;
+    step = step > resume ? step : resume;
+    sc_code rc = plan_set_ranks(m->plan, ranks, n, err);
+    if (rc == SC_OK && m->fut == NULL)
+        m->resume = step; /* built when the listing ends */
+    if (rc != SC_OK || m->fut == NULL) {
+        free(old);
+        return rc;
+    }
+    struct built was = detach_built(m);
+    rc = build(m, step, err);
+    if (rc == SC_OK) {
+        built_free(&was);
+        m->rate = 0; /* positions of the new plan: measured anew */
+        m->rate_at = 0;
+    } else {
+        struct built failed = detach_built(m);
+        built_free(&failed);
+        attach_built(m, &was);
+        plan_set_ranks(m->plan, old, old_n, NULL); /* they held before */
+        recount(m);
+    }
+    free(old);
+    return rc;
 }
 
 /* ---- the registry ------------------------------------------------------------ */
@@ -308,27 +435,87 @@ void mf_kick(struct mf_registry *r)
     pthread_mutex_unlock(&r->wake_mu);
 }
 
+void mf_kick_registrar(struct mf_registry *r)
+{
+    pthread_mutex_lock(&r->wake_mu);
+    r->parse_pending = true;
+    pthread_cond_signal(&r->parse_wake);
+    pthread_mutex_unlock(&r->wake_mu);
+}
+
 static bool active(const struct mf *m)
 {
     return m->state != MF_CANCELED && m->state != MF_FAILED && m->fut != NULL;
 }
 
-/* Gives the policy the newest active plan, if it changed (list_lock held for writing). */
+/* Fills futs (if not NULL) with the active jobs' futures, oldest first; returns how many. */
+static size_t active_futures(struct mf_registry *r, future **futs)
+{
+    size_t n = 0;
+    for (struct mf *m = r->list; m; m = m->next)
+        n += active(m);
+    size_t i = n;
+    for (struct mf *m = r->list; futs && m; m = m->next)
+        if (active(m)) {
+            futs[--i] = m->fut;
+            m->slot = i;
+        }
+    return n;
+}
+
+static bool same_futures(const future_set *set, future *const *futs, size_t n)
+{
+    if (set == NULL || future_set_count(set) != n)
+        return set == NULL && n == 0;
+    for (size_t i = 0; i < n; i++)
+        if (future_set_at(set, i) != futs[i])
+            return false;
+    return true;
+}
+
 void mf_refresh_hint(struct mf_registry *r)
 {
-    struct mf *m = r->list;
-    while (m && !active(m))
-        m = m->next;
-    future *fut = m ? m->fut : NULL;
-    if (fut == r->hinted)
+    size_t n = active_futures(r, NULL);
+    future **futs = malloc((n ? n : 1) * sizeof(*futs));
+    future_set *set = NULL;
+    if (futs == NULL || (active_futures(r, futs), same_futures(r->hinted, futs, n)) ||
+        (n > 0 && future_set_new(futs, n, &set) != SC_OK)) {
+        if (futs == NULL || !same_futures(r->hinted, futs, n))
+            sc_warn("out of memory: the policy keeps the manifests' plans it had");
+        free(futs);
         return;
-    struct policy_hint h = {.kind = POLICY_HINT_FUTURE, .future = fut};
+    }
+    free(futs);
+    for (struct mf *m = r->list; set && m; m = m->next)
+        if (active(m))
+            future_set_rate(set, m->slot, m->rate);
+    struct policy_hint h = {.kind = POLICY_HINT_FUTURE, .futures = set};
     if (store_hint(r->cfg.st, &h) != SC_OK)
-        sc_warn("the policy could not take manifest %s's plan", m ? m->id : "-");
-    future_unref(r->hinted);
-    r->hinted = fut;
-    if (fut)
-        future_ref(fut);
+        sc_warn("the policy could not take the manifests' plans");
+    future_set_unref(r->hinted);
+    r->hinted = set;
+}
+
+void mf_measure_rates(struct mf_registry *r)
+{
+    double now = sc_now_seconds();
+    pthread_rwlock_rdlock(&r->list_lock);
+    for (struct mf *m = r->list; m; m = m->next) {
+        if (!active(m))
+            continue;
+        uint64_t pos = future_position(m->fut);
+        double secs = now - m->rate_at;
+        if (m->rate_at > 0 && secs > 0 && pos >= m->rate_pos) {
+            double now_rate = (double)(pos - m->rate_pos) / secs;
+            m->rate = m->rate > 0 ? 0.7 * m->rate + 0.3 * now_rate : now_rate;
+            if (r->hinted && m->slot < future_set_count(r->hinted) &&
+                future_set_at(r->hinted, m->slot) == m->fut)
+                future_set_rate(r->hinted, m->slot, m->rate);
+        }
+        m->rate_pos = pos;
+        m->rate_at = now;
+    }
+    pthread_rwlock_unlock(&r->list_lock);
 }
 
 static struct mf *find(struct mf_registry *r, const char *id)
@@ -339,12 +526,33 @@ static struct mf *find(struct mf_registry *r, const char *id)
     return NULL;
 }
 
+/* The job a registration belongs to: the one it joined, or itself. */
+static struct mf *job_of(struct mf *m)
+{
+    return m->job != NULL ? m->job : m;
+}
+
+void mf_unlink(struct mf_registry *r, struct mf *m)
+{
+    struct mf **pp = &r->list;
+    while (*pp && *pp != m)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = m->next;
+}
+
+/* The path of registration id's file with this suffix in the cache directory; false if none. */
+static bool file_of(const struct mf_registry *r, const char *id, const char *suffix, char *path,
+                    size_t cap)
+{
+    return r->cfg.dir != NULL && snprintf(path, cap, "%s/%s%s", r->cfg.dir, id, suffix) < (int)cap;
+}
+
 /* Keeps the body in the cache directory, so the manifest outlives a restart. */
 static void persist(struct mf_registry *r, const char *id, const char *body, size_t len)
 {
     char path[4096];
-    if (r->cfg.dir == NULL ||
-        snprintf(path, sizeof(path), "%s/%s.json", r->cfg.dir, id) >= (int)sizeof(path))
+    if (!file_of(r, id, ".json", path, sizeof(path)))
         return;
     FILE *f = fopen(path, "wbx");
     bool ok = f && fwrite(body, 1, len, f) == len;
@@ -354,42 +562,217 @@ static void persist(struct mf_registry *r, const char *id, const char *body, siz
         sc_warn("cannot keep manifest %s in %s: %s", id, r->cfg.dir, strerror(errno));
 }
 
-static void forget(struct mf_registry *r, const char *id)
+void mf_forget(struct mf_registry *r, const char *id)
 {
     char path[4096];
-    if (r->cfg.dir &&
-        snprintf(path, sizeof(path), "%s/%s.json", r->cfg.dir, id) < (int)sizeof(path))
+    if (file_of(r, id, ".json", path, sizeof(path)))
+        unlink(path);
+    if (file_of(r, id, ".step", path, sizeof(path)))
         unlink(path);
 }
 
-/* Parses and lists a new manifest under id (list_lock held for writing). */
-static sc_code add(struct mf_registry *r, const char *id, const char *body, size_t len,
-                   struct mf **out, struct api_err *err)
+/* The step kept for registration id's job (0: none), so a restart resumes there. */
+static uint64_t read_step(const struct mf_registry *r, const char *id)
+{
+    char path[4096], line[32];
+    unsigned long long step = 0;
+    FILE *f = file_of(r, id, ".step", path, sizeof(path)) ? fopen(path, "r") : NULL;
+    if (f && (fgets(line, sizeof(line), f) == NULL || sscanf(line, "%llu", &step) != 1))
+        step = 0;
+    if (f)
+        fclose(f);
+    return step;
+}
+
+/* Writes step as registration id's, whole or not at all (a new file renamed over the old). */
+static void write_step(const struct mf_registry *r, const char *id, uint64_t step)
+{
+    char path[4096], tmp[4096];
+    if (!file_of(r, id, ".step", path, sizeof(path)) ||
+        !file_of(r, id, ".step.new", tmp, sizeof(tmp)))
+        return;
+    FILE *f = fopen(tmp, "w");
+    bool ok = f && fprintf(f, "%llu\n", (unsigned long long)step) > 0;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok || rename(tmp, path) != 0) {
+        sc_warn("cannot keep the position of manifest %s in %s: %s", id, r->cfg.dir,
+                strerror(errno));
+        unlink(tmp);
+    }
+}
+
+void mf_save_steps(struct mf_registry *r)
+{
+    if (r->cfg.dir == NULL)
+        return;
+    pthread_rwlock_rdlock(&r->list_lock);
+    for (struct mf *j = r->list; j; j = j->next) {
+        if (j->job != NULL || !active(j))
+            continue;
+        uint64_t step = mf_step(j);
+        if (step == j->saved)
+            continue;
+        j->saved = step;
+        for (struct mf *m = r->list; m; m = m->next)
+            if (m->n_own > 0 && job_of(m) == j)
+                write_step(r, m->id, step);
+    }
+    pthread_rwlock_unlock(&r->list_lock);
+}
+
+/* A job plan p may join, or NULL; SC_EINVAL when p names a job it cannot join (list_lock). */
+static sc_code find_job(struct mf_registry *r, const struct plan *p, struct mf **job,
+                        struct api_err *err)
+{
+    *job = NULL;
+    for (struct mf *j = r->list; j; j = j->next) {
+        if (j->job != NULL || j->plan == NULL || j->state == MF_CANCELED || j->state == MF_FAILED ||
+            j->state == MF_DONE)
+            continue;
+        bool same;
+        sc_code rc = plan_same_job(j->plan, p, &same, err);
+        if (rc != SC_OK || same) {
+            *job = same ? j : NULL;
+            return rc;
+        }
+    }
+    return SC_OK;
+}
+
+/* The job's ranks and n more, in a new array of *total. */
+static uint32_t *ranks_with(const struct plan *job, const uint32_t *more, uint32_t n,
+                            uint32_t *total)
+{
+    const struct plan_params *pp = plan_params(job);
+    uint32_t *all = malloc(((size_t)pp->n_ranks + n) * sizeof(*all));
+    if (all == NULL)
+        return NULL;
+    memcpy(all, pp->ranks, (size_t)pp->n_ranks * sizeof(*all));
+    memcpy(all + pp->n_ranks, more, (size_t)n * sizeof(*all));
+    *total = pp->n_ranks + n;
+    return all;
+}
+
+/* Registration m brings its ranks to job j (list_lock held for writing). */
+static sc_code join(struct mf *j, struct mf *m, uint64_t resume, struct api_err *err)
+{
+    uint32_t n;
+    uint32_t *all = ranks_with(j->plan, m->own, m->n_own, &n);
+    if (all == NULL)
+        return SC_ENOMEM;
+    pthread_mutex_lock(&j->mu);
+    sc_code rc = set_ranks(j, all, n, resume, err);
+    pthread_mutex_unlock(&j->mu);
+    free(all);
+    if (rc != SC_OK)
+        return rc;
+    mf_ref(j);
+    m->job = j;
+    m->state = MF_JOINED;
+    return SC_OK;
+}
+
+struct mf *mf_new_registration(struct mf_registry *r, const char *id)
 {
     struct mf *m = calloc(1, sizeof(*m));
     if (m == NULL)
-        return SC_ENOMEM;
+        return NULL;
     atomic_init(&m->refs, 1);
     pthread_mutex_init(&m->mu, NULL);
     snprintf(m->id, sizeof(m->id), "%s", id);
     m->reg = r;
     m->created = time(NULL);
     m->state = MF_LISTING;
-    sc_code rc = plan_parse(body, len, NULL, &m->plan, err);
-    if (rc == SC_OK && plan_ready(m->plan))
-        rc = mf_activate(m, err);
-    if (rc != SC_OK) {
-        mf_unref(m);
+    return m;
+}
+
+/* m takes plan p: as a job of its own, or as ranks joining the job p belongs to. */
+static sc_code take_plan(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
+                         struct api_err *err)
+{
+    const struct plan_params *pp = plan_params(p);
+    m->own = malloc((size_t)pp->n_ranks * sizeof(*m->own));
+    if (m->own == NULL)
+        return SC_ENOMEM;
+    memcpy(m->own, pp->ranks, (size_t)pp->n_ranks * sizeof(*m->own));
+    m->n_own = pp->n_ranks;
+    struct mf *j;
+    sc_code rc = find_job(r, p, &j, err);
+    if (rc == SC_OK && j != NULL) {
+        rc = join(j, m, resume, err);
+        if (rc == SC_OK)
+            plan_free(p);
         return rc;
     }
+    if (rc != SC_OK)
+        return rc;
+    m->plan = p;
+    m->resume = resume;
+    return plan_ready(p) ? mf_activate(m, err) : SC_OK;
+}
+
+sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
+                   struct api_err *err)
+{
+    sc_code rc = take_plan(r, m, p, resume, err);
+    if (rc != SC_OK)
+        return rc;
     m->next = r->list;
     r->list = m;
     mf_refresh_hint(r);
+    return SC_OK;
+}
+
+/* A registration whose body the registrar parses: listed at once, in state "parsing". */
+static sc_code add_later(struct mf_registry *r, const char *id, const char *body, size_t len,
+                         uint64_t resume, struct mf **out)
+{
+    struct mf *m = mf_new_registration(r, id);
+    char *copy = malloc(len ? len : 1);
+    if (m == NULL || copy == NULL) {
+        free(copy);
+        mf_unref(m);
+        return SC_ENOMEM;
+    }
+    memcpy(copy, body, len);
+    m->body = copy;
+    m->body_len = len;
+    m->resume = resume;
+    m->state = MF_PARSING;
+    m->next = r->list;
+    r->list = m;
+    mf_kick_registrar(r);
     *out = m;
     return SC_OK;
 }
 
-static json_t *progress_locked(struct mf *m, bool failures);
+/*
+ * Registers a body under id (list_lock held for writing): parsed here, or by the registrar
+ * when larger than MF_PARSE_INLINE_MAX. Its job starts at step `resume` unless further.
+ */
+static sc_code add(struct mf_registry *r, const char *id, const char *body, size_t len,
+                   uint64_t resume, struct mf **out, struct api_err *err)
+{
+    if (len > MF_PARSE_INLINE_MAX)
+        return add_later(r, id, body, len, resume, out);
+    struct plan *p = NULL;
+    sc_code rc = plan_parse(body, len, NULL, &p, err);
+    if (rc != SC_OK)
+        return rc;
+    struct mf *m = mf_new_registration(r, id);
+    rc = m != NULL ? mf_install(r, m, p, resume, err) : SC_ENOMEM;
+    if (rc != SC_OK) {
+        if (m == NULL || m->plan != p)
+            plan_free(p);
+        mf_unref(m);
+        return rc;
+    }
+    *out = m;
+    return SC_OK;
+}
+
+static json_t *registration_progress(struct mf *m, bool failures);
 
 sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, struct api_err *err)
 {
@@ -398,15 +781,11 @@ sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, 
     err->code = API_OK;
     pthread_rwlock_wrlock(&r->list_lock);
     snprintf(id, sizeof(id), "m%llu", (unsigned long long)r->next_id);
-    sc_code rc = add(r, id, body, len, &m, err);
+    sc_code rc = add(r, id, body, len, 0, &m, err);
     if (rc == SC_OK) {
         r->next_id++;
         persist(r, id, body, len);
-        pthread_mutex_lock(&m->mu);
-        *reply = progress_locked(m, false);
-        if (*reply)
-            json_object_set_new(*reply, "objects", m->fut ? json_integer(m->used) : json_null());
-        pthread_mutex_unlock(&m->mu);
+        *reply = registration_progress(m, false);
         if (*reply == NULL)
             rc = SC_ENOMEM; /* the manifest stands; only the reply failed */
     }
@@ -452,6 +831,10 @@ static json_t *failures_json(const struct mf *m)
 /* The progress object (m->mu held). */
 static json_t *progress_locked(struct mf *m, bool failures)
 {
+    if (m->plan == NULL) /* parsing, or its body failed to parse */
+        return json_pack("{s:s, s:s, s:I, s:o}", "id", m->id, "state", state_names[m->state],
+                         "created_at", (json_int_t)m->created, "error",
+                         m->error ? json_string(m->error) : json_null());
     json_t *o = plan_describe_json(m->plan);
     if (o == NULL)
         return NULL;
@@ -477,16 +860,34 @@ static json_t *progress_locked(struct mf *m, bool failures)
     return o;
 }
 
+/*
+ * The progress of registration m: its job's, with "id" m's and "job" the job's id (list_lock
+ * held), and "objects" (what the job's ranks read; null while listing).
+ */
+static json_t *registration_progress(struct mf *m, bool failures)
+{
+    struct mf *j = job_of(m);
+    pthread_mutex_lock(&j->mu);
+    json_t *o = progress_locked(j, failures);
+    json_t *sampling = o ? json_object_get(o, "sampling") : NULL;
+    if (sampling != NULL && m->n_own == 1) /* the registration's rank; "ranks" the job's */
+        json_object_set_new(sampling, "rank", json_integer(m->own[0]));
+    if (o != NULL) {
+        json_object_set_new(o, "id", json_string(m->id));
+        json_object_set_new(o, "job", json_string(j->id));
+        json_object_set_new(o, "objects", j->fut ? json_integer(j->used) : json_null());
+    }
+    pthread_mutex_unlock(&j->mu);
+    return o;
+}
+
 json_t *mf_progress(mf_registry *r, const char *id)
 {
     json_t *o = NULL;
     pthread_rwlock_rdlock(&r->list_lock);
     struct mf *m = find(r, id);
-    if (m) {
-        pthread_mutex_lock(&m->mu);
-        o = progress_locked(m, true);
-        pthread_mutex_unlock(&m->mu);
-    }
+    if (m)
+        o = registration_progress(m, true);
     pthread_rwlock_unlock(&r->list_lock);
     return o;
 }
@@ -496,9 +897,9 @@ json_t *mf_list(mf_registry *r)
     json_t *a = json_array();
     pthread_rwlock_rdlock(&r->list_lock);
     for (struct mf *m = r->list; a && m; m = m->next) {
-        pthread_mutex_lock(&m->mu);
-        json_t *o = progress_locked(m, false);
-        pthread_mutex_unlock(&m->mu);
+        if (m->job != NULL)
+            continue; /* its job is listed */
+        json_t *o = registration_progress(m, false);
         if (o == NULL || json_array_insert_new(a, 0, o) != 0) {
             json_decref(a);
             a = NULL;
@@ -514,7 +915,7 @@ void mf_get_totals(mf_registry *r, struct mf_totals *t)
     pthread_rwlock_rdlock(&r->list_lock);
     for (struct mf *m = r->list; m; m = m->next) {
         pthread_mutex_lock(&m->mu);
-        if (m->state <= MF_PLANNED) {
+        if (m->state <= MF_PLANNED) { /* jobs: a joined registration is MF_JOINED */
             t->active++;
             t->objects += m->used;
             t->cached += m->cached;
@@ -526,22 +927,90 @@ void mf_get_totals(mf_registry *r, struct mf_totals *t)
     pthread_rwlock_unlock(&r->list_lock);
 }
 
-json_t *mf_order(mf_registry *r, const char *id, uint32_t e, struct api_err *err)
+/* The rank asked for, MF_RANK_OWN resolved: the registration's one rank, else all. */
+static uint32_t rank_asked(const struct mf *m, uint32_t rank)
+{
+    if (rank != MF_RANK_OWN)
+        return rank;
+    return m->n_own == 1 ? m->own[0] : PLAN_ALL_RANKS;
+}
+
+json_t *mf_order(mf_registry *r, const char *id, uint32_t e, uint32_t rank, struct api_err *err)
 {
     json_t *o = NULL;
     err->code = API_OK;
     pthread_rwlock_rdlock(&r->list_lock);
     struct mf *m = find(r, id);
+    const struct plan *p = m ? job_of(m)->plan : NULL;
+    rank = m ? rank_asked(m, rank) : rank;
     if (m == NULL)
         api_err_set(err, API_NOT_FOUND, "no manifest \"%s\"", id);
-    else if (!plan_ready(m->plan))
+    else if (p == NULL)
+        api_err_set(err, API_INVALID_FIELD, "manifest %s is %s", id,
+                    m->state == MF_PARSING ? "still being parsed" : "not a plan (see its error)");
+    else if (!plan_ready(p))
         api_err_set(err, API_INVALID_FIELD, "manifest %s is still listing its prefix", id);
-    else if (e >= plan_epochs(m->plan))
+    else if (e >= plan_epochs(p))
         api_err_set(err, API_INVALID_FIELD, "epoch %u is out of range: the plan has %u epochs", e,
-                    plan_epochs(m->plan));
+                    plan_epochs(p));
+    else if (rank != PLAN_ALL_RANKS && !plan_has_rank(p, rank))
+        api_err_set(err, API_INVALID_FIELD, "rank %u does not read in the job of manifest %s", rank,
+                    id);
     else
-        o = plan_order_json(m->plan, id, e);
+        o = plan_order_json(p, id, e, rank);
     pthread_rwlock_unlock(&r->list_lock);
+    return o;
+}
+
+/* The job's ranks without those of registration m, in a new array of *left. */
+static uint32_t *ranks_without(const struct mf *j, const struct mf *m, uint32_t *left)
+{
+    const struct plan_params *pp = plan_params(j->plan);
+    uint32_t *rest = malloc((size_t)pp->n_ranks * sizeof(*rest));
+    *left = 0;
+    for (uint32_t i = 0; rest && i < pp->n_ranks; i++) {
+        bool mine = false;
+        for (uint32_t k = 0; k < m->n_own && !mine; k++)
+            mine = m->own[k] == pp->ranks[i];
+        if (!mine)
+            rest[(*left)++] = pp->ranks[i];
+    }
+    return rest;
+}
+
+/*
+ * Registration m leaves its job j (list_lock for writing, j->mu held): its ranks go, and the
+ * job ends with its last rank. Returns whether j ended.
+ */
+static bool withdraw(struct mf *j, struct mf *m)
+{
+    uint32_t left;
+    uint32_t *rest = ranks_without(j, m, &left);
+    struct api_err err = {0};
+    bool ended = rest != NULL && left == 0;
+    if (ended)
+        j->state = MF_CANCELED;
+    else if (rest == NULL || set_ranks(j, rest, left, 0, &err) != SC_OK)
+        sc_warn("manifest %s: the ranks of %s stay planned: %s", j->id, m->id,
+                err.code ? err.message : "out of memory");
+    free(rest);
+    m->n_own = 0;
+    return ended;
+}
+
+/* Cancels a registration whose body is not parsed, or failed to be (list_lock held; it is
+ * released here). */
+static json_t *cancel_unparsed(struct mf_registry *r, struct mf *m)
+{
+    pthread_mutex_lock(&m->mu);
+    if (m->state == MF_PARSING)
+        m->state = MF_CANCELED; /* the registrar drops its plan */
+    json_t *o = progress_locked(m, true);
+    pthread_mutex_unlock(&m->mu);
+    mf_unlink(r, m);
+    mf_forget(r, m->id);
+    pthread_rwlock_unlock(&r->list_lock);
+    mf_unref(m);
     return o;
 }
 
@@ -549,21 +1018,30 @@ json_t *mf_cancel(mf_registry *r, const char *id)
 {
     json_t *o = NULL;
     pthread_rwlock_wrlock(&r->list_lock);
-    struct mf **pp = &r->list;
-    while (*pp && strcmp((*pp)->id, id) != 0)
-        pp = &(*pp)->next;
-    struct mf *m = *pp;
+    struct mf *m = find(r, id);
+    if (m != NULL && m->plan == NULL && m->job == NULL) /* parsing, or failed to */
+        return cancel_unparsed(r, m);
+    if (m != NULL && m->n_own == 0)
+        m = NULL; /* a job whose own registration left already */
+    struct mf *j = m ? job_of(m) : NULL;
+    bool ended = false;
     if (m) {
-        *pp = m->next;
-        pthread_mutex_lock(&m->mu);
-        m->state = MF_CANCELED;
-        o = progress_locked(m, true);
-        pthread_mutex_unlock(&m->mu);
+        pthread_mutex_lock(&j->mu);
+        ended = withdraw(j, m);
+        pthread_mutex_unlock(&j->mu);
+        o = registration_progress(m, true);
+        if (m != j)
+            mf_unlink(r, m);
+        if (ended)
+            mf_unlink(r, j);
         mf_refresh_hint(r);
-        forget(r, id);
+        mf_forget(r, id);
     }
     pthread_rwlock_unlock(&r->list_lock);
-    mf_unref(m); /* fetches in flight keep it until they end */
+    if (m != NULL && m != j)
+        mf_unref(m);
+    if (ended)
+        mf_unref(j); /* fetches in flight keep it until they end */
     return o;
 }
 
@@ -655,7 +1133,7 @@ static void reload_one(struct mf_registry *r, const char *name)
     struct api_err err = {0};
     struct mf *m = NULL;
     if (body && fread(body, 1, (size_t)len, f) == (size_t)len &&
-        add(r, id, body, (size_t)len, &m, &err) == SC_OK)
+        add(r, id, body, (size_t)len, read_step(r, id), &m, &err) == SC_OK)
         sc_info("manifest %s registered again from %s", id, path);
     else
         sc_warn("cannot register manifest %s again: %s", path,
@@ -724,7 +1202,11 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&r->wake, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&r->parse_wake, NULL);
     sc_code rc = cfg->dir ? reload(r) : SC_OK;
+    if (rc == SC_OK && pthread_create(&r->registrar, NULL, mf_registrar_main, r) != 0)
+        rc = SC_EIO;
+    r->registrar_running = rc == SC_OK;
     if (rc == SC_OK && pthread_create(&r->thread, NULL, mf_prefetch_main, r) != 0)
         rc = SC_EIO;
     r->running = rc == SC_OK;
@@ -738,13 +1220,18 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
 
 void mf_registry_stop(mf_registry *r)
 {
-    if (r == NULL || !r->running)
+    if (r == NULL)
         return;
     pthread_mutex_lock(&r->wake_mu);
     r->stopping = true;
     pthread_cond_signal(&r->wake);
+    pthread_cond_signal(&r->parse_wake);
     pthread_mutex_unlock(&r->wake_mu);
-    pthread_join(r->thread, NULL);
+    if (r->registrar_running)
+        pthread_join(r->registrar, NULL); /* after the body it parses, if any */
+    r->registrar_running = false;
+    if (r->running)
+        pthread_join(r->thread, NULL);
     r->running = false;
 }
 
@@ -758,7 +1245,8 @@ void mf_registry_free(mf_registry *r)
         r->list = m->next;
         mf_unref(m);
     }
-    future_unref(r->hinted);
+    future_set_unref(r->hinted);
+    pthread_cond_destroy(&r->parse_wake);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->wake_mu);
     pthread_rwlock_destroy(&r->list_lock);

@@ -74,16 +74,21 @@ json_t *mf_progress(mf_registry *r, const char *id);
 /* @brief {"manifests": [progress without failures, ...]}, or NULL when out of memory. */
 json_t *mf_list(mf_registry *r);
 
+#define MF_RANK_OWN UINT32_MAX /* mf_order: the registration's rank (all, if it has several) */
+
 /*
- * @brief The keys of epoch e in the gateway's order.
+ * @brief The keys of epoch e in the gateway's order, for one rank of the manifest's job (or
+ * MF_RANK_OWN).
  * @return the reply, or NULL with err set (NotFound, InvalidField) or, when
  *         err->code is API_OK, out of memory.
  */
-json_t *mf_order(mf_registry *r, const char *id, uint32_t e, struct api_err *err);
+json_t *mf_order(mf_registry *r, const char *id, uint32_t e, uint32_t rank, struct api_err *err);
 
 /*
- * @brief Cancels a manifest: no new fetches; it leaves the listing and the policy's plan.
- * @return its final progress, or NULL if unknown / out of memory.
+ * @brief Withdraws a registration: its ranks leave its job's plan. With the job's last rank
+ * the job is canceled: no new fetches; it leaves the listing and the policy's plan.
+ * @return the job's progress (state "canceled" when it ended), or NULL if unknown or
+ *         withdrawn already / out of memory.
  */
 json_t *mf_cancel(mf_registry *r, const char *id);
 

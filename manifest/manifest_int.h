@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "../policy/future.h"
+#include "../policy/future_set.h"
 #include "block_set.h"
 #include "manifest.h"
 #include "plan.h"
@@ -30,8 +30,13 @@ enum mf_state {
     MF_PLANNED, /* "prefetch": false: only the policy uses the plan */
     MF_DONE,    /* the trainer passed the end of the plan */
     MF_CANCELED,
-    MF_FAILED, /* the listing failed; see error */
+    MF_FAILED,  /* the listing failed; see error */
+    MF_JOINED,  /* a registration whose ranks joined another manifest's job (m->job) */
+    MF_PARSING, /* a large body waiting for the registrar (m->body); no plan yet */
 };
+
+/* Bodies larger than this are parsed by the registrar thread, off the request threads. */
+#define MF_PARSE_INLINE_MAX (1024u * 1024u)
 
 /* One object's state in a manifest. */
 enum mf_obj {
@@ -47,11 +52,31 @@ struct mf_failure {
     char *reason;
 };
 
+/*
+ * A manifest is one registration (POST). Registrations of one job (plan_same_job: ranks of
+ * one sampling plan) share one plan: the first is the job, and holds the plan, the future and
+ * the state below for all the job's ranks; each later one joins it (state MF_JOINED, m->job)
+ * and holds only the ranks it brought. A registration's id answers for its job.
+ */
 struct mf {
     atomic_int refs;
     char id[MF_ID_MAX];
     struct mf_registry *reg;
-    struct plan *plan;
+    struct mf *job;  /* MF_JOINED: the job it joined (a reference); NULL for a job */
+    uint32_t *own;   /* the ranks this registration brought to its job */
+    uint32_t n_own;  /* 0 once withdrawn (a job whose registration left before its ranks) */
+    uint64_t resume; /* a job: the step (reads of each rank) to start at, kept across restarts */
+    uint64_t saved;  /* a job: the step last written to the cache directory */
+    /* A job's read rate, in positions of its future per second (0: not measured yet), and
+     * where and when it was last measured; `slot`: its future's index in the policy's set.
+     * Written under list_lock: for writing, or for reading by the prefetcher alone. */
+    double rate;
+    uint64_t rate_pos;
+    double rate_at; /* sc_now_seconds(); 0: never */
+    size_t slot;
+    struct plan *plan; /* NULL for MF_JOINED, MF_PARSING (and a body that failed to parse) */
+    char *body;        /* MF_PARSING: the body to parse, body_len bytes */
+    size_t body_len;
     future *fut;       /* NULL until the dataset is known (list_lock) */
     uint32_t n;        /* dataset items (objects or ranges) */
     uint32_t used;     /* distinct items this rank reads */
@@ -92,11 +117,15 @@ struct mf_registry {
     pthread_rwlock_t list_lock;
     struct mf *list;
     uint64_t next_id;
-    future *hinted; /* the plan the policy has, with a reference */
+    future_set *hinted; /* the jobs' plans the policy has, with a reference */
     pthread_mutex_t wake_mu;
     pthread_cond_t wake;
     bool stopping, kicked, running;
     pthread_t thread;
+    pthread_cond_t parse_wake; /* the registrar's, with wake_mu: a body to parse */
+    bool parse_pending;        /* wake_mu */
+    bool registrar_running;
+    pthread_t registrar;
     atomic_uint inflight; /* prefetches in flight, all manifests */
 };
 
@@ -106,8 +135,15 @@ void mf_unref(struct mf *m);
 /* @brief Wakes the prefetcher for another walk. */
 void mf_kick(struct mf_registry *r);
 
-/* @brief Gives the policy the newest active plan, if it changed (list_lock held for writing). */
+/* @brief Gives the policy every active job's plan, merged by their read rates, if the set of
+ * plans changed (list_lock held for writing). */
 void mf_refresh_hint(struct mf_registry *r);
+
+/* @brief Measures each job's read rate and tells the policy's set (the prefetcher, about once
+ * a second: MF_RATE_MS). */
+void mf_measure_rates(struct mf_registry *r);
+
+#define MF_RATE_MS 1000
 
 /*
  * @brief Makes the dataset known: future, order, state arrays (m->mu held).
@@ -115,6 +151,10 @@ void mf_refresh_hint(struct mf_registry *r);
  *         err says so).
  */
 sc_code mf_activate(struct mf *m, struct api_err *err);
+
+/* @brief The step a job's trainers reached: its position over its number of ranks (reads of
+ * each rank). m->fut must be set. */
+uint64_t mf_step(struct mf *m);
 
 /* @brief The registry's block size (cfg.block_size, or the store's default). */
 uint32_t mf_block_size(const struct mf_registry *r);
@@ -133,6 +173,40 @@ void mf_learn_size(struct mf *m, uint32_t idx, uint64_t size);
 
 /* @brief Marks dataset index idx cached; size is its object's, or 0 (m->mu held). */
 void mf_mark_cached(struct mf *m, uint32_t idx, uint64_t size);
+
+/*
+ * @brief Keeps each job's step in the cache directory (<id>.step for each of its
+ * registrations) where it moved since the last call, so that a restart resumes there.
+ * The prefetcher calls it every MF_STEP_SAVE_MS and once when it stops.
+ */
+void mf_save_steps(struct mf_registry *r);
+
+#define MF_STEP_SAVE_MS 2000 /* how often the trainers' positions are written at most */
+
+/* @brief A new registration under id, not listed, in state MF_LISTING. NULL: no memory. */
+struct mf *mf_new_registration(struct mf_registry *r, const char *id);
+
+/*
+ * @brief Registration m (not listed) takes plan p: it joins the job p belongs to, or is a job
+ * of its own, activated when p is ready; its job starts at step `resume` unless further
+ * already. Then m is listed and the policy hinted. list_lock held for writing.
+ * @return SC_OK (p is m's, or freed); SC_EINVAL (a named job p cannot join: err), SC_ETOOBIG,
+ *         SC_ENOMEM (p is still the caller's).
+ */
+sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
+                   struct api_err *err);
+
+/* @brief Forgets registration id's files in the cache directory. */
+void mf_forget(struct mf_registry *r, const char *id);
+
+/* @brief Unlinks m from the registry's list, if listed (list_lock held for writing). */
+void mf_unlink(struct mf_registry *r, struct mf *m);
+
+/* registrar.c: the registrar thread's body, which parses large bodies (MF_PARSING). */
+void *mf_registrar_main(void *arg);
+
+/* @brief Wakes the registrar: a body waits. */
+void mf_kick_registrar(struct mf_registry *r);
 
 /* prefetch.c: the prefetcher thread's body. */
 void *mf_prefetch_main(void *arg);

@@ -19,11 +19,11 @@
 #define LABEL_MAX      64 /* "epochs[<20 digits>][<20 digits>].length" */
 #define KEYSET_EMPTY   0  /* slot value; a slot holds index + 1 */
 
-static const char *const fields[] = {"bucket",     "keys",      "epochs",   "prefix",
-                                     "num_epochs", "shuffle",   "seed",     "world_size",
-                                     "rank",       "drop_last", "prefetch", "name"};
-static const char *const sampling[] = {"num_epochs", "shuffle", "seed",
-                                       "world_size", "rank",    "drop_last"};
+static const char *const fields[] = {"bucket",   "keys", "epochs",      "prefix",    "num_epochs",
+                                     "shuffle",  "seed", "job",         "rank",      "drop_last",
+                                     "prefetch", "name", "local_ranks", "world_size"};
+static const char *const sampling[] = {"num_epochs", "shuffle",     "seed", "world_size",
+                                       "rank",       "local_ranks", "job",  "drop_last"};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 void plan_limits_default(struct plan_limits *l)
@@ -355,6 +355,42 @@ static sc_code parse_form(struct plan *p, json_t *root, struct api_err *err)
     return SC_OK;
 }
 
+/* "local_ranks": the ranks of the job this gateway serves, unique, each in 0..world_size-1. */
+static sc_code parse_local_ranks(struct plan *p, json_t *arr, json_t *rank, struct api_err *err)
+{
+    uint32_t ws = p->prm.world_size;
+    if (rank != NULL)
+        return fail(err, API_INVALID_FIELD, SC_EINVAL, "%s",
+                    "give \"rank\" or \"local_ranks\", not both");
+    size_t n = json_is_array(arr) ? json_array_size(arr) : 0;
+    if (n == 0 || n > ws) {
+        api_err_set(err, API_INVALID_FIELD,
+                    "field \"local_ranks\" must be an array of 1..%u distinct integers in "
+                    "0..world_size-1 (world_size is %u)",
+                    ws, ws);
+        return SC_EINVAL;
+    }
+    uint32_t *ranks = malloc(n * sizeof(*ranks));
+    if (ranks == NULL)
+        return SC_ENOMEM;
+    sc_code rc = SC_OK;
+    for (size_t i = 0; i < n && rc == SC_OK; i++) {
+        json_t *v = json_array_get(arr, i);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= ws) {
+            api_err_set(err, API_INVALID_FIELD,
+                        "local_ranks[%zu] must be an integer in 0..world_size-1 (world_size is %u)",
+                        i, ws);
+            rc = SC_EINVAL;
+        } else {
+            ranks[i] = (uint32_t)json_integer_value(v);
+        }
+    }
+    if (rc == SC_OK)
+        rc = plan_set_ranks(p, ranks, (uint32_t)n, err);
+    free(ranks);
+    return rc;
+}
+
 static sc_code parse_sampling(struct plan *p, json_t *root, struct api_err *err)
 {
     json_int_t epochs, seed, world, rank;
@@ -378,8 +414,15 @@ static sc_code parse_sampling(struct plan *p, json_t *root, struct api_err *err)
     p->prm.num_epochs = (uint32_t)epochs;
     p->prm.seed = (uint64_t)seed;
     p->prm.world_size = (uint32_t)world;
-    p->prm.rank = (uint32_t)rank;
-    return SC_OK;
+    rc = get_string(root, "job", p->lim.max_name, &p->job, err);
+    if (rc == SC_OK && p->job != NULL && p->job[0] == '\0')
+        rc = fail(err, API_INVALID_FIELD, SC_EINVAL, "field \"%s\" must not be empty", "job");
+    if (rc != SC_OK)
+        return rc;
+    if (json_object_get(root, "local_ranks") == NULL)
+        return plan_set_ranks(p, &(uint32_t){(uint32_t)rank}, 1, err);
+    return parse_local_ranks(p, json_object_get(root, "local_ranks"), json_object_get(root, "rank"),
+                             err);
 }
 
 static sc_code parse_scalars(struct plan *p, json_t *root, struct api_err *err)
@@ -391,6 +434,8 @@ static sc_code parse_scalars(struct plan *p, json_t *root, struct api_err *err)
         rc = get_string(root, "prefix", p->lim.max_key_len, &p->prefix, err);
     if (rc == SC_OK && p->prm.form != PLAN_FORM_EPOCHS)
         rc = parse_sampling(p, root, err);
+    else if (rc == SC_OK)
+        rc = plan_set_ranks(p, &(uint32_t){0}, 1, err);
     return rc;
 }
 
@@ -689,6 +734,7 @@ sc_code plan_parse(const char *body, size_t len, const struct plan_limits *lim, 
     p->prm.bucket = p->bucket;
     p->prm.prefix = p->prefix;
     p->prm.name = p->name;
+    p->prm.job = p->job;
     *out = p;
     p = NULL;
 out:
@@ -704,6 +750,8 @@ void plan_free(struct plan *p)
     free(p->bucket);
     free(p->prefix);
     free(p->name);
+    free(p->job);
+    free(p->ranks);
     sc_buf_free(&p->arena);
     free(p->off);
     free(p->rng);
@@ -777,4 +825,65 @@ sc_code plan_dataset_finish(struct plan *p, struct api_err *err)
     shrink(p);
     p->ready = true;
     return SC_OK;
+}
+
+/* ---- jobs ---- */
+
+/* Whether a and b name the same dataset: the same prefix, or the same entries in order. */
+static bool same_dataset(const struct plan *a, const struct plan *b)
+{
+    if (a->prm.form == PLAN_FORM_PREFIX)
+        return strcmp(a->prefix, b->prefix) == 0;
+    if (a->n != b->n || (a->rng == NULL) != (b->rng == NULL))
+        return false;
+    for (uint32_t i = 0; i < a->n; i++) {
+        struct plan_range x = range_of(a, i), y = range_of(b, i);
+        if (strcmp(plan_key(a, i), plan_key(b, i)) != 0 || x.offset != y.offset ||
+            x.length != y.length)
+            return false;
+    }
+    return true;
+}
+
+/* The first thing that keeps p out of job's plan, or NULL when it may join. */
+static const char *job_difference(const struct plan *job, const struct plan *p)
+{
+    const struct plan_params *a = &job->prm, *b = &p->prm;
+    if (a->form == PLAN_FORM_EPOCHS || b->form == PLAN_FORM_EPOCHS)
+        return "a job is a sampling plan (\"keys\" or \"prefix\"), not explicit \"epochs\"";
+    if (strcmp(a->bucket, b->bucket) != 0)
+        return "its bucket differs";
+    if (a->form != b->form || !same_dataset(job, p))
+        return "its dataset differs";
+    if (a->num_epochs != b->num_epochs)
+        return "its num_epochs differs";
+    if (a->shuffle != b->shuffle || a->seed != b->seed)
+        return "its shuffle or seed differs";
+    if (a->world_size != b->world_size)
+        return "its world_size differs";
+    if (a->drop_last != b->drop_last)
+        return "its drop_last differs";
+    for (uint32_t i = 0; i < b->n_ranks; i++)
+        if (plan_has_rank(job, b->ranks[i]))
+            return "one of its ranks is in the job already";
+    return NULL;
+}
+
+sc_code plan_same_job(const struct plan *job, const struct plan *p, bool *same, struct api_err *err)
+{
+    const char *a = job->prm.job, *b = p->prm.job;
+    *same = false;
+    if ((a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0))
+        return SC_OK;
+    const char *differs = job_difference(job, p);
+    if (differs == NULL) {
+        *same = true;
+        return SC_OK;
+    }
+    if (b == NULL)
+        return SC_OK; /* an implicit job: p is another one */
+    char q[JSON_IN_EXCERPT_CAP];
+    api_err_set(err, API_INVALID_FIELD, "this plan cannot join job \"%s\": %s",
+                json_in_excerpt(q, sizeof(q), b, strlen(b)), differs);
+    return SC_EINVAL;
 }

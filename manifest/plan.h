@@ -95,8 +95,13 @@ struct plan_params {
     bool shuffle;        /* default false */
     uint64_t seed;       /* default 0; 0..2^63-1 as JSON allows */
     uint32_t world_size; /* default 1 */
-    uint32_t rank;       /* default 0 */
+    uint32_t rank;       /* default 0; with several ranks, the lowest */
     bool drop_last;      /* default false */
+    /* The job's ranks this plan reads for, ascending: "rank", or "local_ranks", or the ranks
+     * of every manifest that joined it (plan_set_ranks). EPOCHS form: {0}. */
+    const uint32_t *ranks;
+    uint32_t n_ranks;
+    const char *job; /* "job", or NULL: the job is named by its sampling fields alone */
 };
 
 struct plan;
@@ -172,14 +177,16 @@ bool plan_has_indices(const struct plan *p);
 /* @brief Number of epochs (num_epochs, or the number of lists given). */
 uint32_t plan_epochs(const struct plan *p);
 
-/* @brief This rank's accesses in epoch e (< plan_epochs); 0 until ready. */
+/* @brief The plan's accesses in epoch e (< plan_epochs), all its ranks; 0 until ready. */
 uint64_t plan_epoch_length(const struct plan *p, uint32_t e);
 
-/* @brief This rank's accesses over all epochs (the future's length); 0 until ready. */
+/* @brief The plan's accesses over all epochs (the future's length); 0 until ready. */
 uint64_t plan_accesses(const struct plan *p);
 
 /*
- * @brief This rank's order for epoch e as dataset indices.
+ * @brief The plan's order for epoch e as dataset indices: its ranks' orders merged as they
+ * advance together under DDP's step barrier, step by step, each step the ranks' reads in
+ * ascending rank order (rank r's i-th read beside every other rank's i-th read).
  * @param[out] out a new array of *n indices the caller frees with free()
  *             (NULL when *n is 0).
  * @param[out] n plan_epoch_length(p, e).
@@ -187,6 +194,39 @@ uint64_t plan_accesses(const struct plan *p);
  * @note Costs O(n) time and memory for KEYS/PREFIX (the whole permutation).
  */
 sc_code plan_epoch_order(const struct plan *p, uint32_t e, uint32_t **out, uint64_t *n);
+
+#define PLAN_ALL_RANKS UINT32_MAX /* plan_rank_order: every rank of the plan, merged */
+
+/*
+ * @brief One rank's order for epoch e (rank one of plan_params()->ranks), or with
+ * PLAN_ALL_RANKS plan_epoch_order(). As plan_epoch_order; SC_EINVAL also for a rank the
+ * plan does not read for.
+ */
+sc_code plan_rank_order(const struct plan *p, uint32_t e, uint32_t rank, uint32_t **out,
+                        uint64_t *n);
+
+/* @brief Whether the plan reads for rank (one of its ranks). */
+bool plan_has_rank(const struct plan *p, uint32_t rank);
+
+/*
+ * @brief Makes the plan read for these n ranks of its job (in any order, distinct, each below
+ * world_size) and derives its length again. KEYS/PREFIX form, or {0} for EPOCHS.
+ * @return SC_OK; SC_EINVAL (none, a repeat, out of range); SC_ETOOBIG (the accesses of so
+ *         many ranks are over max_accesses); SC_ENOMEM. On error the plan is unchanged.
+ */
+sc_code plan_set_ranks(struct plan *p, const uint32_t *ranks, uint32_t n, struct api_err *err);
+
+/*
+ * @brief Whether plan p belongs to the same job as plan job, so that its ranks may join it:
+ * both sampling plans (KEYS or PREFIX) over the same bucket and dataset (the same entries in
+ * the same order, or the same prefix) with the same num_epochs, shuffle, seed, world_size
+ * and drop_last, both named by the same "job" or neither by any, and no rank in common.
+ * @param[out] same the answer.
+ * @return SC_OK; SC_EINVAL when p names job's "job" but cannot join it (another dataset or
+ *         sampling, or a rank already in it): err says what differs.
+ */
+sc_code plan_same_job(const struct plan *job, const struct plan *p, bool *same,
+                      struct api_err *err);
 
 /*
  * Walks the whole future (all epochs of this rank, concatenated) one dataset
@@ -233,14 +273,15 @@ sc_code plan_key_hashes(const struct plan *p, uint64_t **out);
 sc_code plan_used_objects(const struct plan *p, uint32_t *used);
 
 /*
- * @brief The reply of GET .../order?epoch=e: {"id", "epoch", "indices", "keys"}
+ * @brief The reply of GET .../order?epoch=e: {"id", "epoch", "rank", "indices", "keys"} of
+ * plan_rank_order(p, e, rank) ("rank" null for PLAN_ALL_RANKS)
  * ("indices" null for the EPOCHS form), and when the plan has ranges, "ranges":
  * [offset, length] of each access's range beside its key, null for a whole object.
  * @param[in] id the manifest's id, copied.
  * @return a new reference the caller json_decref()s; NULL if not ready, e is
  *         out of range, or out of memory.
  */
-json_t *plan_order_json(const struct plan *p, const char *id, uint32_t e);
+json_t *plan_order_json(const struct plan *p, const char *id, uint32_t e, uint32_t rank);
 
 /*
  * @brief The static part of a progress object: "name" (null when absent),

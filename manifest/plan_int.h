@@ -30,8 +30,14 @@ struct plan {
     uint32_t *acc;
     uint64_t *ep_start;
 
-    uint64_t per_epoch; /* KEYS/PREFIX: this rank's accesses per epoch */
-    uint64_t accesses;  /* this rank's accesses over all epochs */
+    /* KEYS/PREFIX: the job's ranks this plan reads for, ascending (one: "rank"). */
+    uint32_t *ranks;
+    uint32_t n_ranks;
+    char *job; /* "job", or NULL */
+
+    uint64_t per_rank;  /* KEYS/PREFIX: one rank's accesses per epoch */
+    uint64_t per_epoch; /* the plan's accesses per epoch: per_rank for each of its ranks */
+    uint64_t accesses;  /* the plan's accesses over all epochs */
 };
 
 /* Appends key[0..len) to the dataset as index p->n, a whole object. @return SC_OK or SC_ENOMEM. */

@@ -53,18 +53,19 @@ static bool order_arrays_fill(const struct plan *p, const uint32_t *order, uint6
     return true;
 }
 
-json_t *plan_order_json(const struct plan *p, const char *id, uint32_t e)
+json_t *plan_order_json(const struct plan *p, const char *id, uint32_t e, uint32_t rank)
 {
     uint32_t *order = NULL;
     uint64_t n;
     struct order_arrays a = {NULL, NULL, NULL};
     json_t *o = NULL;
-    if (plan_epoch_order(p, e, &order, &n) != SC_OK)
+    if (plan_rank_order(p, e, rank, &order, &n) != SC_OK)
         goto out;
     o = json_object();
     if (o == NULL || !order_arrays_fill(p, order, n, &a))
         goto fail;
     if (!put(o, "id", json_string(id)) || !put(o, "epoch", json_integer(e)) ||
+        !put(o, "rank", rank == PLAN_ALL_RANKS ? json_null() : json_integer(rank)) ||
         json_object_set(o, "indices", a.indices) != 0 || json_object_set(o, "keys", a.keys) != 0 ||
         (a.ranges != NULL && json_object_set(o, "ranges", a.ranges) != 0))
         goto fail;
@@ -80,10 +81,19 @@ out:
 
 static json_t *sampling_json(const struct plan_params *prm)
 {
-    return json_pack("{s:I, s:b, s:I, s:I, s:I, s:b}", "num_epochs", (json_int_t)prm->num_epochs,
-                     "shuffle", prm->shuffle, "seed", (json_int_t)prm->seed, "world_size",
-                     (json_int_t)prm->world_size, "rank", (json_int_t)prm->rank, "drop_last",
-                     prm->drop_last);
+    json_t *ranks = json_array();
+    for (uint32_t i = 0; ranks && i < prm->n_ranks; i++)
+        if (json_array_append_new(ranks, json_integer(prm->ranks[i])) != 0) {
+            json_decref(ranks);
+            ranks = NULL;
+        }
+    if (ranks == NULL)
+        return NULL;
+    return json_pack("{s:I, s:b, s:I, s:I, s:I, s:o, s:o, s:b}", "num_epochs",
+                     (json_int_t)prm->num_epochs, "shuffle", prm->shuffle, "seed",
+                     (json_int_t)prm->seed, "world_size", (json_int_t)prm->world_size, "rank",
+                     (json_int_t)prm->rank, "ranks", ranks, "job",
+                     prm->job ? json_string(prm->job) : json_null(), "drop_last", prm->drop_last);
 }
 
 json_t *plan_describe_json(const struct plan *p)

@@ -22,9 +22,10 @@ static uint64_t splitmix64_next(uint64_t *state)
 sc_code plan_derive(struct plan *p, struct api_err *err)
 {
     uint64_t n = p->n, ws = p->prm.world_size;
-    p->per_epoch = p->prm.drop_last ? n / ws : (n + ws - 1) / ws;
+    p->per_rank = p->prm.drop_last ? n / ws : (n + ws - 1) / ws;
+    p->per_epoch = p->per_rank * p->n_ranks;
     p->accesses = p->per_epoch * p->prm.num_epochs;
-    if (p->per_epoch == 0) {
+    if (p->per_rank == 0) {
         api_err_set(err, API_INVALID_FIELD,
                     "drop_last with world_size %" PRIu64 " leaves no samples of the %" PRIu64
                     " keys to any rank",
@@ -33,39 +34,54 @@ sc_code plan_derive(struct plan *p, struct api_err *err)
     }
     if (p->accesses > p->lim.max_accesses) {
         api_err_set(err, API_TOO_LARGE,
-                    "the plan has %" PRIu64 " accesses for this rank (%" PRIu64
+                    "the plan has %" PRIu64 " accesses for %s (%" PRIu64
                     " per epoch, %u epochs); the limit is %" PRIu64,
-                    p->accesses, p->per_epoch, p->prm.num_epochs, p->lim.max_accesses);
+                    p->accesses, p->n_ranks > 1 ? "its ranks" : "this rank", p->per_epoch,
+                    p->prm.num_epochs, p->lim.max_accesses);
         return SC_ETOOBIG;
     }
     return SC_OK;
 }
 
-/* Fills order[0..per_epoch) for epoch e of a KEYS/PREFIX plan. */
-static sc_code sampled_order(const struct plan *p, uint32_t e, uint32_t *order)
+/* Epoch e's permutation of the dataset (NULL without shuffle: the identity). */
+static sc_code permutation(const struct plan *p, uint32_t e, uint32_t **out)
 {
     uint32_t n = p->n;
+    uint64_t state = p->prm.seed + e;
+    *out = NULL;
+    if (!p->prm.shuffle)
+        return SC_OK;
+    uint32_t *perm = malloc((size_t)n * sizeof(*perm));
+    if (perm == NULL)
+        return SC_ENOMEM;
+    for (uint32_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (uint32_t i = n - 1; i >= 1; i--) {
+        uint32_t j = (uint32_t)(splitmix64_next(&state) % ((uint64_t)i + 1));
+        uint32_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    *out = perm;
+    return SC_OK;
+}
+
+/*
+ * Fills order for epoch e of a KEYS/PREFIX plan: step j of each of the n ranks, in turn
+ * (per_rank * n entries). Padded position k >= n repeats the permutation: perm[k % n].
+ */
+static sc_code sampled_order(const struct plan *p, uint32_t e, const uint32_t *ranks, uint32_t n,
+                             uint32_t *order)
+{
     uint64_t ws = p->prm.world_size;
-    uint32_t *perm = NULL;
-    if (p->prm.shuffle) {
-        uint64_t state = p->prm.seed + e;
-        perm = malloc((size_t)n * sizeof(*perm));
-        if (perm == NULL)
-            return SC_ENOMEM;
-        for (uint32_t i = 0; i < n; i++)
-            perm[i] = i;
-        for (uint32_t i = n - 1; i >= 1; i--) {
-            uint32_t j = (uint32_t)(splitmix64_next(&state) % ((uint64_t)i + 1));
-            uint32_t t = perm[i];
-            perm[i] = perm[j];
-            perm[j] = t;
+    uint32_t *perm;
+    if (permutation(p, e, &perm) != SC_OK)
+        return SC_ENOMEM;
+    for (uint64_t j = 0, at = 0; j < p->per_rank; j++)
+        for (uint32_t r = 0; r < n; r++) {
+            uint32_t k = (uint32_t)((ranks[r] + j * ws) % p->n);
+            order[at++] = perm ? perm[k] : k;
         }
-    }
-    /* Padded position k >= n repeats the permutation from its start: perm[k % n]. */
-    for (uint64_t j = 0; j < p->per_epoch; j++) {
-        uint32_t k = (uint32_t)((p->prm.rank + j * ws) % n);
-        order[j] = perm ? perm[k] : k;
-    }
     free(perm);
     return SC_OK;
 }
@@ -79,24 +95,84 @@ uint64_t plan_epoch_length(const struct plan *p, uint32_t e)
     return p->per_epoch;
 }
 
-sc_code plan_epoch_order(const struct plan *p, uint32_t e, uint32_t **out, uint64_t *n)
+sc_code plan_rank_order(const struct plan *p, uint32_t e, uint32_t rank, uint32_t **out,
+                        uint64_t *n)
 {
+    bool all = rank == PLAN_ALL_RANKS;
     *out = NULL;
     *n = 0;
-    if (!p->ready || e >= p->prm.num_epochs)
+    if (!p->ready || e >= p->prm.num_epochs || (!all && !plan_has_rank(p, rank)))
         return SC_EINVAL;
     uint64_t len = plan_epoch_length(p, e);
-    uint32_t *order = malloc((size_t)len * sizeof(*order));
+    if (!all && p->prm.form != PLAN_FORM_EPOCHS)
+        len = p->per_rank;
+    uint32_t *order = malloc((size_t)(len ? len : 1) * sizeof(*order));
     if (order == NULL)
         return SC_ENOMEM;
     if (p->prm.form == PLAN_FORM_EPOCHS) {
         memcpy(order, p->acc + p->ep_start[e], (size_t)len * sizeof(*order));
-    } else if (sampled_order(p, e, order) != SC_OK) {
+    } else if (sampled_order(p, e, all ? p->ranks : &rank, all ? p->n_ranks : 1, order) != SC_OK) {
         free(order);
         return SC_ENOMEM;
     }
     *out = order;
     *n = len;
+    return SC_OK;
+}
+
+sc_code plan_epoch_order(const struct plan *p, uint32_t e, uint32_t **out, uint64_t *n)
+{
+    return plan_rank_order(p, e, PLAN_ALL_RANKS, out, n);
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+bool plan_has_rank(const struct plan *p, uint32_t rank)
+{
+    return bsearch(&rank, p->ranks, p->n_ranks, sizeof(rank), by_rank) != NULL;
+}
+
+sc_code plan_set_ranks(struct plan *p, const uint32_t *ranks, uint32_t n, struct api_err *err)
+{
+    if (n == 0) {
+        api_err_set(err, API_INVALID_FIELD, "a plan reads for at least one rank");
+        return SC_EINVAL;
+    }
+    uint32_t *sorted = malloc((size_t)n * sizeof(*sorted));
+    if (sorted == NULL)
+        return SC_ENOMEM;
+    memcpy(sorted, ranks, (size_t)n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), by_rank);
+    for (uint32_t i = 0; i < n; i++)
+        if (sorted[i] >= p->prm.world_size || (i > 0 && sorted[i] == sorted[i - 1])) {
+            api_err_set(err, API_INVALID_FIELD,
+                        "rank %u is %s; the ranks must be distinct, in 0..world_size-1 "
+                        "(world_size is %u)",
+                        sorted[i], sorted[i] >= p->prm.world_size ? "out of range" : "repeated",
+                        p->prm.world_size);
+            free(sorted);
+            return SC_EINVAL;
+        }
+    uint32_t *old = p->ranks, old_n = p->n_ranks;
+    p->ranks = sorted;
+    p->n_ranks = n;
+    sc_code rc = p->ready && p->prm.form != PLAN_FORM_EPOCHS ? plan_derive(p, err) : SC_OK;
+    if (rc != SC_OK) {
+        p->ranks = old;
+        p->n_ranks = old_n;
+        free(sorted);
+        if (p->ready)
+            plan_derive(p, NULL); /* it held before */
+        return rc;
+    }
+    free(old);
+    p->prm.ranks = p->ranks;
+    p->prm.n_ranks = n;
+    p->prm.rank = p->ranks[0];
     return SC_OK;
 }
 

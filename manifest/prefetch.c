@@ -2,9 +2,12 @@
  * prefetch.c - the prefetcher: one thread that keeps the cache ahead of the
  * trainer (see manifest.h).
  *
- * Each walk goes through a plan from the trainer's position onwards, counting
- * every distinct item once, until the items counted would no longer fit
- * in the cache (WALK_SHARE of it, shared by all manifests, oldest first). An
+ * Each walk goes through the jobs' plans from their trainers' positions onwards,
+ * all together: each step takes the item needed soonest over every job, in time at
+ * the jobs' measured read rates (a job twice as fast has its items come twice as
+ * soon), so the window and the prefetch slots are shared by need, and one job's
+ * warm-up cannot starve another's next reads. It counts every distinct item once,
+ * until the items counted would no longer fit in the cache (WALK_SHARE of it). An
  * item is a whole object or a byte range of one (range_prefetch.h: a large
  * object's range takes, and warms, only the blocks it covers). A ranged item
  * is charged the blocks it covers (of a small object, the object) that no item
@@ -358,64 +361,157 @@ static uint32_t estimate_fits(const struct mf *m, uint32_t counted, uint64_t byt
     return fits < m->used ? (uint32_t)fits : m->used;
 }
 
-/*
- * One walk over m (m->mu held). Spends *budget bytes, fills idx with the
- * objects to fetch, returns how many.
- */
-static unsigned walk(struct mf *m, uint64_t *budget, unsigned slots, uint32_t *idx)
+/* One job's part of a walk: where it stands, what it counted and chose to fetch. */
+struct walker {
+    struct mf *m;
+    uint64_t pos;  /* the next position to look at */
+    uint64_t from; /* the future's position where the walk began */
+    double rate;   /* the job's read rate, for the order between jobs */
+    uint32_t *idx; /* the items to fetch (MAX_LAUNCH) */
+    unsigned n, near;
+    uint64_t bytes; /* charged to the shared budget */
+    uint32_t fits;
+    bool blocked, slots_full, done;
+};
+
+/* Starts w's walk over m from the trainer's position (m->mu held); done if it is at the end. */
+static void walk_begin(struct walker *w, struct mf *m, uint32_t *idx)
 {
-    uint64_t pos = mf_position(m);
-    if (pos >= m->accesses) {
+    *w = (struct walker){.m = m, .idx = idx, .pos = mf_position(m), .rate = m->rate};
+    w->from = future_position(m->fut);
+    if (w->pos >= m->accesses) {
         m->state = MF_DONE;
-        return 0;
+        w->done = true;
+        return;
     }
     if (++m->walk == 0) {
         memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
         m->walk = 1;
     }
     block_set_clear(&m->charged);
-    unsigned n = 0, near = 0;
-    uint64_t bytes = 0;
-    uint32_t fits = 0;
-    bool blocked = false, slots_full = false;
-    for (; pos < m->accesses && !blocked; pos++) {
-        uint32_t i = m->order[pos];
-        if (m->stamp[i] == m->walk)
-            continue;
-        m->stamp[i] = m->walk;
-        struct charge c = charge_of(m, i, *budget - bytes);
-        if (bytes + c.bytes > *budget) {
-            blocked = true;
-            break;
-        }
-        bytes += c.bytes;
-        fits++;
-        if (m->obj[i] == MF_OBJ_CACHED && near++ < NEAR_CHECK && still_cached(m, i)) {
-            note_charged(m, i, false);
-            continue;
-        }
-        note_charged(m, i, m->obj[i] == MF_OBJ_INFLIGHT);
-        if (m->obj[i] != MF_OBJ_PENDING || c.on_its_way)
-            continue; /* on its way: a later walk finds it cached */
-        bool refused = false;
-        if (n == slots || n == MAX_LAUNCH)
-            blocked = slots_full = true;
-        else if (wants_fetch(m, i, footprint(m, i), &refused)) {
-            idx[n++] = i;
-            note_charged(m, i, true);
-        }
-        blocked = blocked || refused;
+}
+
+/* How far ahead of w's trainer its next position lies, in seconds at its read rate. */
+static double walk_distance(const struct walker *w)
+{
+    const struct mf *m = w->m;
+    uint64_t at = w->pos >= m->accesses ? future_length(m->fut)
+                  : m->fstart != NULL   ? m->fstart[w->pos]
+                                        : w->pos;
+    return (double)(at > w->from ? at - w->from : 0) / w->rate;
+}
+
+/*
+ * Looks at w's next item not counted yet this walk: charges it to *budget, and chooses it
+ * for a fetch if it is neither cached nor on its way, while *slots last. Stops w at the end,
+ * at an item that does not fit, or one the policy would not admit.
+ */
+static void walk_step(struct walker *w, uint64_t *budget, unsigned *slots)
+{
+    struct mf *m = w->m;
+    while (w->pos < m->accesses && m->stamp[m->order[w->pos]] == m->walk)
+        w->pos++;
+    if (w->pos >= m->accesses) {
+        w->done = true;
+        return;
     }
-    for (unsigned k = 0; k < n; k++)
-        m->obj[idx[k]] = MF_OBJ_INFLIGHT;
-    m->inflight += n;
-    m->fits = slots_full ? estimate_fits(m, fits, bytes, *budget - bytes) : fits;
-    *budget -= bytes;
-    atomic_store(&m->blocked, blocked);
-    if (n > 0 && m->first_fetch.tv_sec == 0)
+    uint32_t i = m->order[w->pos++];
+    m->stamp[i] = m->walk;
+    struct charge c = charge_of(m, i, *budget);
+    if (c.bytes > *budget) {
+        w->blocked = w->done = true;
+        return;
+    }
+    *budget -= c.bytes;
+    w->bytes += c.bytes;
+    w->fits++;
+    if (m->obj[i] == MF_OBJ_CACHED && w->near++ < NEAR_CHECK && still_cached(m, i)) {
+        note_charged(m, i, false);
+        return;
+    }
+    note_charged(m, i, m->obj[i] == MF_OBJ_INFLIGHT);
+    if (m->obj[i] != MF_OBJ_PENDING || c.on_its_way)
+        return; /* on its way: a later walk finds it cached */
+    bool refused = false;
+    if (*slots == 0 || w->n == MAX_LAUNCH) {
+        w->blocked = w->slots_full = w->done = true;
+    } else if (wants_fetch(m, i, footprint(m, i), &refused)) {
+        w->idx[w->n++] = i;
+        (*slots)--;
+        note_charged(m, i, true);
+    }
+    if (refused)
+        w->blocked = w->done = true;
+}
+
+/* Ends w's walk: its choices go in flight, its progress and state are updated (m->mu held). */
+static void walk_end(struct walker *w, uint64_t budget_left)
+{
+    struct mf *m = w->m;
+    if (m->state == MF_DONE)
+        return;
+    for (unsigned k = 0; k < w->n; k++)
+        m->obj[w->idx[k]] = MF_OBJ_INFLIGHT;
+    m->inflight += w->n;
+    m->fits = w->slots_full ? estimate_fits(m, w->fits, w->bytes, budget_left) : w->fits;
+    atomic_store(&m->blocked, w->blocked);
+    if (w->n > 0 && m->first_fetch.tv_sec == 0)
         clock_gettime(CLOCK_MONOTONIC, &m->first_fetch);
-    m->state = n > 0 || m->inflight > 0 ? MF_WARMING : MF_WARM;
-    return n;
+    m->state = w->n > 0 || m->inflight > 0 ? MF_WARMING : MF_WARM;
+}
+
+/* The walker whose next item is needed soonest, in time at the jobs' rates; NULL when all
+ * are done. */
+static struct walker *soonest(struct walker *w, size_t n)
+{
+    struct walker *best = NULL;
+    double best_at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w[i].done)
+            continue;
+        double at = walk_distance(&w[i]);
+        if (best == NULL || at < best_at) {
+            best = &w[i];
+            best_at = at;
+        }
+    }
+    return best;
+}
+
+/* The jobs' rates for ordering: unknown ones at the mean of the known, or all alike. */
+static void fill_rates(struct walker *w, size_t n)
+{
+    double known = 0;
+    size_t n_known = 0;
+    for (size_t i = 0; i < n; i++)
+        if (w[i].rate > 0) {
+            known += w[i].rate;
+            n_known++;
+        }
+    for (size_t i = 0; i < n; i++)
+        if (w[i].rate <= 0)
+            w[i].rate = n_known ? known / (double)n_known : 1.0;
+}
+
+/*
+ * One walk over the jobs together (their mu held): each step looks at the item needed
+ * soonest over all of them, in time at their read rates, so the window and the prefetch slots
+ * go to what is read first, whichever job reads it; a job warming up takes no more than its
+ * share of what comes next.
+ */
+static void walk_jobs(struct walker *w, size_t n, uint64_t budget, unsigned slots)
+{
+    fill_rates(w, n);
+    struct walker *next;
+    while ((next = soonest(w, n)) != NULL) {
+        walk_step(next, &budget, &slots);
+        if (next->slots_full)
+            for (size_t i = 0; i < n; i++)
+                if (!w[i].done)
+                    w[i].blocked = w[i].slots_full = w[i].done = true;
+    }
+    for (size_t i = 0; i < n; i++)
+        walk_end(&w[i], budget);
 }
 
 /* ---- listing a prefix -------------------------------------------------------- */
@@ -505,38 +601,51 @@ static struct mf **snapshot(struct mf_registry *r, size_t *n)
     return all;
 }
 
-static void walk_all(struct mf_registry *r, uint32_t *idx)
+static bool walks(const struct mf *m)
 {
-    size_t n = 0;
+    return m->state == MF_WARMING || m->state == MF_WARM;
+}
+
+/* Lists a page of each prefix manifest, then walks every job that prefetches, together. */
+static void walk_all(struct mf_registry *r)
+{
+    size_t n = 0, k = 0;
     struct mf **all = snapshot(r, &n);
-    uint64_t budget = (uint64_t)((double)r->cfg.capacity * WALK_SHARE);
+    struct walker *w = calloc(n ? n : 1, sizeof(*w));
+    uint32_t *idx = malloc((n ? n : 1) * MAX_LAUNCH * sizeof(*idx));
     for (size_t i = 0; all && i < n; i++) {
-        struct mf *m = all[i];
-        pthread_mutex_lock(&m->mu);
-        enum mf_state st = m->state;
-        unsigned busy = atomic_load(&r->inflight);
-        unsigned slots = busy < r->cfg.concurrency ? r->cfg.concurrency - busy : 0;
-        unsigned go = 0;
-        if (st == MF_WARMING || st == MF_WARM)
-            go = walk(m, &budget, slots, idx);
-        pthread_mutex_unlock(&m->mu);
-        if (st == MF_LISTING)
-            list_step(m);
-        launch(m, idx, go);
+        pthread_mutex_lock(&all[i]->mu);
+        bool listing = all[i]->state == MF_LISTING;
+        pthread_mutex_unlock(&all[i]->mu);
+        if (listing)
+            list_step(all[i]);
     }
+    size_t walked = w != NULL && idx != NULL ? n : 0;
+    for (size_t i = 0; i < walked; i++) {
+        pthread_mutex_lock(&all[i]->mu);
+        if (walks(all[i]))
+            walk_begin(&w[k++], all[i], idx + i * MAX_LAUNCH);
+        else
+            pthread_mutex_unlock(&all[i]->mu);
+    }
+    unsigned busy = atomic_load(&r->inflight);
+    walk_jobs(w, k, (uint64_t)((double)r->cfg.capacity * WALK_SHARE),
+              busy < r->cfg.concurrency ? r->cfg.concurrency - busy : 0);
+    for (size_t i = 0; i < k; i++)
+        pthread_mutex_unlock(&w[i].m->mu);
+    for (size_t i = 0; i < k; i++)
+        launch(w[i].m, w[i].idx, w[i].n);
     for (size_t i = 0; all && i < n; i++)
         mf_unref(all[i]);
+    free(idx);
+    free(w);
     free(all);
 }
 
 void *mf_prefetch_main(void *arg)
 {
     struct mf_registry *r = arg;
-    uint32_t *idx = malloc(MAX_LAUNCH * sizeof(*idx));
-    if (idx == NULL) {
-        sc_err("prefetcher: out of memory; manifests will not be prefetched");
-        return NULL;
-    }
+    double saved = sc_now_seconds(), measured = saved;
     pthread_mutex_lock(&r->wake_mu);
     while (!r->stopping) {
         if (!r->kicked) {
@@ -547,10 +656,18 @@ void *mf_prefetch_main(void *arg)
         if (r->stopping)
             break;
         pthread_mutex_unlock(&r->wake_mu);
-        walk_all(r, idx);
+        walk_all(r);
+        if ((sc_now_seconds() - measured) * 1000 >= MF_RATE_MS) {
+            mf_measure_rates(r);
+            measured = sc_now_seconds();
+        }
+        if ((sc_now_seconds() - saved) * 1000 >= MF_STEP_SAVE_MS) {
+            mf_save_steps(r);
+            saved = sc_now_seconds();
+        }
         pthread_mutex_lock(&r->wake_mu);
     }
     pthread_mutex_unlock(&r->wake_mu);
-    free(idx);
+    mf_save_steps(r);
     return NULL;
 }

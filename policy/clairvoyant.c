@@ -34,18 +34,23 @@
  * a future everything is admitted, as by lru. With equal sizes this is MIN
  * with bypass, the offline optimum.
  *
+ * Several jobs. The hint is a future_set: each job's plan, merged by the jobs' read rates into
+ * one scale of positions (future_set.h), so a job twice as fast has its next uses come twice
+ * as soon. With one job it is that job's future.
+ *
  * Staleness. The future's next use of an object only ever moves later
- * (consumption, skipping). The store reports hits after the gateway consumes
- * the access, and on_hit re-reads the next use, O(log n). Other changes
- * (accesses served without a hit report, skipped occurrences) are corrected
- * lazily: a heap top is re-read before it is chosen, and each pick_victim
+ * (consumption, skipping; with several jobs, a change of rates may also move
+ * it earlier). The store reports hits after the gateway consumes the access,
+ * and on_hit re-reads the next use, O(log n). Other changes (accesses served
+ * without a hit report, skipped occurrences, rates) are corrected lazily: a
+ * heap top is re-read before it is chosen (at most MAX_REREADS), and each pick_victim
  * also re-reads SWEEP_STEPS objects round-robin, so none stays stale for
  * longer than about n / SWEEP_STEPS evictions. Every operation is O(log n)
  * amortized, plus a constant scan of the 65 class tops.
  *
  * Store ids find their nodes through the shared idmap (idmap.h).
  */
-#include "future.h"
+#include "future_set.h"
 #include "idmap.h"
 #include "policy.h"
 
@@ -58,6 +63,9 @@
 #define IN_LIST     255
 #define IS_FREE     254
 #define SWEEP_STEPS 2u
+#define MAX_REREADS                                                                                \
+    1024u /* heap tops re-read per class and pick: estimates of several jobs                       \
+             move with their rates, and need not settle while others read */
 
 struct clv_node {
     uint64_t id;
@@ -82,9 +90,9 @@ struct clv_heap {
 
 struct clv {
     uint64_t capacity;
-    uint64_t used;  /* bytes of the objects tracked */
-    uint64_t clock; /* stamps */
-    future *fut;    /* our reference, or NULL */
+    uint64_t used;   /* bytes of the objects tracked */
+    uint64_t clock;  /* stamps */
+    future_set *fut; /* our reference, or NULL */
     struct clv_node *nodes;
     uint32_t n_nodes;   /* high-water mark */
     uint32_t cap_nodes; /* allocated */
@@ -258,7 +266,7 @@ static void heap_delete(struct clv *c, uint32_t n)
 static uint64_t read_next_use(const struct clv *c, uint32_t n)
 {
     const struct clv_node *x = &c->nodes[n];
-    return c->fut != NULL ? future_next_use_block(c->fut, x->khash, x->block) : FUTURE_NEVER;
+    return c->fut != NULL ? future_set_next_use_block(c->fut, x->khash, x->block) : FUTURE_NEVER;
 }
 
 /*
@@ -306,9 +314,9 @@ static void refresh(struct clv *c, uint32_t n, bool touched)
 static uint32_t fresh_top(struct clv *c, int k)
 {
     struct clv_heap *h = &c->heaps[k];
-    while (h->n > 0) {
+    for (unsigned reread = 0; h->n > 0; reread++) {
         uint32_t n = h->at[0];
-        if (read_next_use(c, n) == c->nodes[n].next_use)
+        if (reread == MAX_REREADS || read_next_use(c, n) == c->nodes[n].next_use)
             return n;
         refresh(c, n, false);
     }
@@ -339,7 +347,7 @@ static uint32_t heap_victim(struct clv *c)
 {
     uint32_t best = NIL;
     unsigned __int128 best_cost = 0;
-    uint64_t pos = c->fut != NULL ? future_position(c->fut) : 0;
+    uint64_t pos = c->fut != NULL ? future_set_position(c->fut) : 0;
     for (int k = 0; k < N_CLASSES; k++) {
         uint32_t n = fresh_top(c, k);
         if (n == NIL)
@@ -360,7 +368,7 @@ static void clv_free(void *state)
     struct clv *c = state;
     if (c == NULL)
         return;
-    future_unref(c->fut);
+    future_set_unref(c->fut);
     for (int k = 0; k < N_CLASSES; k++)
         free(c->heaps[k].at);
     idmap_free(&c->ids);
@@ -483,7 +491,7 @@ static bool clv_admit(void *state, const struct policy_obj *obj)
         return true;
     if (obj->size > c->capacity)
         return false;
-    uint64_t nu = future_next_use_block(c->fut, obj_khash(obj), obj_block(obj));
+    uint64_t nu = future_set_next_use_block(c->fut, obj_khash(obj), obj_block(obj));
     uint32_t victim = heap_victim(c);
     if (c->tail != NIL)
         return true; /* an unneeded object goes before this one */
@@ -491,7 +499,7 @@ static bool clv_admit(void *state, const struct policy_obj *obj)
         return true;
     if (nu == FUTURE_NEVER)
         return false;
-    uint64_t pos = future_position(c->fut);
+    uint64_t pos = future_set_position(c->fut);
     return cost(obj->size, nu, pos) <= cost(c->nodes[victim].size, c->nodes[victim].next_use, pos);
 }
 
@@ -536,10 +544,10 @@ static sc_code clv_hint(void *state, const struct policy_hint *h)
         if (c->nodes[n].cls != IS_FREE)
             order[m++] = (struct by_stamp){.stamp = c->nodes[n].stamp, .n = n};
     qsort(order, m, sizeof(*order), cmp_stamp);
-    if (h->future != NULL)
-        future_ref(h->future);
-    future_unref(c->fut);
-    c->fut = h->future;
+    if (h->futures != NULL)
+        future_set_ref(h->futures);
+    future_set_unref(c->fut);
+    c->fut = h->futures;
     c->head = c->tail = NIL;
     for (int k = 0; k < N_CLASSES; k++)
         c->heaps[k].n = 0;

@@ -13,8 +13,8 @@
  *
  * Why one cursor per key suffices: an access consumes the key's earliest
  * occurrence that is neither consumed nor skipped, and an occurrence is
- * skipped once it lies more than FUTURE_SLACK positions behind the position,
- * i.e. when occ + FUTURE_SLACK < position. The position only grows, so each
+ * skipped once it lies more than `slack` positions behind the position,
+ * i.e. when occ + slack < position. The position only grows, so each
  * key's consumed and skipped occurrences always form a prefix of its list;
  * the cursor moves forward only, lazily past skipped ones, and the work of
  * all calls together is bounded by the plan's length.
@@ -48,6 +48,7 @@ struct future {
     uint32_t *cursor; /* n_ukeys entries */
     pthread_mutex_t lock;
     uint64_t position; /* one past the furthest consumed occurrence */
+    uint64_t slack;    /* positions an access may lag behind it (FUTURE_SLACK by default) */
 };
 
 sc_code future_new(future **out)
@@ -61,8 +62,22 @@ sc_code future_new(future **out)
         return SC_ENOMEM;
     }
     atomic_init(&f->refs, 1);
+    f->slack = FUTURE_SLACK;
     *out = f;
     return SC_OK;
+}
+
+void future_slack_to(future *f, uint64_t slack)
+{
+    if (!f->sealed)
+        f->slack = slack;
+}
+
+void future_start_at(future *f, uint64_t pos)
+{
+    pthread_mutex_lock(&f->lock);
+    f->position = pos < f->n ? pos : f->n;
+    pthread_mutex_unlock(&f->lock);
 }
 
 sc_code future_append(future *f, uint64_t khash)
@@ -204,17 +219,17 @@ uint64_t future_key_at(const future *f, uint64_t pos)
 static uint32_t live_cursor(future *f, uint32_t u)
 {
     uint32_t c = f->cursor[u], end = f->start[u + 1];
-    while (c < end && (uint64_t)f->occ[c] + FUTURE_SLACK < f->position)
+    while (c < end && (uint64_t)f->occ[c] + f->slack < f->position)
         c++;
     f->cursor[u] = c;
     return c;
 }
 
-/* Whether an occurrence of key u was consumed within the last FUTURE_SLACK positions (the
- * one before the live cursor c is consumed, or skipped and so further behind). */
+/* Whether an occurrence of key u was consumed within the last slack positions (the one
+ * before the live cursor c is consumed, or skipped and so further behind). */
 static bool consumed_lately(const future *f, uint32_t u, uint32_t c)
 {
-    return c > f->start[u] && (uint64_t)f->occ[c - 1] + FUTURE_SLACK > f->position;
+    return c > f->start[u] && (uint64_t)f->occ[c - 1] + f->slack > f->position;
 }
 
 /*

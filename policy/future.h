@@ -11,7 +11,7 @@
  * Trainers do not read in exactly the planned order (several loader workers,
  * skipped samples), so the trainer's position is the furthest consumed
  * position, and an access consumes the key's earliest occurrence that is not
- * yet consumed and not more than FUTURE_SLACK positions behind the position.
+ * yet consumed and not more than the slack (FUTURE_SLACK unless set) behind the position.
  * Occurrences further behind count as skipped.
  *
  * After future_seal() every function is thread-safe. Shared by reference
@@ -41,6 +41,20 @@ sc_code future_new(future **out);
  */
 sc_code future_append(future *f, uint64_t khash);
 
+/*
+ * @brief How many positions an access may lag behind the position (before future_seal;
+ * FUTURE_SLACK by default). A plan of n ranks advancing together interleaves their reads, so
+ * it allows n times as much: each rank may lag FUTURE_SLACK of its own reads.
+ */
+void future_slack_to(future *f, uint64_t slack);
+
+/*
+ * @brief Starts the trainer's position at pos (at most the length): a plan resumed after a
+ * restart, or rebuilt with another set of ranks. Occurrences further than the slack behind it
+ * count as skipped; those within it may still be consumed.
+ */
+void future_start_at(future *f, uint64_t pos);
+
 /* @brief Ends building and indexes each key's occurrences. @return SC_OK or SC_ENOMEM. */
 sc_code future_seal(future *f);
 
@@ -64,7 +78,7 @@ bool future_consume(future *f, uint64_t khash);
  * @brief future_consume() with bounds, for reads that may be parts of one access: only an
  * occurrence before position `limit` is taken (a read that continues an item takes what is
  * left of that occurrence, never the next epoch's), and with `once`, none when one of khash
- * was consumed within the last FUTURE_SLACK positions (the parts of one read of an object,
+ * was consumed within the last slack positions (the parts of one read of an object,
  * in any order).
  * @return the position of the occurrence consumed, or FUTURE_NEVER.
  */

@@ -41,18 +41,18 @@ struct policy_obj {
     uint32_t block;     /* is_block: the block's index in its object; else 0 */
 };
 
-struct future; /* the known order of coming accesses, see future.h */
+struct future_set; /* the known order of coming accesses, of every job: see future_set.h */
 
 enum policy_hint_kind {
     POLICY_HINT_SCORE = 1, /* khash has importance score; higher is more important */
-    POLICY_HINT_FUTURE,    /* future is the access order to plan by (NULL: none any more) */
+    POLICY_HINT_FUTURE,    /* futures: the access orders to plan by (NULL: none any more) */
 };
 
 struct policy_hint {
     enum policy_hint_kind kind;
-    uint64_t khash;        /* SCORE: sc_key_hash() of the object */
-    double score;          /* SCORE */
-    struct future *future; /* FUTURE: the policy takes its own reference (future_ref) */
+    uint64_t khash;             /* SCORE: sc_key_hash() of the object */
+    double score;               /* SCORE */
+    struct future_set *futures; /* FUTURE: the policy takes its own reference */
 };
 
 struct policy_ops {

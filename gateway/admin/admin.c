@@ -9,7 +9,7 @@
  *   POST   /_s3cached/manifests                     register a manifest (201)
  *   GET    /_s3cached/manifests                     list them
  *   GET    /_s3cached/manifests/{id}                progress
- *   GET    /_s3cached/manifests/{id}/order?epoch=E  the keys in the gateway's order
+ *   GET    /_s3cached/manifests/{id}/order?epoch=E[&rank=R]  the keys in the gateway's order
  *   DELETE /_s3cached/manifests/{id}                cancel
  *   POST   /_s3cached/importance                    a trainer's per-sample losses
  *   POST   /_s3cached/invalidate                    drop cached keys, or a prefix
@@ -135,12 +135,14 @@ static enum MHD_Result create_manifest(struct gw_req *q)
         return respond_api_err(q, &err);
     char *text = json_dumps(reply, JSON_COMPACT);
     const char *id = json_string_value(json_object_get(reply, "id"));
+    const char *state = json_string_value(json_object_get(reply, "state"));
+    bool parsing = state != NULL && strcmp(state, "parsing") == 0; /* a large body, later */
     char location[64];
     snprintf(location, sizeof(location), PREFIX "manifests/%s", id ? id : "");
     json_decref(reply);
     if (text == NULL)
         return MHD_NO;
-    return respond_json_text(q, 201, text, location);
+    return respond_json_text(q, parsing ? 202 : 201, text, location);
 }
 
 static enum MHD_Result post_importance(struct gw_req *q)
@@ -164,28 +166,31 @@ static enum MHD_Result post_importance(struct gw_req *q)
     return respond_json(q, 200, json_pack("{s:I}", "scored", (json_int_t)scored));
 }
 
-/* The epoch asked for in ?epoch=E (default 0); false if it is not a number. */
-static bool epoch_param(struct gw_req *q, uint32_t *e)
+/* The number asked for in ?name=N (def when absent); false if it is not one below max. */
+static bool number_param(struct gw_req *q, const char *name, uint32_t def, uint32_t max,
+                         uint32_t *out)
 {
-    const char *v = MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, "epoch");
-    *e = 0;
+    const char *v = MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, name);
+    *out = def;
     if (v == NULL)
         return true;
     char *end = NULL;
     unsigned long n = strtoul(v, &end, 10);
-    if (*v < '0' || *v > '9' || *end != '\0' || n > UINT32_MAX)
+    if (*v < '0' || *v > '9' || *end != '\0' || n >= max)
         return false;
-    *e = (uint32_t)n;
+    *out = (uint32_t)n;
     return true;
 }
 
 static enum MHD_Result order(struct gw_req *q, const char *id)
 {
-    uint32_t e;
-    if (!epoch_param(q, &e))
+    uint32_t e, rank;
+    if (!number_param(q, "epoch", 0, UINT32_MAX, &e))
         return respond_problem(q, API_INVALID_FIELD, "epoch must be a non-negative integer");
+    if (!number_param(q, "rank", MF_RANK_OWN, MF_RANK_OWN, &rank))
+        return respond_problem(q, API_INVALID_FIELD, "rank must be a non-negative integer");
     struct api_err err = {0};
-    json_t *o = mf_order(q->g->manifests, id, e, &err);
+    json_t *o = mf_order(q->g->manifests, id, e, rank, &err);
     if (o == NULL && err.code != API_OK)
         return respond_api_err(q, &err);
     return respond_json(q, 200, o);

@@ -204,7 +204,7 @@ static void check_json(const struct plan *p)
     FZ_CHECK((uint64_t)json_integer_value(json_object_get(d, "accesses")) == plan_accesses(p));
     FZ_CHECK((uint32_t)json_integer_value(json_object_get(d, "objects_total")) == plan_objects(p));
     json_decref(d);
-    json_t *o = plan_order_json(p, "m1", 0);
+    json_t *o = plan_order_json(p, "m1", 0, PLAN_ALL_RANKS);
     FZ_CHECK(o != NULL);
     FZ_CHECK(json_array_size(json_object_get(o, "keys")) == plan_epoch_length(p, 0));
     FZ_CHECK(json_is_null(json_object_get(o, "indices")) == !plan_has_indices(p));
@@ -212,7 +212,7 @@ static void check_json(const struct plan *p)
     FZ_CHECK((ranges != NULL) == plan_has_ranges(p));
     FZ_CHECK(ranges == NULL || json_array_size(ranges) == plan_epoch_length(p, 0));
     json_decref(o);
-    FZ_CHECK(plan_order_json(p, "m1", plan_epochs(p)) == NULL);
+    FZ_CHECK(plan_order_json(p, "m1", plan_epochs(p), PLAN_ALL_RANKS) == NULL);
 }
 
 /* Feeds the listing to a prefix plan; returns false when the plan cannot become ready. */

@@ -136,12 +136,16 @@ def test_sampling_plan_orders_follow_the_documented_shuffle_and_rank_split(s3rve
     gw = gateway(s3rver)
     keys = ["k%03d" % i for i in range(10)]
     orders = {}
+    first = None
     for rank in range(3):
         status, reply, _ = api(gw, "POST", "manifests", {
             "bucket": s3rver.bucket, "keys": keys, "num_epochs": 2, "shuffle": True,
             "seed": 42, "world_size": 3, "rank": rank, "prefetch": False})
         assert status == 201, reply
-        assert reply["accesses"] == 2 * 4  # ceil(10 / 3) per epoch, padded
+        first = first or reply["id"]
+        # the ranks of one plan make one job: ceil(10 / 3) per epoch and rank, padded
+        assert reply["job"] == first and reply["sampling"]["ranks"] == list(range(rank + 1))
+        assert reply["accesses"] == 2 * 4 * (rank + 1)
         for epoch in range(2):
             status, order, _ = api(gw, "GET", "manifests/%s/order?epoch=%d" % (reply["id"], epoch))
             assert status == 200

@@ -259,11 +259,13 @@ def test_two_ranks_partition_each_epoch_like_distributed_sampler(s3rver, gateway
     keys = seed_samples(s3rver, n, 2 * KiB, "ranks")
     samplers = [GatewaySampler(gw.bucket, keys=keys, num_epochs=epochs, seed=seed,
                                num_replicas=2, rank=r, wait_warm=60) for r in range(2)]
-    # objects: the distinct keys a rank reads over both epochs (each reshuffled)
+    # the ranks of one plan make one job; objects: the distinct keys its ranks read over both
+    # epochs (each reshuffled): rank 0's when it registered, then both ranks'
+    assert samplers[1].manifest["job"] == samplers[0].manifest["id"]
     assert [s.manifest["objects"] for s in samplers] == [
-        len({k for e in range(epochs)
+        len({k for e in range(epochs) for r in range(ranks)
              for k in epoch_keys(keys, e, shuffle=True, seed=seed, world_size=2, rank=r)})
-        for r in range(2)]
+        for ranks in (1, 2)]
     dropped = [GatewaySampler(gw.bucket, keys=keys, num_epochs=epochs, seed=seed,
                               world_size=2, rank=r, drop_last=True, prefetch=False)
                for r in range(2)]

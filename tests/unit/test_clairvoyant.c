@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "../../policy/future.h"
+#include "../../policy/future_set.h"
 #include "../../policy/policy.h"
 
 #define MAX_OBJS 8
@@ -59,8 +59,12 @@ static future *plan(const unsigned *keys, size_t n)
 
 static void give(void *s, future *f)
 {
-    struct policy_hint h = {.kind = POLICY_HINT_FUTURE, .future = f};
+    future_set *set = NULL;
+    if (f != NULL)
+        assert_int_equal(future_set_new(&f, 1, &set), SC_OK);
+    struct policy_hint h = {.kind = POLICY_HINT_FUTURE, .futures = set};
     assert_int_equal(clv()->hint(s, &h), SC_OK);
+    future_set_unref(set);
 }
 
 static void insert(const struct policy_ops *ops, void *s, uint64_t id, unsigned k, uint64_t size)

@@ -292,6 +292,40 @@ static void a_blocks_next_use_is_its_own_or_its_objects(void **state)
     future_unref(f);
 }
 
+/* A plan of n ranks lets each lag its own FUTURE_SLACK: n times the slack in positions. */
+static void slack_is_set_per_future(void **state)
+{
+    (void)state;
+    future *f = NULL;
+    assert_int_equal(future_new(&f), SC_OK);
+    future_slack_to(f, 2);
+    for (uint64_t k = 1; k <= 8; k++)
+        assert_int_equal(future_append(f, k), SC_OK);
+    assert_int_equal(future_seal(f), SC_OK);
+    future_slack_to(f, 100);                            /* sealed: no effect */
+    assert_true(future_consume(f, 6));                  /* position 6 */
+    assert_int_equal(future_next_use(f, 5), 4);         /* at 4: 4 + 2 >= 6, may still be read */
+    assert_true(future_next_use(f, 4) == FUTURE_NEVER); /* at 3: 3 + 2 < 6, skipped */
+    future_unref(f);
+}
+
+static void start_at_resumes_with_the_slack_behind(void **state)
+{
+    (void)state;
+    uint64_t keys[FUTURE_SLACK + 20];
+    for (uint64_t i = 0; i < FUTURE_SLACK + 20; i++)
+        keys[i] = i % (FUTURE_SLACK + 10); /* keys 0..9 come again at the end */
+    future *f = plan(keys, FUTURE_SLACK + 20);
+    future_start_at(f, FUTURE_SLACK + 5);
+    assert_int_equal(future_position(f), FUTURE_SLACK + 5);
+    assert_int_equal(future_next_use(f, 5), 5);                 /* within the slack behind */
+    assert_int_equal(future_next_use(f, 4), FUTURE_SLACK + 14); /* skipped: its next one */
+    assert_int_equal(future_next_use(f, 3), FUTURE_SLACK + 13);
+    future_start_at(f, UINT64_MAX);
+    assert_int_equal(future_position(f), FUTURE_SLACK + 20);
+    future_unref(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +341,8 @@ int main(void)
         cmocka_unit_test(last_unref_frees),
         cmocka_unit_test(threads_consume_every_occurrence_once),
         cmocka_unit_test(a_blocks_next_use_is_its_own_or_its_objects),
+        cmocka_unit_test(slack_is_set_per_future),
+        cmocka_unit_test(start_at_resumes_with_the_slack_behind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

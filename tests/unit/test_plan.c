@@ -697,20 +697,21 @@ static void key_hashes_are_the_policy_hashes(void **state)
 static void order_json_has_indices_except_for_the_epochs_form(void **state)
 {
     struct plan *p = sampled(4, "\"world_size\":2,\"rank\":1,");
-    json_t *o = plan_order_json(p, "m3", 0);
+    json_t *o = plan_order_json(p, "m3", 0, 1);
     char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-    assert_string_equal(text,
-                        "{\"epoch\":0,\"id\":\"m3\",\"indices\":[1,3],\"keys\":[\"k1\",\"k3\"]}");
+    assert_string_equal(text, "{\"epoch\":0,\"id\":\"m3\",\"indices\":[1,3],\"keys\":[\"k1\","
+                              "\"k3\"],\"rank\":1}");
     free(text);
     json_decref(o);
-    assert_null(plan_order_json(p, "m3", 1));
+    assert_null(plan_order_json(p, "m3", 1, 1));
+    assert_null(plan_order_json(p, "m3", 0, 0)); /* a rank it does not read for */
     plan_free(p);
 
     p = parse_ok("{\"bucket\":\"b00\",\"epochs\":[[\"x\"],[\"y\",\"x\"]]}");
-    o = plan_order_json(p, "m4", 1);
+    o = plan_order_json(p, "m4", 1, PLAN_ALL_RANKS);
     text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-    assert_string_equal(text,
-                        "{\"epoch\":1,\"id\":\"m4\",\"indices\":null,\"keys\":[\"y\",\"x\"]}");
+    assert_string_equal(text, "{\"epoch\":1,\"id\":\"m4\",\"indices\":null,\"keys\":[\"y\","
+                              "\"x\"],\"rank\":null}");
     free(text);
     json_decref(o);
     plan_free(p);
@@ -725,8 +726,8 @@ static void describe_json_holds_the_static_fields(void **state)
     assert_string_equal(text,
                         "{\"accesses\":0,\"bucket\":\"b00\",\"epochs\":2,\"form\":\"prefix\","
                         "\"name\":\"job\",\"objects_total\":0,\"prefetch\":false,\"prefix\":"
-                        "\"t/\",\"sampling\":{\"drop_last\":false,\"num_epochs\":2,\"rank\":0,"
-                        "\"seed\":7,\"shuffle\":false,\"world_size\":1}}");
+                        "\"t/\",\"sampling\":{\"drop_last\":false,\"job\":null,\"num_epochs\":2,"
+                        "\"rank\":0,\"ranks\":[0],\"seed\":7,\"shuffle\":false,\"world_size\":1}}");
     free(text);
     json_decref(o);
     plan_free(p);
@@ -953,22 +954,155 @@ static void order_json_shows_each_access_range(void **state)
     struct plan *p = parse_ok("{\"bucket\":\"b00\",\"keys\":[{\"key\":\"a\",\"offset\":8,"
                               "\"length\":4},\"b\",{\"key\":\"a\",\"offset\":0,\"length\":8}],"
                               "\"world_size\":1}");
-    json_t *o = plan_order_json(p, "m5", 0);
+    json_t *o = plan_order_json(p, "m5", 0, PLAN_ALL_RANKS);
     char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     assert_string_equal(text, "{\"epoch\":0,\"id\":\"m5\",\"indices\":[0,1,2],\"keys\":[\"a\","
-                              "\"b\",\"a\"],\"ranges\":[[8,4],null,[0,8]]}");
+                              "\"b\",\"a\"],\"ranges\":[[8,4],null,[0,8]],\"rank\":null}");
     free(text);
     json_decref(o);
     plan_free(p);
 
     p = parse_ok("{\"bucket\":\"b00\",\"epochs\":[[\"b\",{\"key\":\"a\",\"offset\":0,"
                  "\"length\":5497558138880}]]}");
-    o = plan_order_json(p, "m6", 0);
+    o = plan_order_json(p, "m6", 0, PLAN_ALL_RANKS);
     text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
     assert_string_equal(text, "{\"epoch\":0,\"id\":\"m6\",\"indices\":null,\"keys\":[\"b\",\"a\"],"
-                              "\"ranges\":[null,[0,5497558138880]]}");
+                              "\"ranges\":[null,[0,5497558138880]],\"rank\":null}");
     free(text);
     json_decref(o);
+    plan_free(p);
+}
+
+/* ---- the ranks of one job ---- */
+
+static void local_ranks_interleave_the_ranks_step_by_step(void **state)
+{
+    /* n = 10, seed 42, world_size 3, epoch 0 (docs/manifests.md): rank 0 reads 0 8 7 3,
+     * rank 2 reads 5 4 1 9; merged, each step in ascending rank order. */
+    struct plan *p =
+        sampled(10, "\"shuffle\":true,\"seed\":42,\"world_size\":3,\"local_ranks\":[2,0],");
+    const struct plan_params *prm = plan_params(p);
+    assert_int_equal(prm->n_ranks, 2);
+    assert_int_equal(prm->ranks[0], 0);
+    assert_int_equal(prm->ranks[1], 2);
+    assert_int_equal(prm->rank, 0);
+    assert_order(p, 0, (uint32_t[]){0, 5, 8, 4, 7, 1, 3, 9}, 8);
+    assert_int_equal(plan_accesses(p), 8);
+    uint32_t *order;
+    uint64_t n;
+    assert_int_equal(plan_rank_order(p, 0, 2, &order, &n), SC_OK);
+    assert_int_equal(n, 4);
+    assert_memory_equal(order, ((uint32_t[]){5, 4, 1, 9}), 4 * sizeof(*order));
+    free(order);
+    assert_int_equal(plan_rank_order(p, 0, 1, &order, &n), SC_EINVAL);
+    assert_true(plan_has_rank(p, 2));
+    assert_false(plan_has_rank(p, 1));
+    plan_free(p);
+}
+
+static void local_ranks_are_checked(void **state)
+{
+    const char *msg = "field \"local_ranks\" must be an array of 1..4 distinct integers in "
+                      "0..world_size-1 (world_size is 4)";
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\"],\"world_size\":4,\"local_ranks\":[]}",
+            API_INVALID_FIELD, msg);
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\"],\"world_size\":4,\"local_ranks\":3}",
+            API_INVALID_FIELD, msg);
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\"],\"world_size\":4,\"local_ranks\":[0,1,2,3,0]}",
+            API_INVALID_FIELD, msg);
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\"],\"world_size\":4,\"local_ranks\":[1,4]}",
+            API_INVALID_FIELD,
+            "local_ranks[1] must be an integer in 0..world_size-1 (world_size is 4)");
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\"],\"world_size\":4,\"local_ranks\":[1,1]}",
+            API_INVALID_FIELD,
+            "rank 1 is repeated; the ranks must be distinct, in 0..world_size-1 (world_size is 4)");
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\"],\"world_size\":4,\"rank\":1,"
+            "\"local_ranks\":[1]}",
+            API_INVALID_FIELD, "give \"rank\" or \"local_ranks\", not both");
+    refused(
+        "{\"bucket\":\"b00\",\"epochs\":[[\"a\"]],\"local_ranks\":[0]}", API_INVALID_FIELD,
+        "field \"local_ranks\" is not allowed with \"epochs\" (the epochs are the lists given)");
+    refused("{\"bucket\":\"b00\",\"keys\":[\"a\"],\"job\":\"\"}", API_INVALID_FIELD,
+            "field \"job\" must not be empty");
+}
+
+/* Whether b may join a's job; with `refusal`, b is refused with exactly that message. */
+static bool joins(const char *a, const char *b, const char *refusal)
+{
+    struct plan *pa = parse_ok(a), *pb = parse_ok(b);
+    struct api_err err = {API_OK, ""};
+    bool same = true;
+    sc_code rc = plan_same_job(pa, pb, &same, &err);
+    if (refusal != NULL) {
+        assert_int_equal(rc, SC_EINVAL);
+        assert_string_equal(err.message, refusal);
+    } else {
+        assert_int_equal(rc, SC_OK);
+    }
+    plan_free(pa);
+    plan_free(pb);
+    return same;
+}
+
+static void ranks_of_one_sampling_plan_make_one_job(void **state)
+{
+#define RANK(r)                                                                                    \
+    "{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\",\"c\"],\"shuffle\":true,\"seed\":3,"                \
+    "\"world_size\":4,\"rank\":" #r "}"
+    assert_true(joins(RANK(0), RANK(1), NULL));
+    assert_false(joins(RANK(1), RANK(1), NULL)); /* a rank twice: another job */
+    assert_false(joins(RANK(0),
+                       "{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\",\"c\"],\"shuffle\":true,"
+                       "\"seed\":4,\"world_size\":4,\"rank\":1}",
+                       NULL));
+    assert_false(joins(RANK(0),
+                       "{\"bucket\":\"b00\",\"keys\":[\"a\",\"c\",\"b\"],\"shuffle\":true,"
+                       "\"seed\":3,\"world_size\":4,\"rank\":1}",
+                       NULL));
+    assert_false(joins(RANK(0),
+                       "{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\",\"c\"],\"shuffle\":true,"
+                       "\"seed\":3,\"world_size\":4,\"rank\":1,\"job\":\"j\"}",
+                       NULL)); /* one named, one not */
+    assert_false(joins("{\"bucket\":\"b00\",\"epochs\":[[\"a\"]]}",
+                       "{\"bucket\":\"b00\",\"epochs\":[[\"a\"]]}", NULL));
+    assert_true(joins("{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
+                      "{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"rank\":1,"
+                      "\"job\":\"j\"}",
+                      NULL));
+    joins("{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
+          "{\"bucket\":\"b00\",\"prefix\":\"u/\",\"world_size\":2,\"rank\":1,\"job\":\"j\"}",
+          "this plan cannot join job \"j\": its dataset differs");
+    joins("{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
+          "{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
+          "this plan cannot join job \"j\": one of its ranks is in the job already");
+    joins("{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
+          "{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":3,\"rank\":1,\"job\":\"j\"}",
+          "this plan cannot join job \"j\": its world_size differs");
+#undef RANK
+}
+
+static void set_ranks_merges_the_orders_and_keeps_the_plan_on_error(void **state)
+{
+    struct plan *p = sampled(10, "\"shuffle\":true,\"seed\":42,\"world_size\":3,\"rank\":2,");
+    struct api_err err = {API_OK, ""};
+    assert_int_equal(plan_set_ranks(p, (uint32_t[]){2, 0}, 2, &err), SC_OK);
+    assert_order(p, 0, (uint32_t[]){0, 5, 8, 4, 7, 1, 3, 9}, 8);
+    assert_int_equal(plan_set_ranks(p, (uint32_t[]){0, 3}, 2, &err), SC_EINVAL);
+    assert_string_equal(err.message, "rank 3 is out of range; the ranks must be distinct, in "
+                                     "0..world_size-1 (world_size is 3)");
+    assert_order(p, 0, (uint32_t[]){0, 5, 8, 4, 7, 1, 3, 9}, 8);
+    plan_free(p);
+
+    struct plan_limits lim;
+    plan_limits_default(&lim);
+    lim.max_accesses = 3;
+    const char *body = "{\"bucket\":\"b00\",\"keys\":[\"a\",\"b\",\"c\",\"d\"],\"world_size\":2}";
+    assert_int_equal(plan_parse(body, strlen(body), &lim, &p, &err), SC_OK);
+    assert_int_equal(plan_set_ranks(p, (uint32_t[]){0, 1}, 2, &err), SC_ETOOBIG);
+    assert_string_equal(err.message, "the plan has 4 accesses for its ranks (4 per epoch, 1 "
+                                     "epochs); the limit is 3");
+    assert_int_equal(plan_accesses(p), 2);
+    assert_int_equal(plan_params(p)->n_ranks, 1);
     plan_free(p);
 }
 
@@ -1011,6 +1145,10 @@ int main(void)
         cmocka_unit_test(entries_count_against_the_keys_limit),
         cmocka_unit_test(many_ranges_of_one_key_keep_their_bytes),
         cmocka_unit_test(order_json_shows_each_access_range),
+        cmocka_unit_test(local_ranks_interleave_the_ranks_step_by_step),
+        cmocka_unit_test(local_ranks_are_checked),
+        cmocka_unit_test(ranks_of_one_sampling_plan_make_one_job),
+        cmocka_unit_test(set_ranks_merges_the_orders_and_keeps_the_plan_on_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

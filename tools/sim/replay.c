@@ -10,7 +10,7 @@
 
 #include <stdlib.h>
 
-#include "../../policy/future.h"
+#include "../../policy/future_set.h"
 
 /* The emulated store. */
 struct emu {
@@ -61,10 +61,14 @@ static sc_code give_future(struct emu *e, future **out)
         rc = future_append(f, e->khash[e->t->acc[i]]);
     if (rc == SC_OK)
         rc = future_seal(f);
+    future_set *set = NULL;
+    if (rc == SC_OK && e->ops->hint != NULL)
+        rc = future_set_new(&f, 1, &set);
     if (rc == SC_OK && e->ops->hint != NULL) {
-        struct policy_hint h = {.kind = POLICY_HINT_FUTURE, .future = f};
+        struct policy_hint h = {.kind = POLICY_HINT_FUTURE, .futures = set};
         rc = e->ops->hint(e->pol, &h);
     }
+    future_set_unref(set);
     if (rc != SC_OK) {
         future_unref(f);
         f = NULL;
