@@ -569,6 +569,43 @@ void mf_forget(struct mf_registry *r, const char *id)
         unlink(path);
     if (file_of(r, id, ".step", path, sizeof(path)))
         unlink(path);
+    if (file_of(r, id, ".cached", path, sizeof(path)))
+        unlink(path);
+}
+
+/*
+ * The state log of a cache-aware job (<id>.cached, one per registration): a record per
+ * decided epoch, "epoch E bytes N\n" then the N bytes of plan_epoch_decision() and "\n",
+ * appended when decided. A torn last record is ignored.
+ */
+static void log_decision(const struct mf_registry *r, const char *id, uint32_t e,
+                         const uint8_t *bits, size_t len)
+{
+    char path[4096];
+    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "ab") : NULL;
+    bool ok = f && fprintf(f, "epoch %u bytes %zu\n", e, len) > 0 &&
+              fwrite(bits, 1, len, f) == len && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok && r->cfg.dir != NULL)
+        sc_warn("cannot log the cache-aware order of manifest %s, epoch %u: %s", id, e,
+                strerror(errno));
+}
+
+/* Decides again, in plan p, the epochs registration id's log holds (p not built yet). */
+static void replay_decisions(const struct mf_registry *r, const char *id, struct plan *p)
+{
+    char path[4096];
+    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "rb") : NULL;
+    size_t want = ((size_t)plan_objects(p) + 7) / 8, len;
+    unsigned e;
+    uint8_t *bits = malloc(want ? want : 1);
+    while (f && bits && fscanf(f, "epoch %u bytes %zu", &e, &len) == 2 && fgetc(f) == '\n' &&
+           len == want && fread(bits, 1, len, f) == len && fgetc(f) == '\n')
+        plan_decide_epoch(p, e, bits); /* a repeat or a wrong epoch is refused, harmlessly */
+    free(bits);
+    if (f)
+        fclose(f);
 }
 
 /* The step kept for registration id's job (0: none), so a restart resumes there. */
@@ -709,7 +746,10 @@ static sc_code take_plan(struct mf_registry *r, struct mf *m, struct plan *p, ui
         return rc;
     m->plan = p;
     m->resume = resume;
-    return plan_ready(p) ? mf_activate(m, err) : SC_OK;
+    if (!plan_ready(p))
+        return SC_OK;
+    replay_decisions(r, m->id, p);
+    return mf_activate(m, err);
 }
 
 sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
@@ -935,10 +975,55 @@ static uint32_t rank_asked(const struct mf *m, uint32_t rank)
     return m->n_own == 1 ? m->own[0] : PLAN_ALL_RANKS;
 }
 
+/* Bit idx of bits set when item idx of job m is cached (m->mu held). */
+static void mark_cached_items(struct mf *m, uint8_t *bits)
+{
+    uint64_t size;
+    for (uint32_t idx = 0; idx < m->n; idx++)
+        if (mf_item_cached(m, idx, &size))
+            bits[idx / 8] |= (uint8_t)(1u << (idx % 8));
+}
+
+/*
+ * Decides epoch e of a cache-aware job the first time its order is asked: its ranks' shares
+ * read what is cached now first. The job's order and future are built again, and the decision
+ * logged for each of its registrations.
+ */
+static void decide_epoch(struct mf_registry *r, const char *id, uint32_t e)
+{
+    pthread_rwlock_wrlock(&r->list_lock);
+    struct mf *m = find(r, id), *j = m ? job_of(m) : NULL;
+    struct plan *p = j ? j->plan : NULL;
+    if (p == NULL || !plan_params(p)->cache_aware || j->fut == NULL || e >= plan_epochs(p) ||
+        plan_epoch_decision(p, e) != NULL) {
+        pthread_rwlock_unlock(&r->list_lock);
+        return;
+    }
+    size_t len = ((size_t)j->n + 7) / 8;
+    uint8_t *bits = calloc(len ? len : 1, 1);
+    struct api_err err = {0};
+    pthread_mutex_lock(&j->mu);
+    if (bits != NULL)
+        mark_cached_items(j, bits);
+    const struct plan_params *pp = plan_params(p);
+    if (bits == NULL || plan_decide_epoch(p, e, bits) != SC_OK ||
+        set_ranks(j, pp->ranks, pp->n_ranks, 0, &err) != SC_OK)
+        sc_warn("manifest %s: epoch %u keeps its seeded order: %s", j->id, e,
+                err.code ? err.message : "out of memory");
+    pthread_mutex_unlock(&j->mu);
+    for (struct mf *x = r->list; bits && x; x = x->next)
+        if (x->n_own > 0 && job_of(x) == j && plan_epoch_decision(p, e) != NULL)
+            log_decision(r, x->id, e, bits, len);
+    mf_refresh_hint(r);
+    pthread_rwlock_unlock(&r->list_lock);
+    free(bits);
+}
+
 json_t *mf_order(mf_registry *r, const char *id, uint32_t e, uint32_t rank, struct api_err *err)
 {
     json_t *o = NULL;
     err->code = API_OK;
+    decide_epoch(r, id, e);
     pthread_rwlock_rdlock(&r->list_lock);
     struct mf *m = find(r, id);
     const struct plan *p = m ? job_of(m)->plan : NULL;

@@ -208,6 +208,15 @@ void *mf_registrar_main(void *arg);
 /* @brief Wakes the registrar: a body waits. */
 void mf_kick_registrar(struct mf_registry *r);
 
+/*
+ * @brief Whether item idx of job m is cached, without counting a read with the policy: a
+ * whole object as store_peek() says (a block object: all its blocks); a range also when every
+ * block it covers is, or when it starts past the end of its object (of known size: no byte of
+ * it exists, so nothing is warmed, not even the metadata of a small object). m->mu held.
+ * @param[out] size its object's size when known, else 0.
+ */
+bool mf_item_cached(struct mf *m, uint32_t idx, uint64_t *size);
+
 /* prefetch.c: the prefetcher thread's body. */
 void *mf_prefetch_main(void *arg);
 

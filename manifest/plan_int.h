@@ -34,6 +34,7 @@ struct plan {
     uint32_t *ranks;
     uint32_t n_ranks;
     char *job; /* "job", or NULL */
+    uint8_t **decided; /* cache-aware: per epoch, the items read first (plan.h), or NULL */
 
     uint64_t per_rank;  /* KEYS/PREFIX: one rank's accesses per epoch */
     uint64_t per_epoch; /* the plan's accesses per epoch: per_rank for each of its ranks */

@@ -89,11 +89,12 @@ static json_t *sampling_json(const struct plan_params *prm)
         }
     if (ranks == NULL)
         return NULL;
-    return json_pack("{s:I, s:b, s:I, s:I, s:I, s:o, s:o, s:b}", "num_epochs",
+    return json_pack("{s:I, s:b, s:I, s:I, s:I, s:o, s:o, s:b, s:b}", "num_epochs",
                      (json_int_t)prm->num_epochs, "shuffle", prm->shuffle, "seed",
                      (json_int_t)prm->seed, "world_size", (json_int_t)prm->world_size, "rank",
                      (json_int_t)prm->rank, "ranks", ranks, "job",
-                     prm->job ? json_string(prm->job) : json_null(), "drop_last", prm->drop_last);
+                     prm->job ? json_string(prm->job) : json_null(), "drop_last", prm->drop_last,
+                     "cache_aware", prm->cache_aware);
 }
 
 json_t *plan_describe_json(const struct plan *p)

@@ -54,6 +54,9 @@ class _GatewaySamplerCore:
       on_progress   callback(progress) while waiting for warmth.
       prefetch      sent with the manifest: False only tells the eviction policy.
       name          a label for the manifest.
+      job           a name for the job: the ranks of one job (same plan) join one plan at
+                    the gateway by themselves; naming it makes the gateway refuse a rank
+                    whose plan differs (docs/manifests.md, "Many readers").
       lazy          False (default): register at construction, so the gateway warms
                     up while the model is built; True: at the first iteration.
       verify        keys only: compare the gateway's order with the local one and
@@ -65,7 +68,7 @@ class _GatewaySamplerCore:
     def __init__(self, bucket, keys=None, prefix=None, num_epochs=1, seed=0, shuffle=True,
                  num_replicas=None, rank=None, drop_last=False, admin=None, wait_warm=False,
                  world_size=None, indices=False, prefetch=True, name=None, lazy=False,
-                 verify=False, fallback=False, on_progress=None):
+                 verify=False, fallback=False, on_progress=None, job=None):
         if (keys is None) == (prefix is None):
             raise ValueError("give exactly one of keys= and prefix=")
         if world_size is not None and num_replicas is not None and world_size != num_replicas:
@@ -100,6 +103,7 @@ class _GatewaySamplerCore:
         self.indices = bool(indices)
         self.prefetch = bool(prefetch)
         self.name = name
+        self.job = job
         self.verify = bool(verify)
         self.fallback = bool(fallback)
         self.wait_warm = wait_warm
@@ -146,6 +150,8 @@ class _GatewaySamplerCore:
             body["prefix"] = self.prefix
         if self.name is not None:
             body["name"] = self.name
+        if self.job is not None:
+            body["job"] = self.job
         return body
 
     def register(self, first_epoch=None):
@@ -282,8 +288,8 @@ class _GatewaySamplerCore:
                                                       self.window_start + self.num_epochs - 1,
                                                       epoch))
         try:
-            if self.keys is None:
-                self._wait_listed()
+            if self.keys is None or self.manifest.get("state") == "parsing":
+                self._wait_listed()  # a prefix listed, a large plan parsed
             reply = self.admin.order(self.manifest["id"], epoch - self.window_start)
         except GatewayError as e:
             if not self._may_fall_back(e):
@@ -299,7 +305,8 @@ class _GatewaySamplerCore:
         return order
 
     def _wait_listed(self, interval=0.1):
-        """Waits for a prefix plan's listing to end; returns its progress."""
+        """Waits for a prefix plan's listing (or a large plan's parsing) to end; returns its
+        progress."""
         mid = self.manifest_id
         while True:
             prog = self.admin.manifest(mid)
@@ -308,7 +315,7 @@ class _GatewaySamplerCore:
                                    % (mid, prog.get("error")))
             if prog["state"] == "canceled":
                 raise GatewayError(None, "ManifestCanceled", "manifest %s was canceled" % mid)
-            if prog["state"] != "listing" and prog.get("epochs"):
+            if prog["state"] not in ("listing", "parsing") and prog.get("epochs"):
                 return prog
             time.sleep(interval)
 

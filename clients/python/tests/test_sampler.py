@@ -181,6 +181,14 @@ class Length(WithFake):
         self.assertEqual(len(s), 6)
         self.assertEqual(list(s), epoch_keys(listed, 0, shuffle=True, seed=8, world_size=2))
 
+    def test_a_large_plan_is_waited_for_while_the_gateway_parses_it(self):
+        self.gw.parsing_polls = 3
+        s = self.sampler(seed=4, num_replicas=2, rank=1, job="run-4")
+        self.assertEqual(s.manifest["state"], "parsing")
+        self.assertEqual(self.gw.posted_manifests()[0]["job"], "run-4")
+        self.assertEqual(list(s), epoch_keys(KEYS, 0, shuffle=True, seed=4, world_size=2,
+                                             rank=1))
+
     def test_a_failed_listing_raises(self):
         s = GatewaySampler("bkt", prefix="none/", admin=self.admin, lazy=False)
         self.gw.manifests["m1"]["state"] = "failed"
