@@ -213,6 +213,27 @@ def test_ranks_read_their_share_and_step_together(s3rver, gateway, tmp_path):
     assert res.returncode == 1 and "not this run's" in res.stderr, res.stderr
 
 
+def test_gateway_order_waits_while_the_gateway_parses_a_large_plan(s3rver, gateway, tmp_path):
+    gw = gateway(s3rver)
+    gw.require_real()
+    # keys of about 860 bytes: 1,300 of them make a manifest body over 1 MiB, which the
+    # gateway answers 202 and parses later (docs/manifests.md, "Large plans")
+    prefix = s3util.unique_key("trainsim-large") + "/" + ("x" * 200 + "/") * 4
+    data = ["--prefix", prefix, "--objects", 1300, "--size", 16]
+    ok(trainsim("seed", s3rver.endpoint, s3rver, *data, "--workers", 16, "--quiet"))
+    out = tmp_path / "large.json"
+    res = ok(trainsim("train", gw.endpoint, s3rver, *data, "--epochs", 1, "--batch-size", 64,
+                      "--compute-ms", 0, "--shuffle-seed", 3, "--gateway-order", "--json", out))
+    run = json.loads(out.read_text())
+    mid = run["config"]["manifest_id"]
+    assert "reading in the order of manifest %s" % mid in res.stderr
+    keys = ["%s%08d.bin" % (prefix, i) for i in range(1300)]
+    assert run["epochs"][0]["order_sha256"] == digest([keys[i] for i in
+                                                        documented_shuffle(1300, 0, 3)])
+    assert run["epochs"][0]["objects"] == 1300
+    assert admin(gw, "manifests/" + mid)["accesses"] == 1300
+
+
 def test_the_admin_token_comes_from_the_environment(upstream, gateway, tmp_path):
     token = "trainsim-admin-token-0123456789"
     gw = gateway(upstream, admin_token=token)

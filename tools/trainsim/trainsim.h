@@ -267,9 +267,12 @@ sc_code ts_stats_parse(const char *json, struct ts_counters *out);
 sc_code ts_stats_fetch(const char *url, struct ts_counters *out);
 
 /*
- * @brief Registers a manifest for this run (this rank's, of split) with the gateway at endpoint.
+ * @brief Registers a manifest for this run (this rank's, of split) with the gateway at
+ * endpoint; a large plan, answered 202 while the gateway parses it, is waited for (up to
+ * 10 minutes) until it is registered.
  * @param[out] id the new manifest's id.
- * @return SC_OK, SC_EUPSTREAM (with the gateway's answer on stderr), SC_EINVAL, SC_ENOMEM.
+ * @return SC_OK, SC_EUPSTREAM (with the gateway's answer on stderr), SC_EINVAL, SC_ENOMEM,
+ *         SC_ETIMEOUT (still parsing).
  */
 sc_code ts_manifest_register(const char *endpoint, const struct ts_dataset *d, const char *bucket,
                              uint32_t epochs, uint64_t seed, const struct ts_split *split, char *id,
