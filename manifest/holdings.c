@@ -39,4 +39,3 @@ bool mf_item_cached(struct mf *m, uint32_t idx, uint64_t *size)
     store_obj_close(obj);
     return cached;
 }
-

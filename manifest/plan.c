@@ -19,13 +19,11 @@
 #define LABEL_MAX      64 /* "epochs[<20 digits>][<20 digits>].length" */
 #define KEYSET_EMPTY   0  /* slot value; a slot holds index + 1 */
 
-static const char *const fields[] = {"bucket",   "keys", "epochs",      "prefix",    "num_epochs",
-                                     "shuffle",  "seed", "job",         "rank",      "drop_last",
-                                     "prefetch", "name", "local_ranks", "world_size",
-                                     "cache_aware"};
-static const char *const sampling[] = {"num_epochs", "shuffle",     "seed", "world_size",
-                                       "rank",       "local_ranks", "job",  "drop_last",
-                                       "cache_aware"};
+static const char *const fields[] = {
+    "bucket", "keys",      "epochs",   "prefix", "num_epochs",  "shuffle",    "seed",       "job",
+    "rank",   "drop_last", "prefetch", "name",   "local_ranks", "world_size", "cache_aware"};
+static const char *const sampling[] = {"num_epochs",  "shuffle", "seed",      "world_size", "rank",
+                                       "local_ranks", "job",     "drop_last", "cache_aware"};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 void plan_limits_default(struct plan_limits *l)

@@ -296,7 +296,8 @@ sc_code plan_used_objects(const struct plan *p, uint32_t *used);
 
 /*
  * @brief The reply of GET .../order?epoch=e: {"id", "epoch", "rank", "indices", "keys"} of
- * plan_rank_order(p, e, rank) ("rank" null for PLAN_ALL_RANKS)
+ * plan_rank_order(p, e, rank) ("rank" null for PLAN_ALL_RANKS), with "cached_first" in a
+ * decided cache-aware epoch: how many of its accesses read an item the decision found cached
  * ("indices" null for the EPOCHS form), and when the plan has ranges, "ranges":
  * [offset, length] of each access's range beside its key, null for a whole object.
  * @param[in] id the manifest's id, copied.

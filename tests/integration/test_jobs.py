@@ -158,3 +158,54 @@ def test_a_large_body_is_accepted_at_once_and_parsed_off_the_request_threads(s3r
     assert status == 200
     status, _, _ = api(gw, "GET", "manifests/" + gone["id"])
     assert status == 404
+
+
+def xcache(gw, bucket, key):
+    r = gw.client().get_object(Bucket=bucket, Key=key)
+    return r["Body"].read(), r["ResponseMetadata"]["HTTPHeaders"].get("x-cache")
+
+
+def test_a_cache_aware_epoch_reads_each_ranks_cached_share_first(s3rver, gateway):
+    n = 60
+    gw = gateway(s3rver, cache_size="2M")  # 32 of the 60 objects
+    gw.require_real()
+    objs = seed_objects(s3rver, "aware", n, 64 * KiB)
+    keys = list(objs)
+    regs = [api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, r, world_size=2,
+                                                   num_epochs=2, cache_aware=True))[1]["id"]
+            for r in (0, 1)]
+    shares = {r: splitmix_order(n, 0, 7, True, 2, r, False) for r in (0, 1)}
+    for r in (0, 1):  # epoch 0, decided on an empty cache: the seeded shares, all misses
+        order = api(gw, "GET", "manifests/%s/order?epoch=0" % regs[r])[1]["indices"]
+        assert order == shares[r]
+    for i in range(n // 2):
+        for r in (0, 1):
+            body, _ = xcache(gw, s3rver.bucket, keys[shares[r][i]])
+            assert body == objs[keys[shares[r][i]]]
+    seeded = {r: splitmix_order(n, 1, 7, True, 2, r, False) for r in (0, 1)}
+    replies = {r: api(gw, "GET", "manifests/%s/order?epoch=1" % regs[r])[1] for r in (0, 1)}
+    orders = {r: replies[r]["indices"] for r in (0, 1)}
+    firsts = {r: replies[r]["cached_first"] for r in (0, 1)}
+    for r in (0, 1):
+        # the same share as the seed gives the rank, once each: only the order moved
+        assert sorted(orders[r]) == sorted(seeded[r]) and len(orders[r]) == n // 2
+        # cached first, each part in the seeded order (a stable partition)
+        cached = set(orders[r][:firsts[r]])
+        assert orders[r] == ([k for k in seeded[r] if k in cached] +
+                             [k for k in seeded[r] if k not in cached])
+        assert 0 < firsts[r] < n // 2
+    assert firsts[0] + firsts[1] <= 32  # what the cache holds
+    # reading the epoch, the cached parts of both ranks, then the rest: hits, then misses
+    for part in (lambda r: orders[r][:firsts[r]], lambda r: orders[r][firsts[r]:]):
+        for r in (0, 1):
+            for k in part(r):
+                body, how = xcache(gw, s3rver.bucket, keys[k])
+                assert body == objs[keys[k]]
+                assert how == ("HIT" if k in orders[r][:firsts[r]] else "MISS"), (r, k, how)
+    # every sample once in the epoch over both ranks (no padding: 60 = 2 x 30)
+    assert sorted(orders[0] + orders[1]) == list(range(n))
+    # the decision is kept: asked again, and after a restart, the same order
+    assert api(gw, "GET", "manifests/%s/order?epoch=1" % regs[0])[1]["indices"] == orders[0]
+    gw.restart()
+    again = api(gw, "GET", "manifests/%s/order?epoch=1" % regs[1])[1]
+    assert again["indices"] == orders[1] and again["cached_first"] == firsts[1]

@@ -54,6 +54,10 @@ class _GatewaySamplerCore:
       on_progress   callback(progress) while waiting for warmth.
       prefetch      sent with the manifest: False only tells the eviction policy.
       name          a label for the manifest.
+      cache_aware   True: the gateway may order each epoch of this rank's share so that the
+                    samples it holds are read first (every sample still once per epoch, each
+                    rank its DistributedSampler share); see docs/manifests.md. The order is
+                    then the gateway's alone: `verify` and `fallback` do not apply.
       job           a name for the job: the ranks of one job (same plan) join one plan at
                     the gateway by themselves; naming it makes the gateway refuse a rank
                     whose plan differs (docs/manifests.md, "Many readers").
@@ -68,7 +72,8 @@ class _GatewaySamplerCore:
     def __init__(self, bucket, keys=None, prefix=None, num_epochs=1, seed=0, shuffle=True,
                  num_replicas=None, rank=None, drop_last=False, admin=None, wait_warm=False,
                  world_size=None, indices=False, prefetch=True, name=None, lazy=False,
-                 verify=False, fallback=False, on_progress=None, job=None):
+                 verify=False, fallback=False, on_progress=None, job=None,
+                 cache_aware=False):
         if (keys is None) == (prefix is None):
             raise ValueError("give exactly one of keys= and prefix=")
         if world_size is not None and num_replicas is not None and world_size != num_replicas:
@@ -104,6 +109,10 @@ class _GatewaySamplerCore:
         self.prefetch = bool(prefetch)
         self.name = name
         self.job = job
+        self.cache_aware = bool(cache_aware)
+        if self.cache_aware and (admin is False or fallback):
+            raise ValueError("cache_aware needs the gateway's order: not with admin=False or "
+                             "fallback=True")
         self.verify = bool(verify)
         self.fallback = bool(fallback)
         self.wait_warm = wait_warm
@@ -152,6 +161,8 @@ class _GatewaySamplerCore:
             body["name"] = self.name
         if self.job is not None:
             body["job"] = self.job
+        if self.cache_aware:
+            body["cache_aware"] = True
         return body
 
     def register(self, first_epoch=None):
@@ -296,7 +307,7 @@ class _GatewaySamplerCore:
                 raise
             return self.local_order(epoch)
         order = reply["indices"] if self.indices else reply["keys"]
-        if self.verify and self.keys is not None:
+        if self.verify and self.keys is not None and not self.cache_aware:
             local = self.local_order(epoch)
             if local != order:
                 warnings.warn("s3cached: the gateway's order for epoch %d differs from the "

@@ -189,6 +189,15 @@ class Length(WithFake):
         self.assertEqual(list(s), epoch_keys(KEYS, 0, shuffle=True, seed=4, world_size=2,
                                              rank=1))
 
+    def test_cache_aware_is_asked_for_and_needs_the_gateway(self):
+        s = self.sampler(cache_aware=True, verify=True)
+        self.assertIs(self.gw.posted_manifests()[0]["cache_aware"], True)
+        self.assertEqual(list(s), epoch_keys(KEYS, 0, shuffle=True))
+        with self.assertRaises(ValueError):
+            self.sampler(cache_aware=True, fallback=True)
+        with self.assertRaises(ValueError):
+            GatewaySampler("bkt", keys=KEYS, cache_aware=True, admin=False)
+
     def test_a_failed_listing_raises(self):
         s = GatewaySampler("bkt", prefix="none/", admin=self.admin, lazy=False)
         self.gw.manifests["m1"]["state"] = "failed"
