@@ -413,7 +413,7 @@ static sc_code set_ranks(struct mf *m, const uint32_t *ranks, uint32_t n, uint64
     if (rc == SC_OK) {
         built_free(&was);
         m->rate = 0; /* positions of the new plan: measured anew */
-        m->rate_at = 0;
+        m->rate_n = 0;
     } else {
         struct built failed = detach_built(m);
         built_free(&failed);
@@ -496,6 +496,20 @@ void mf_refresh_hint(struct mf_registry *r)
     r->hinted = set;
 }
 
+/* Job m's read rate from its position samples: over the window, at least a trickle once it
+ * has moved (it stopped: its next reads are far off), 0 before. */
+static double window_rate(const struct mf *m)
+{
+    unsigned newest = (m->rate_n - 1) % MF_RATE_WINDOW;
+    unsigned oldest = m->rate_n > MF_RATE_WINDOW ? m->rate_n % MF_RATE_WINDOW : 0;
+    double secs = m->rate_t[newest] - m->rate_t[oldest];
+    uint64_t moved = m->rate_pos[newest] - m->rate_pos[oldest];
+    if (secs <= 0 || (moved == 0 && m->rate == 0))
+        return m->rate;
+    double rate = (double)moved / secs;
+    return rate > 1e-3 ? rate : 1e-3;
+}
+
 void mf_measure_rates(struct mf_registry *r)
 {
     double now = sc_now_seconds();
@@ -503,17 +517,14 @@ void mf_measure_rates(struct mf_registry *r)
     for (struct mf *m = r->list; m; m = m->next) {
         if (!active(m))
             continue;
-        uint64_t pos = future_position(m->fut);
-        double secs = now - m->rate_at;
-        if (m->rate_at > 0 && secs > 0 && pos >= m->rate_pos) {
-            double now_rate = (double)(pos - m->rate_pos) / secs;
-            m->rate = m->rate > 0 ? 0.7 * m->rate + 0.3 * now_rate : now_rate;
-            if (r->hinted && m->slot < future_set_count(r->hinted) &&
-                future_set_at(r->hinted, m->slot) == m->fut)
-                future_set_rate(r->hinted, m->slot, m->rate);
-        }
-        m->rate_pos = pos;
-        m->rate_at = now;
+        unsigned at = m->rate_n % MF_RATE_WINDOW;
+        m->rate_t[at] = now;
+        m->rate_pos[at] = future_position(m->fut);
+        m->rate_n++;
+        m->rate = window_rate(m);
+        if (r->hinted && m->slot < future_set_count(r->hinted) &&
+            future_set_at(r->hinted, m->slot) == m->fut)
+            future_set_rate(r->hinted, m->slot, m->rate);
     }
     pthread_rwlock_unlock(&r->list_lock);
 }
