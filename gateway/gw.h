@@ -36,6 +36,7 @@ typedef struct fill_table fill_table;
 typedef struct fill fill;
 typedef struct block_table block_table;
 typedef struct mf_registry mf_registry;
+typedef struct score_keep score_keep;
 typedef struct ckeys ckeys;
 typedef struct authz_cache authz_cache;
 typedef struct conn_guard conn_guard;
@@ -52,6 +53,7 @@ struct gw {
     block_table *block_fetches;    /* blocks of large objects being fetched (block_fetch.h) */
     struct gw_readahead readahead; /* large objects read range after range (readahead.h) */
     mf_registry *manifests;
+    score_keep *scores; /* importance scores, kept across restarts (score_keep.h) */
     struct sc_stats stats;
     struct gw_buckets buckets; /* object reads per bucket, for the status page */
     struct gw_metrics metrics;

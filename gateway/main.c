@@ -2,8 +2,9 @@
  * main.c - s3cached: start-up, signals and orderly shutdown.
  *
  * Start-up order: settings, credentials (the gateway's, and the client keys
- * it verifies), store (which rebuilds the policy from what is on disk),
- * upstream client, fills, HTTP listener. Shutdown
+ * it verifies), store (which rebuilds the policy from what is on disk), the
+ * importance scores kept from the last run (given to the policy), upstream
+ * client, fills, manifests, HTTP listener. Shutdown
  * runs it backwards, except that the upstream stops before the listener:
  * that ends every transfer and so wakes every suspended connection, which
  * libmicrohttpd needs before it can stop.
@@ -23,6 +24,7 @@
 #include "../sigv4/client_keys.h"
 #include "../store/store.h"
 #include "../manifest/manifest.h"
+#include "../manifest/score_keep.h"
 #include "../upstream/block_fetch.h"
 #include "../upstream/fill.h"
 #include "authz_cache.h"
@@ -131,10 +133,28 @@ static sc_code start_upstream(struct gw *g, const struct creds *creds)
     return rc;
 }
 
+/* The cache directory's folder for manifests and importance scores, kept across restarts. */
+static void keep_dir(const struct gw *g, char *dir, size_t cap)
+{
+    snprintf(dir, cap, "%s/manifests", g->cfg->cache_dir);
+}
+
+/* Importance scores kept from the last run go to the policy before anything is served. */
+static sc_code restore_scores(struct gw *g)
+{
+    char dir[4096];
+    keep_dir(g, dir, sizeof(dir));
+    struct score_keep_config kc = {.st = g->st, .dir = dir, .writer = true};
+    sc_code rc = score_keep_open(&kc, &g->scores);
+    if (rc != SC_OK)
+        sc_err("cannot keep importance scores in %s: %s", dir, sc_strerror(rc));
+    return rc;
+}
+
 static sc_code start_manifests(struct gw *g)
 {
     char dir[4096];
-    snprintf(dir, sizeof(dir), "%s/manifests", g->cfg->cache_dir);
+    keep_dir(g, dir, sizeof(dir));
     struct mf_config mc = {
         .st = g->st,
         .up = g->up,
@@ -198,7 +218,8 @@ static int run(struct gw *g)
     struct fill_ctx fctx = {0};
     struct block_ctx bctx = {0};
     int status = 1;
-    if (load_client_keys(g) != SC_OK || load_credentials(&creds) != SC_OK || open_store(g) != SC_OK)
+    if (load_client_keys(g) != SC_OK || load_credentials(&creds) != SC_OK ||
+        open_store(g) != SC_OK || restore_scores(g) != SC_OK)
         goto out;
     sc_code rc = start_upstream(g, creds);
     creds_free(creds); /* the upstream keeps its own copy */
@@ -229,7 +250,8 @@ out:
     mf_registry_stop(g->manifests); /* no new prefetches */
     upstream_stop(g->up);
     server_stop(g);
-    store_close(g->st); /* flushes queued writes: the last fill completions run */
+    score_keep_close(g->scores); /* no more posts: the last scores are written */
+    store_close(g->st);          /* flushes queued writes: the last fill completions run */
     mf_registry_free(g->manifests);
     fill_table_free(g->fills);
     block_table_free(g->block_fetches);

@@ -413,7 +413,7 @@ static sc_code set_ranks(struct mf *m, const uint32_t *ranks, uint32_t n, uint64
     if (rc == SC_OK) {
         built_free(&was);
         m->rate = 0; /* positions of the new plan: measured anew */
-        m->rate_at = 0;
+        m->rate_n = 0;
     } else {
         struct built failed = detach_built(m);
         built_free(&failed);
@@ -432,6 +432,14 @@ void mf_kick(struct mf_registry *r)
     pthread_mutex_lock(&r->wake_mu);
     r->kicked = true;
     pthread_cond_signal(&r->wake);
+    pthread_mutex_unlock(&r->wake_mu);
+}
+
+void mf_kick_registrar(struct mf_registry *r)
+{
+    pthread_mutex_lock(&r->wake_mu);
+    r->parse_pending = true;
+    pthread_cond_signal(&r->parse_wake);
     pthread_mutex_unlock(&r->wake_mu);
 }
 
@@ -488,6 +496,20 @@ void mf_refresh_hint(struct mf_registry *r)
     r->hinted = set;
 }
 
+/* Job m's read rate from its position samples: over the window, at least a trickle once it
+ * has moved (it stopped: its next reads are far off), 0 before. */
+static double window_rate(const struct mf *m)
+{
+    unsigned newest = (m->rate_n - 1) % MF_RATE_WINDOW;
+    unsigned oldest = m->rate_n > MF_RATE_WINDOW ? m->rate_n % MF_RATE_WINDOW : 0;
+    double secs = m->rate_t[newest] - m->rate_t[oldest];
+    uint64_t moved = m->rate_pos[newest] - m->rate_pos[oldest];
+    if (secs <= 0 || (moved == 0 && m->rate == 0))
+        return m->rate;
+    double rate = (double)moved / secs;
+    return rate > 1e-3 ? rate : 1e-3;
+}
+
 void mf_measure_rates(struct mf_registry *r)
 {
     double now = sc_now_seconds();
@@ -495,17 +517,14 @@ void mf_measure_rates(struct mf_registry *r)
     for (struct mf *m = r->list; m; m = m->next) {
         if (!active(m))
             continue;
-        uint64_t pos = future_position(m->fut);
-        double secs = now - m->rate_at;
-        if (m->rate_at > 0 && secs > 0 && pos >= m->rate_pos) {
-            double now_rate = (double)(pos - m->rate_pos) / secs;
-            m->rate = m->rate > 0 ? 0.7 * m->rate + 0.3 * now_rate : now_rate;
-            if (r->hinted && m->slot < future_set_count(r->hinted) &&
-                future_set_at(r->hinted, m->slot) == m->fut)
-                future_set_rate(r->hinted, m->slot, m->rate);
-        }
-        m->rate_pos = pos;
-        m->rate_at = now;
+        unsigned at = m->rate_n % MF_RATE_WINDOW;
+        m->rate_t[at] = now;
+        m->rate_pos[at] = future_position(m->fut);
+        m->rate_n++;
+        m->rate = window_rate(m);
+        if (r->hinted && m->slot < future_set_count(r->hinted) &&
+            future_set_at(r->hinted, m->slot) == m->fut)
+            future_set_rate(r->hinted, m->slot, m->rate);
     }
     pthread_rwlock_unlock(&r->list_lock);
 }
@@ -561,6 +580,43 @@ void mf_forget(struct mf_registry *r, const char *id)
         unlink(path);
     if (file_of(r, id, ".step", path, sizeof(path)))
         unlink(path);
+    if (file_of(r, id, ".cached", path, sizeof(path)))
+        unlink(path);
+}
+
+/*
+ * The state log of a cache-aware job (<id>.cached, one per registration): a record per
+ * decided epoch, "epoch E bytes N\n" then the N bytes of plan_epoch_decision() and "\n",
+ * appended when decided. A torn last record is ignored.
+ */
+static void log_decision(const struct mf_registry *r, const char *id, uint32_t e,
+                         const uint8_t *bits, size_t len)
+{
+    char path[4096];
+    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "ab") : NULL;
+    bool ok = f && fprintf(f, "epoch %u bytes %zu\n", e, len) > 0 &&
+              fwrite(bits, 1, len, f) == len && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok && r->cfg.dir != NULL)
+        sc_warn("cannot log the cache-aware order of manifest %s, epoch %u: %s", id, e,
+                strerror(errno));
+}
+
+/* Decides again, in plan p, the epochs registration id's log holds (p not built yet). */
+static void replay_decisions(const struct mf_registry *r, const char *id, struct plan *p)
+{
+    char path[4096];
+    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "rb") : NULL;
+    size_t want = ((size_t)plan_objects(p) + 7) / 8, len;
+    unsigned e;
+    uint8_t *bits = malloc(want ? want : 1);
+    while (f && bits && fscanf(f, "epoch %u bytes %zu", &e, &len) == 2 && fgetc(f) == '\n' &&
+           len == want && fread(bits, 1, len, f) == len && fgetc(f) == '\n')
+        plan_decide_epoch(p, e, bits); /* a repeat or a wrong epoch is refused, harmlessly */
+    free(bits);
+    if (f)
+        fclose(f);
 }
 
 /* The step kept for registration id's job (0: none), so a restart resumes there. */
@@ -701,7 +757,10 @@ static sc_code take_plan(struct mf_registry *r, struct mf *m, struct plan *p, ui
         return rc;
     m->plan = p;
     m->resume = resume;
-    return plan_ready(p) ? mf_activate(m, err) : SC_OK;
+    if (!plan_ready(p))
+        return SC_OK;
+    replay_decisions(r, m->id, p);
+    return mf_activate(m, err);
 }
 
 sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
@@ -714,6 +773,15 @@ sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t
     r->list = m;
     mf_refresh_hint(r);
     return SC_OK;
+}
+
+/* Bytes of the bodies waiting for the registrar (list_lock held). */
+static uint64_t unparsed_bytes(const struct mf_registry *r)
+{
+    uint64_t sum = 0;
+    for (const struct mf *m = r->list; m; m = m->next)
+        sum += m->state == MF_PARSING ? m->body_len : 0;
+    return sum;
 }
 
 /* A registration whose body the registrar parses: listed at once, in state "parsing". */
@@ -773,7 +841,14 @@ sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, 
     err->code = API_OK;
     pthread_rwlock_wrlock(&r->list_lock);
     snprintf(id, sizeof(id), "m%llu", (unsigned long long)r->next_id);
-    sc_code rc = add(r, id, body, len, 0, &m, err);
+    uint64_t waiting = unparsed_bytes(r);
+    sc_code rc = SC_EBUSY;
+    if (len > MF_PARSE_INLINE_MAX && waiting + len > MF_PARSE_PENDING_MAX)
+        api_err_set(err, API_BUSY,
+                    "%llu bytes of manifests wait to be parsed already; retry when they are",
+                    (unsigned long long)waiting); /* memory held for a client: bounded */
+    else
+        rc = add(r, id, body, len, 0, &m, err);
     if (rc == SC_OK) {
         r->next_id++;
         persist(r, id, body, len);
@@ -927,10 +1002,55 @@ static uint32_t rank_asked(const struct mf *m, uint32_t rank)
     return m->n_own == 1 ? m->own[0] : PLAN_ALL_RANKS;
 }
 
+/* Bit idx of bits set when item idx of job m is cached (m->mu held). */
+static void mark_cached_items(struct mf *m, uint8_t *bits)
+{
+    uint64_t size;
+    for (uint32_t idx = 0; idx < m->n; idx++)
+        if (mf_item_cached(m, idx, &size))
+            bits[idx / 8] |= (uint8_t)(1u << (idx % 8));
+}
+
+/*
+ * Decides epoch e of a cache-aware job the first time its order is asked: its ranks' shares
+ * read what is cached now first. The job's order and future are built again, and the decision
+ * logged for each of its registrations.
+ */
+static void decide_epoch(struct mf_registry *r, const char *id, uint32_t e)
+{
+    pthread_rwlock_wrlock(&r->list_lock);
+    struct mf *m = find(r, id), *j = m ? job_of(m) : NULL;
+    struct plan *p = j ? j->plan : NULL;
+    if (p == NULL || !plan_params(p)->cache_aware || j->fut == NULL || e >= plan_epochs(p) ||
+        plan_epoch_decision(p, e) != NULL) {
+        pthread_rwlock_unlock(&r->list_lock);
+        return;
+    }
+    size_t len = ((size_t)j->n + 7) / 8;
+    uint8_t *bits = calloc(len ? len : 1, 1);
+    struct api_err err = {0};
+    pthread_mutex_lock(&j->mu);
+    if (bits != NULL)
+        mark_cached_items(j, bits);
+    const struct plan_params *pp = plan_params(p);
+    if (bits == NULL || plan_decide_epoch(p, e, bits) != SC_OK ||
+        set_ranks(j, pp->ranks, pp->n_ranks, 0, &err) != SC_OK)
+        sc_warn("manifest %s: epoch %u keeps its seeded order: %s", j->id, e,
+                err.code ? err.message : "out of memory");
+    pthread_mutex_unlock(&j->mu);
+    for (struct mf *x = r->list; bits && x; x = x->next)
+        if (x->n_own > 0 && job_of(x) == j && plan_epoch_decision(p, e) != NULL)
+            log_decision(r, x->id, e, bits, len);
+    mf_refresh_hint(r);
+    pthread_rwlock_unlock(&r->list_lock);
+    free(bits);
+}
+
 json_t *mf_order(mf_registry *r, const char *id, uint32_t e, uint32_t rank, struct api_err *err)
 {
     json_t *o = NULL;
     err->code = API_OK;
+    decide_epoch(r, id, e);
     pthread_rwlock_rdlock(&r->list_lock);
     struct mf *m = find(r, id);
     const struct plan *p = m ? job_of(m)->plan : NULL;

@@ -20,6 +20,8 @@
 #include "../common/stats.h"
 
 #define MF_ID_MAX       24
+#define MF_RATE_MS      250 /* a job's position is sampled this often for its read rate */
+#define MF_RATE_WINDOW  120 /* samples its rate spans: 30 s */
 #define MF_MAX_FAILURES 100 /* failures listed in progress; all are counted */
 
 enum mf_state {
@@ -37,6 +39,8 @@ enum mf_state {
 
 /* Bodies larger than this are parsed by the registrar thread, off the request threads. */
 #define MF_PARSE_INLINE_MAX (1024u * 1024u)
+/* Bytes of bodies that may wait for the registrar at once (SlowDown above): 4 of the largest. */
+#define MF_PARSE_PENDING_MAX (4ull * PLAN_MAX_BODY)
 
 /* One object's state in a manifest. */
 enum mf_obj {
@@ -67,12 +71,14 @@ struct mf {
     uint32_t n_own;  /* 0 once withdrawn (a job whose registration left before its ranks) */
     uint64_t resume; /* a job: the step (reads of each rank) to start at, kept across restarts */
     uint64_t saved;  /* a job: the step last written to the cache directory */
-    /* A job's read rate, in positions of its future per second (0: not measured yet), and
-     * where and when it was last measured; `slot`: its future's index in the policy's set.
-     * Written under list_lock: for writing, or for reading by the prefetcher alone. */
+    /* A job's read rate, in positions of its future per second (0: it has not read yet), over
+     * the last MF_RATE_WINDOW samples of its position (taken every MF_RATE_MS); `slot`: its
+     * future's index in the policy's set. Written under list_lock: for writing, or for
+     * reading by the prefetcher alone. */
     double rate;
-    uint64_t rate_pos;
-    double rate_at; /* sc_now_seconds(); 0: never */
+    double rate_t[MF_RATE_WINDOW];
+    uint64_t rate_pos[MF_RATE_WINDOW];
+    unsigned rate_n; /* samples taken since the plan was built; the newest at rate_n - 1 */
     size_t slot;
     struct plan *plan; /* NULL for MF_JOINED, MF_PARSING (and a body that failed to parse) */
     char *body;        /* MF_PARSING: the body to parse, body_len bytes */
@@ -139,11 +145,13 @@ void mf_kick(struct mf_registry *r);
  * plans changed (list_lock held for writing). */
 void mf_refresh_hint(struct mf_registry *r);
 
-/* @brief Measures each job's read rate and tells the policy's set (the prefetcher, about once
- * a second: MF_RATE_MS). */
+/*
+ * @brief Samples each job's position and tells the policy's set its read rate: the positions
+ * it moved over the window of samples (the prefetcher, every MF_RATE_MS). Steady over the
+ * window, as a training job's step time is; a job that stops reads at a trickle, one that
+ * has not started is not measured (the mean of the others).
+ */
 void mf_measure_rates(struct mf_registry *r);
-
-#define MF_RATE_MS 1000
 
 /*
  * @brief Makes the dataset known: future, order, state arrays (m->mu held).
@@ -207,6 +215,15 @@ void *mf_registrar_main(void *arg);
 
 /* @brief Wakes the registrar: a body waits. */
 void mf_kick_registrar(struct mf_registry *r);
+
+/*
+ * @brief Whether item idx of job m is cached, without counting a read with the policy: a
+ * whole object as store_peek() says (a block object: all its blocks); a range also when every
+ * block it covers is, or when it starts past the end of its object (of known size: no byte of
+ * it exists, so nothing is warmed, not even the metadata of a small object). m->mu held.
+ * @param[out] size its object's size when known, else 0.
+ */
+bool mf_item_cached(struct mf *m, uint32_t idx, uint64_t *size);
 
 /* prefetch.c: the prefetcher thread's body. */
 void *mf_prefetch_main(void *arg);

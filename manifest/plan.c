@@ -19,11 +19,11 @@
 #define LABEL_MAX      64 /* "epochs[<20 digits>][<20 digits>].length" */
 #define KEYSET_EMPTY   0  /* slot value; a slot holds index + 1 */
 
-static const char *const fields[] = {"bucket",   "keys", "epochs",      "prefix",    "num_epochs",
-                                     "shuffle",  "seed", "job",         "rank",      "drop_last",
-                                     "prefetch", "name", "local_ranks", "world_size"};
-static const char *const sampling[] = {"num_epochs", "shuffle",     "seed", "world_size",
-                                       "rank",       "local_ranks", "job",  "drop_last"};
+static const char *const fields[] = {
+    "bucket", "keys",      "epochs",   "prefix", "num_epochs",  "shuffle",    "seed",       "job",
+    "rank",   "drop_last", "prefetch", "name",   "local_ranks", "world_size", "cache_aware"};
+static const char *const sampling[] = {"num_epochs",  "shuffle", "seed",      "world_size", "rank",
+                                       "local_ranks", "job",     "drop_last", "cache_aware"};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 void plan_limits_default(struct plan_limits *l)
@@ -521,6 +521,8 @@ static sc_code parse_sampling(struct plan *p, json_t *root, struct api_err *err)
         rc = get_bool(root, "shuffle", false, &p->prm.shuffle, err);
     if (rc == SC_OK)
         rc = get_bool(root, "drop_last", false, &p->prm.drop_last, err);
+    if (rc == SC_OK)
+        rc = get_bool(root, "cache_aware", false, &p->prm.cache_aware, err);
     if (rc != SC_OK)
         return rc;
     if (get_int(root, "rank", 0, world - 1, 0, &rank, err) != SC_OK) {
@@ -1101,6 +1103,9 @@ void plan_free(struct plan *p)
     free(p->name);
     free(p->job);
     free(p->ranks);
+    for (uint32_t e = 0; p->decided != NULL && e < p->prm.num_epochs; e++)
+        free(p->decided[e]);
+    free(p->decided);
     sc_buf_free(&p->arena);
     free(p->off);
     free(p->rng);
@@ -1213,6 +1218,8 @@ static const char *job_difference(const struct plan *job, const struct plan *p)
         return "its world_size differs";
     if (a->drop_last != b->drop_last)
         return "its drop_last differs";
+    if (a->cache_aware != b->cache_aware)
+        return "its cache_aware differs";
     for (uint32_t i = 0; i < b->n_ranks; i++)
         if (plan_has_rank(job, b->ranks[i]))
             return "one of its ranks is in the job already";

@@ -107,6 +107,7 @@ struct plan_params {
     uint32_t world_size; /* default 1 */
     uint32_t rank;       /* default 0; with several ranks, the lowest */
     bool drop_last;      /* default false */
+    bool cache_aware;    /* "cache_aware": epochs may be ordered cached items first */
     /* The job's ranks this plan reads for, ascending: "rank", or "local_ranks", or the ranks
      * of every manifest that joined it (plan_set_ranks). EPOCHS form: {0}. */
     const uint32_t *ranks;
@@ -215,6 +216,27 @@ sc_code plan_epoch_order(const struct plan *p, uint32_t e, uint32_t **out, uint6
 sc_code plan_rank_order(const struct plan *p, uint32_t e, uint32_t rank, uint32_t **out,
                         uint64_t *n);
 
+/*
+ * Cache-aware order ("cache_aware": true, KEYS/PREFIX). When an epoch starts, the gateway
+ * may decide it: each rank's share of the epoch (its DistributedSampler positions of the
+ * seeded permutation, unchanged) is read cached items first, the others after, each part in
+ * the share's order (a stable partition). Every item is still read once per epoch, by the
+ * rank the seed gives it to, so ranks on other nodes (deciding by their own caches) stay
+ * consistent. The decision is the set of items cached, one bit per dataset index (bit i:
+ * byte i / 8, bit i % 8); with the seed it gives the order again.
+ */
+
+/*
+ * @brief Decides epoch e of a cache-aware plan: bits (plan_objects / 8 rounded up bytes, copied)
+ * has the items to read first.
+ * @return SC_OK; SC_EINVAL (not cache-aware, not ready, e out of range, or decided already);
+ *         SC_ENOMEM.
+ */
+sc_code plan_decide_epoch(struct plan *p, uint32_t e, const uint8_t *bits);
+
+/* @brief Epoch e's decision (plan_objects / 8 rounded up bytes), or NULL while undecided. */
+const uint8_t *plan_epoch_decision(const struct plan *p, uint32_t e);
+
 /* @brief Whether the plan reads for rank (one of its ranks). */
 bool plan_has_rank(const struct plan *p, uint32_t rank);
 
@@ -284,7 +306,8 @@ sc_code plan_used_objects(const struct plan *p, uint32_t *used);
 
 /*
  * @brief The reply of GET .../order?epoch=e: {"id", "epoch", "rank", "indices", "keys"} of
- * plan_rank_order(p, e, rank) ("rank" null for PLAN_ALL_RANKS)
+ * plan_rank_order(p, e, rank) ("rank" null for PLAN_ALL_RANKS), with "cached_first" in a
+ * decided cache-aware epoch: how many of its accesses read an item the decision found cached
  * ("indices" null for the EPOCHS form), and when the plan has ranges, "ranges":
  * [offset, length] of each access's range beside its key, null for a whole object.
  * @param[in] id the manifest's id, copied.

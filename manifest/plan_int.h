@@ -39,7 +39,8 @@ struct plan {
     /* KEYS/PREFIX: the job's ranks this plan reads for, ascending (one: "rank"). */
     uint32_t *ranks;
     uint32_t n_ranks;
-    char *job; /* "job", or NULL */
+    char *job;         /* "job", or NULL */
+    uint8_t **decided; /* cache-aware: per epoch, the items read first (plan.h), or NULL */
 
     uint64_t per_rank;  /* KEYS/PREFIX: one rank's accesses per epoch */
     uint64_t per_epoch; /* the plan's accesses per epoch: per_rank for each of its ranks */

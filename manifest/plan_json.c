@@ -53,6 +53,16 @@ static bool order_arrays_fill(const struct plan *p, const uint32_t *order, uint6
     return true;
 }
 
+/* How many accesses of an order of decided epoch e read an item cached when it was decided. */
+static uint64_t cached_first(const struct plan *p, uint32_t e, const uint32_t *order, uint64_t n)
+{
+    const uint8_t *bits = plan_epoch_decision(p, e);
+    uint64_t count = 0;
+    for (uint64_t i = 0; i < n; i++)
+        count += (bits[order[i] / 8] >> (order[i] % 8)) & 1;
+    return count;
+}
+
 json_t *plan_order_json(const struct plan *p, const char *id, uint32_t e, uint32_t rank)
 {
     uint32_t *order = NULL;
@@ -66,6 +76,8 @@ json_t *plan_order_json(const struct plan *p, const char *id, uint32_t e, uint32
         goto fail;
     if (!put(o, "id", json_string(id)) || !put(o, "epoch", json_integer(e)) ||
         !put(o, "rank", rank == PLAN_ALL_RANKS ? json_null() : json_integer(rank)) ||
+        (plan_epoch_decision(p, e) != NULL &&
+         !put(o, "cached_first", json_integer((json_int_t)cached_first(p, e, order, n)))) ||
         json_object_set(o, "indices", a.indices) != 0 || json_object_set(o, "keys", a.keys) != 0 ||
         (a.ranges != NULL && json_object_set(o, "ranges", a.ranges) != 0))
         goto fail;
@@ -89,11 +101,12 @@ static json_t *sampling_json(const struct plan_params *prm)
         }
     if (ranks == NULL)
         return NULL;
-    return json_pack("{s:I, s:b, s:I, s:I, s:I, s:o, s:o, s:b}", "num_epochs",
+    return json_pack("{s:I, s:b, s:I, s:I, s:I, s:o, s:o, s:b, s:b}", "num_epochs",
                      (json_int_t)prm->num_epochs, "shuffle", prm->shuffle, "seed",
                      (json_int_t)prm->seed, "world_size", (json_int_t)prm->world_size, "rank",
                      (json_int_t)prm->rank, "ranks", ranks, "job",
-                     prm->job ? json_string(prm->job) : json_null(), "drop_last", prm->drop_last);
+                     prm->job ? json_string(prm->job) : json_null(), "drop_last", prm->drop_last,
+                     "cache_aware", prm->cache_aware);
 }
 
 json_t *plan_describe_json(const struct plan *p)

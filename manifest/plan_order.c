@@ -66,23 +66,47 @@ static sc_code permutation(const struct plan *p, uint32_t e, uint32_t **out)
     return SC_OK;
 }
 
+/* Puts the items of share[0..len) that a decided epoch found cached first, each part in its
+ * order (a stable partition); tmp holds len entries. */
+static void cached_first(const uint8_t *bits, uint32_t *share, uint64_t len, uint32_t *tmp)
+{
+    uint64_t at = 0;
+    for (int pass = 1; pass >= 0; pass--)
+        for (uint64_t i = 0; i < len; i++)
+            if (((bits[share[i] / 8] >> (share[i] % 8)) & 1) == (unsigned)pass)
+                tmp[at++] = share[i];
+    memcpy(share, tmp, (size_t)len * sizeof(*share));
+}
+
 /*
  * Fills order for epoch e of a KEYS/PREFIX plan: step j of each of the n ranks, in turn
- * (per_rank * n entries). Padded position k >= n repeats the permutation: perm[k % n].
+ * (per_rank * n entries). A rank's share is its DistributedSampler positions of the epoch's
+ * permutation (padded position k >= n repeats it: perm[k % n]); in a decided cache-aware
+ * epoch the share is read cached items first, so the shares, and what each rank reads, stay
+ * those of the seed on every node.
  */
 static sc_code sampled_order(const struct plan *p, uint32_t e, const uint32_t *ranks, uint32_t n,
                              uint32_t *order)
 {
-    uint64_t ws = p->prm.world_size;
-    uint32_t *perm;
-    if (permutation(p, e, &perm) != SC_OK)
+    uint64_t ws = p->prm.world_size, len = p->per_rank;
+    const uint8_t *bits = plan_epoch_decision(p, e);
+    uint32_t *perm, *share = malloc((size_t)(2 * len + 1) * sizeof(*share));
+    if (share == NULL || permutation(p, e, &perm) != SC_OK) {
+        free(share);
         return SC_ENOMEM;
-    for (uint64_t j = 0, at = 0; j < p->per_rank; j++)
-        for (uint32_t r = 0; r < n; r++) {
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        for (uint64_t j = 0; j < len; j++) {
             uint32_t k = (uint32_t)((ranks[r] + j * ws) % p->n);
-            order[at++] = perm ? perm[k] : k;
+            share[j] = perm ? perm[k] : k;
         }
+        if (bits != NULL)
+            cached_first(bits, share, len, share + len);
+        for (uint64_t j = 0; j < len; j++)
+            order[j * n + r] = share[j];
+    }
     free(perm);
+    free(share);
     return SC_OK;
 }
 
@@ -118,6 +142,25 @@ sc_code plan_rank_order(const struct plan *p, uint32_t e, uint32_t rank, uint32_
     *out = order;
     *n = len;
     return SC_OK;
+}
+
+sc_code plan_decide_epoch(struct plan *p, uint32_t e, const uint8_t *bits)
+{
+    if (!p->prm.cache_aware || !p->ready || e >= p->prm.num_epochs ||
+        plan_epoch_decision(p, e) != NULL)
+        return SC_EINVAL;
+    if (p->decided == NULL && (p->decided = calloc(p->prm.num_epochs, sizeof(*p->decided))) == NULL)
+        return SC_ENOMEM;
+    size_t len = ((size_t)p->n + 7) / 8;
+    if ((p->decided[e] = malloc(len ? len : 1)) == NULL)
+        return SC_ENOMEM;
+    memcpy(p->decided[e], bits, len);
+    return SC_OK;
+}
+
+const uint8_t *plan_epoch_decision(const struct plan *p, uint32_t e)
+{
+    return p->decided != NULL && e < p->prm.num_epochs ? p->decided[e] : NULL;
 }
 
 sc_code plan_epoch_order(const struct plan *p, uint32_t e, uint32_t **out, uint64_t *n)

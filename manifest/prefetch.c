@@ -160,53 +160,11 @@ static void launch(struct mf *m, const uint32_t *idx, unsigned n)
     }
 }
 
-/* Whether every block of store view obj that bytes r of it cover is cached. */
-static bool range_blocks_cached(store_obj *obj, const struct plan_range *r)
-{
-    uint64_t size = store_obj_size(obj);
-    uint32_t bs = store_obj_block_size(obj);
-    if (r->offset >= size)
-        return true; /* no byte of it exists */
-    uint64_t end = r->length < size - r->offset ? r->offset + r->length : size;
-    uint32_t first = (uint32_t)(r->offset / bs), last = (uint32_t)((end - 1) / bs);
-    return store_obj_blocks_cached(obj, first, last) == (uint64_t)last - first + 1;
-}
-
-/*
- * Whether item idx is cached, without counting a read with the policy: a whole object as
- * store_peek() says (a block object: all its blocks); a range also when every block it
- * covers is, or when it starts past the end of its object (of known size: no byte of it
- * exists, so nothing is warmed, not even the metadata of a small object). *size: its
- * object's size when known, else 0.
- */
-static bool item_cached(struct mf *m, uint32_t idx, uint64_t *size)
-{
-    store *st = m->reg->cfg.st;
-    const char *bucket = plan_params(m->plan)->bucket;
-    const char *key = plan_key(m->plan, idx);
-    struct plan_range r;
-    store_obj *obj = NULL;
-    *size = 0;
-    if (plan_item_range(m->plan, idx, &r) && m->size[idx] != 0 && r.offset >= m->size[idx]) {
-        *size = m->size[idx];
-        return true;
-    }
-    if (store_peek(st, bucket, key, size) == SC_OK)
-        return true;
-    if (!plan_item_range(m->plan, idx, &r) || store_obj_open(st, bucket, key, &obj) != SC_OK)
-        return false;
-    /* a whole object found here was stored since the peek (and this open counted a read) */
-    bool cached = !store_obj_is_blocks(obj) || range_blocks_cached(obj, &r);
-    *size = store_obj_size(obj);
-    store_obj_close(obj);
-    return cached;
-}
-
 /* Re-checks a cached item next to the trainer; false if it was evicted since. */
 static bool still_cached(struct mf *m, uint32_t idx)
 {
     uint64_t size = 0;
-    if (item_cached(m, idx, &size))
+    if (mf_item_cached(m, idx, &size))
         return true;
     m->cached--;
     m->bytes_cached -= mf_item_bytes(m, idx);
@@ -231,7 +189,7 @@ static bool would_admit(struct mf *m, uint32_t idx, uint64_t footprint)
 static bool wants_fetch(struct mf *m, uint32_t idx, uint64_t footprint, bool *refused)
 {
     uint64_t have = 0;
-    if (item_cached(m, idx, &have)) {
+    if (mf_item_cached(m, idx, &have)) {
         mf_mark_cached(m, idx, have);
         return false;
     }

@@ -14,14 +14,6 @@
 #include "../common/log.h"
 #include "manifest_int.h"
 
-void mf_kick_registrar(struct mf_registry *r)
-{
-    pthread_mutex_lock(&r->wake_mu);
-    r->parse_pending = true;
-    pthread_cond_signal(&r->parse_wake);
-    pthread_mutex_unlock(&r->wake_mu);
-}
-
 static bool stopping(struct mf_registry *r)
 {
     pthread_mutex_lock(&r->wake_mu);

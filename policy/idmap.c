@@ -51,21 +51,29 @@ uint32_t idmap_get(const struct idmap *m, uint64_t key)
     return m->slots[i] == 0 ? IDMAP_NONE : m->slots[i] - 1;
 }
 
-/* Doubles the table and re-inserts every entry. On failure the old table stays. */
-static sc_code grow(struct idmap *m)
+/* Moves every entry to a table of n_slots (a power of two). On failure the old table stays. */
+static sc_code resize(struct idmap *m, size_t n_slots)
 {
     size_t old_n = m->n_slots;
     uint32_t *old = m->slots;
-    uint32_t *fresh = calloc(old_n * 2, sizeof(*fresh));
+    uint32_t *fresh = calloc(n_slots, sizeof(*fresh));
     if (fresh == NULL)
         return SC_ENOMEM;
     m->slots = fresh;
-    m->n_slots = old_n * 2;
+    m->n_slots = n_slots;
     for (size_t i = 0; i < old_n; i++)
         if (old[i] != 0)
             m->slots[find_slot(m, m->key_of(m->ctx, old[i] - 1))] = old[i];
     free(old);
     return SC_OK;
+}
+
+sc_code idmap_reserve(struct idmap *m, size_t count)
+{
+    size_t n = m->n_slots;
+    while (count * 2 > n)
+        n *= 2;
+    return n == m->n_slots ? SC_OK : resize(m, n);
 }
 
 sc_code idmap_put(struct idmap *m, uint32_t v)
@@ -74,7 +82,7 @@ sc_code idmap_put(struct idmap *m, uint32_t v)
     size_t i = find_slot(m, key);
     if (m->slots[i] == 0) {
         if ((m->count + 1) * 2 > m->n_slots) {
-            if (grow(m) != SC_OK)
+            if (resize(m, m->n_slots * 2) != SC_OK)
                 return SC_ENOMEM;
             i = find_slot(m, key);
         }

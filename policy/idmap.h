@@ -54,6 +54,13 @@ uint32_t idmap_get(const struct idmap *m, uint64_t key);
  */
 sc_code idmap_put(struct idmap *m, uint32_t v);
 
+/*
+ * @brief Makes room for count entries in all (at most half full), so that puts up to that
+ * many never grow the table: one move of the entries instead of one per doubling.
+ * @return SC_OK, or SC_ENOMEM (the map is unchanged).
+ */
+sc_code idmap_reserve(struct idmap *m, size_t count);
+
 /* @brief Removes key. @return the index it held, or IDMAP_NONE if it was absent. */
 uint32_t idmap_del(struct idmap *m, uint64_t key);
 

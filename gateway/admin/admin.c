@@ -34,7 +34,7 @@
 #include "../respond.h"
 #include "../web_origin.h"
 #include "stats_json.h"
-#include "../../manifest/importance_req.h"
+#include "../../manifest/score_keep.h"
 #include "../../proto/invalidate_req.h"
 #include "../config.h"
 #include "../../store/store.h"
@@ -155,13 +155,7 @@ static enum MHD_Result post_importance(struct gw_req *q)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
         return respond_api_err(q, &err);
-    size_t scored = 0;
-    for (size_t i = 0; i < ir.nsamples; i++) {
-        struct policy_hint h = {
-            .kind = POLICY_HINT_SCORE, .khash = ir.samples[i].khash, .score = ir.samples[i].score};
-        if (store_hint(q->g->st, &h) == SC_OK)
-            scored++;
-    }
+    size_t scored = score_keep_post(q->g->scores, &ir);
     importance_req_free(&ir);
     return respond_json(q, 200, json_pack("{s:I}", "scored", (json_int_t)scored));
 }

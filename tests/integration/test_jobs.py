@@ -158,3 +158,108 @@ def test_a_large_body_is_accepted_at_once_and_parsed_off_the_request_threads(s3r
     assert status == 200
     status, _, _ = api(gw, "GET", "manifests/" + gone["id"])
     assert status == 404
+
+
+def xcache(gw, bucket, key):
+    r = gw.client().get_object(Bucket=bucket, Key=key)
+    return r["Body"].read(), r["ResponseMetadata"]["HTTPHeaders"].get("x-cache")
+
+
+def test_a_cache_aware_epoch_reads_each_ranks_cached_share_first(s3rver, gateway):
+    n = 60
+    gw = gateway(s3rver, cache_size="2M")  # 32 of the 60 objects
+    gw.require_real()
+    objs = seed_objects(s3rver, "aware", n, 64 * KiB)
+    keys = list(objs)
+    regs = [api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, r, world_size=2,
+                                                   num_epochs=2, cache_aware=True))[1]["id"]
+            for r in (0, 1)]
+    shares = {r: splitmix_order(n, 0, 7, True, 2, r, False) for r in (0, 1)}
+    for r in (0, 1):  # epoch 0, decided on an empty cache: the seeded shares, all misses
+        order = api(gw, "GET", "manifests/%s/order?epoch=0" % regs[r])[1]["indices"]
+        assert order == shares[r]
+    for i in range(n // 2):
+        for r in (0, 1):
+            body, _ = xcache(gw, s3rver.bucket, keys[shares[r][i]])
+            assert body == objs[keys[shares[r][i]]]
+    seeded = {r: splitmix_order(n, 1, 7, True, 2, r, False) for r in (0, 1)}
+    replies = {r: api(gw, "GET", "manifests/%s/order?epoch=1" % regs[r])[1] for r in (0, 1)}
+    orders = {r: replies[r]["indices"] for r in (0, 1)}
+    firsts = {r: replies[r]["cached_first"] for r in (0, 1)}
+    for r in (0, 1):
+        # the same share as the seed gives the rank, once each: only the order moved
+        assert sorted(orders[r]) == sorted(seeded[r]) and len(orders[r]) == n // 2
+        # cached first, each part in the seeded order (a stable partition)
+        cached = set(orders[r][:firsts[r]])
+        assert orders[r] == ([k for k in seeded[r] if k in cached] +
+                             [k for k in seeded[r] if k not in cached])
+        assert 0 < firsts[r] < n // 2
+    assert firsts[0] + firsts[1] <= 32  # what the cache holds
+    # reading the epoch, the cached parts of both ranks, then the rest: hits, then misses
+    for part in (lambda r: orders[r][:firsts[r]], lambda r: orders[r][firsts[r]:]):
+        for r in (0, 1):
+            for k in part(r):
+                body, how = xcache(gw, s3rver.bucket, keys[k])
+                assert body == objs[keys[k]]
+                assert how == ("HIT" if k in orders[r][:firsts[r]] else "MISS"), (r, k, how)
+    # every sample once in the epoch over both ranks (no padding: 60 = 2 x 30)
+    assert sorted(orders[0] + orders[1]) == list(range(n))
+    # the decision is kept: asked again, and after a restart, the same order
+    assert api(gw, "GET", "manifests/%s/order?epoch=1" % regs[0])[1]["indices"] == orders[0]
+    gw.restart()
+    again = api(gw, "GET", "manifests/%s/order?epoch=1" % regs[1])[1]
+    assert again["indices"] == orders[1] and again["cached_first"] == firsts[1]
+
+
+MiB = 1024 * 1024
+
+
+def test_a_warm_job_does_not_starve_another_jobs_next_reads(s3rver, gateway):
+    # job A's plan is twice the cache and its window is warm, filling the cache, when job B
+    # registers. Both trainers are at their start, so B's first reads are needed before A's
+    # tail: the window is shared by need (oldest first, A's window took all the room and B
+    # got nothing before A's trainer moved)
+    gw = gateway(s3rver, cache_size="4M", policy="clairvoyant")
+    gw.require_real()
+    a = seed_objects(s3rver, "warm-a", 240, 32 * KiB)
+    b = seed_objects(s3rver, "warm-b", 16, 32 * KiB)
+    ma = api(gw, "POST", "manifests", {"bucket": s3rver.bucket, "keys": list(a)})[1]["id"]
+    before = wait_progress(gw, ma, lambda p: p["state"] == "warm")
+    assert before["objects_cached"] >= 100, before
+    mb = api(gw, "POST", "manifests", {"bucket": s3rver.bucket, "keys": list(b)})[1]["id"]
+    wait_progress(gw, mb, lambda p: p["objects_cached"] == 16, timeout=30)
+    after = wait_progress(gw, ma, lambda p: p["state"] == "warm")
+    # A gave up the room of B's 16 objects at its tail, and kept its next reads
+    assert before["objects_cached"] - 24 <= after["objects_cached"] <= before["objects_cached"]
+    client = gw.client()
+    for k in list(a)[:8]:
+        r = client.get_object(Bucket=s3rver.bucket, Key=k)
+        assert r["Body"].read() == a[k]
+        assert r["ResponseMetadata"]["HTTPHeaders"]["x-cache"] == "HIT"
+
+
+def test_a_restarted_gateway_does_not_warm_again_what_the_trainers_read(s3rver, gateway):
+    # a cache of 16 of the 48 objects, clairvoyant: the window ahead of the trainer is all it
+    # holds, so what was read and evicted would be fetched again from a position of 0
+    gw = gateway(s3rver, cache_size="1M", policy="clairvoyant", proxy=True)
+    gw.require_real()
+    objs = seed_objects(s3rver, "rewarm", 48, 64 * KiB)
+    keys = list(objs)
+    mid = api(gw, "POST", "manifests", {"bucket": s3rver.bucket, "keys": keys})[1]["id"]
+    for k in keys[:24]:
+        assert read(gw, s3rver.bucket, k) == objs[k]
+    wait_progress(gw, mid, lambda p: p["position"] == 24)
+    step_file = os.path.join(gw.cache_dir, "manifests", mid + ".step")
+    deadline = time.monotonic() + 30
+    while not (os.path.exists(step_file) and open(step_file).read().strip() == "24"):
+        assert time.monotonic() < deadline, "the step was never kept"
+        time.sleep(0.2)
+    wait_progress(gw, mid, lambda p: p["state"] == "warm")
+    gw.proxy.reset_counters()
+    gw.restart()
+    prog = wait_progress(gw, mid, lambda p: p["state"] == "warm")
+    assert prog["position"] == 24
+    fetched = {target.rsplit("/", 1)[-1] for method, target in gw.proxy.request_lines()
+               if method == "GET"}
+    read_before = {k.rsplit("/", 1)[-1] for k in keys[:24]}
+    assert not fetched & read_before, sorted(fetched & read_before)

@@ -2,13 +2,14 @@
 cancellation, bad input, and the importance endpoint, through real upstreams."""
 import concurrent.futures
 import json
+import os
 import time
 import urllib.error
 import urllib.request
 
 import pytest
 
-from harness import s3util
+from harness import proc, s3util
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -358,6 +359,79 @@ def test_importance_accepts_minibatches_and_refuses_bad_losses(s3rver, gateway):
     assert status == 400 and err["error"] == "InvalidField"
     status, err, _ = api(gw, "POST", "importance", raw=b'{"losses": {"a": 1}}')
     assert status == 400 and err["error"] == "MissingField"
+
+
+def scores_path(gw):
+    return os.path.join(gw.cache_dir, "manifests", "importance.scores")
+
+
+def get_x_cache(c, bucket, key):
+    """A whole GET through boto3 client c: its X-Cache."""
+    resp = c.get_object(Bucket=bucket, Key=key)
+    resp["Body"].read()
+    return s3util.x_cache(resp)
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill"])
+def test_importance_scores_are_in_force_after_a_restart(s3rver, gateway, stop):
+    # A 1 MiB cache holds 16 objects of 64 KiB. The 8 "high" objects are read first, the 8
+    # "low" ones next, so the high ones are the oldest; then scores are posted for them and
+    # for 8 newcomers, ranked low < new < high. After a restart the newcomers are read: each
+    # outranks a low object and takes its place, and the high ones all stay. Without the
+    # scores the restarted policy ranks by age alone and the newcomers push out the oldest
+    # objects, the high ones. sigkill: the scores come from the periodic write, not the one
+    # at shutdown.
+    size = 64 * KiB
+    gw = gateway(s3rver, cache_size="1M", policy="importance")
+    gw.require_real()
+    objs = seed_objects(s3rver, s3util.unique_key("imp"), 24, size)
+    keys = list(objs)
+    high, low, new = keys[:8], keys[8:16], keys[16:]
+    c = gw.client()  # the same port after the restart
+    for key in high + low:
+        assert get_x_cache(c, gw.bucket, key) == "MISS"
+    st = gw.stats_when(lambda s: s["objects"] == 16, timeout=30)
+    assert st["objects"] == 16 and st["evictions"] == 0
+    losses = {key: float(i) for i, key in enumerate(low + new + high)}
+    status, reply, _ = api(gw, "POST", "importance", {"bucket": gw.bucket, "losses": losses})
+    assert status == 200 and reply["scored"] == 24
+    want = 24 + 24 * 16 + 4  # head, 24 entries, CRC: the file holds every score
+    proc.wait_until("the scores written", lambda: os.path.exists(scores_path(gw)) and
+                    os.path.getsize(scores_path(gw)) == want, 10)
+    if stop == "sigkill":
+        gw.stop(kill=True)
+        gw.start()
+    else:
+        gw.restart()
+    assert gw.stats()["objects"] == 16
+    for i, key in enumerate(new):
+        assert get_x_cache(c, gw.bucket, key) == "MISS"
+        st = gw.stats_when(lambda s, i=i: s["evictions"] == i + 1, timeout=30)
+        assert st["evictions"] == i + 1 and st["objects"] == 16
+    got = {key: get_x_cache(c, gw.bucket, key) for key in high + new}
+    assert got == {key: "HIT" for key in high + new}
+    assert [get_x_cache(c, gw.bucket, key) for key in low] == ["MISS"] * 8
+
+
+def test_a_corrupt_scores_file_is_ignored_with_a_warning(s3rver, gateway):
+    gw = gateway(s3rver, policy="importance")
+    gw.require_real()
+    gw.stop()
+    with open(scores_path(gw), "wb") as f:
+        f.write(b"S3CSCORE" + b"\x01" * 40)
+    gw.start()
+    log = os.path.join(gw.workdir, "stderr.%d.log" % gw.runs)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        assert "importance scores in %s ignored" % scores_path(gw) in f.read()
+    status, reply, _ = api(gw, "POST", "importance", {
+        "bucket": gw.bucket, "losses": {"a": 0.7, "b": 1.3}})
+    assert status == 200 and reply["scored"] == 2
+    gw.restart()  # the shutdown wrote the scores over the corrupt file
+    with open(scores_path(gw), "rb") as f:
+        body = f.read()
+    assert body[:8] == b"S3CSCORE" and len(body) == 24 + 2 * 16 + 4
+    with open(os.path.join(gw.workdir, "stderr.%d.log" % gw.runs), encoding="utf-8") as f:
+        assert "importance scores: 2 restored" in f.read()
 
 
 # ---- byte ranges: a replaced object, a range past the end ---------------------------------

@@ -1,4 +1,5 @@
-/* test_idmap.c - the policies' id hash table: lookup, replace, delete, growth. */
+/* test_idmap.c - the policies' id hash table: lookup, replace, delete, growth,
+ * reservation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -119,6 +120,33 @@ static void random_churn_matches_reference(void **state)
     idmap_free(&m);
 }
 
+/* Reserved room: the entries already in move once, and puts up to the count never grow it. */
+static void reserve_makes_room_once(void **state)
+{
+    (void)state;
+    struct idmap m;
+    new_map(&m);
+    for (uint32_t v = 0; v < 10; v++) {
+        keys[v] = (uint64_t)v * 1000003;
+        assert_int_equal(idmap_put(&m, v), SC_OK);
+    }
+    assert_int_equal(idmap_reserve(&m, N_KEYS), SC_OK);
+    size_t slots = m.n_slots;
+    assert_true(slots >= 2 * N_KEYS && slots < 4 * N_KEYS);
+    for (uint32_t v = 0; v < 10; v++)
+        assert_int_equal(idmap_get(&m, keys[v]), v);
+    for (uint32_t v = 10; v < N_KEYS; v++) {
+        keys[v] = (uint64_t)v * 1000003;
+        assert_int_equal(idmap_put(&m, v), SC_OK);
+    }
+    assert_int_equal(m.n_slots, slots);
+    assert_int_equal(idmap_reserve(&m, 5), SC_OK); /* never shrinks */
+    assert_int_equal(m.n_slots, slots);
+    for (uint32_t v = 0; v < N_KEYS; v++)
+        assert_int_equal(idmap_get(&m, keys[v]), v);
+    idmap_free(&m);
+}
+
 static void free_twice_is_safe(void **state)
 {
     (void)state;
@@ -136,6 +164,7 @@ int main(void)
         cmocka_unit_test(put_of_same_key_replaces_index),
         cmocka_unit_test(growth_and_deletes_keep_every_key_reachable),
         cmocka_unit_test(random_churn_matches_reference),
+        cmocka_unit_test(reserve_makes_room_once),
         cmocka_unit_test(free_twice_is_safe),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

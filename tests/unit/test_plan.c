@@ -723,11 +723,13 @@ static void describe_json_holds_the_static_fields(void **state)
                               "\"num_epochs\":2,\"seed\":7,\"prefetch\":false}");
     json_t *o = plan_describe_json(p);
     char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-    assert_string_equal(text,
-                        "{\"accesses\":0,\"bucket\":\"b00\",\"epochs\":2,\"form\":\"prefix\","
-                        "\"name\":\"job\",\"objects_total\":0,\"prefetch\":false,\"prefix\":"
-                        "\"t/\",\"sampling\":{\"drop_last\":false,\"job\":null,\"num_epochs\":2,"
-                        "\"rank\":0,\"ranks\":[0],\"seed\":7,\"shuffle\":false,\"world_size\":1}}");
+    assert_string_equal(
+        text,
+        "{\"accesses\":0,\"bucket\":\"b00\",\"epochs\":2,\"form\":\"prefix\","
+        "\"name\":\"job\",\"objects_total\":0,\"prefetch\":false,\"prefix\":"
+        "\"t/"
+        "\",\"sampling\":{\"cache_aware\":false,\"drop_last\":false,\"job\":null,\"num_epochs\":2,"
+        "\"rank\":0,\"ranks\":[0],\"seed\":7,\"shuffle\":false,\"world_size\":1}}");
     free(text);
     json_decref(o);
     plan_free(p);
@@ -1340,6 +1342,32 @@ static void every_key_is_found_with_an_offset_kept_per_eight(void **state)
     }
 }
 
+static void a_decided_epoch_reads_each_ranks_cached_share_first(void **state)
+{
+    /* shares of epoch 0 (n = 10, seed 42, world_size 3): 0 8 7 3 | 9 6 2 0 | 5 4 1 9 */
+    struct plan *p = sampled(10, "\"shuffle\":true,\"seed\":42,\"world_size\":3,"
+                                 "\"local_ranks\":[0,1,2],\"cache_aware\":true,\"num_epochs\":2,");
+    uint8_t bits[2] = {(1u << 2) | (1u << 3), 1u << 1}; /* items 2, 3 and 9 cached */
+    assert_null(plan_epoch_decision(p, 0));
+    assert_int_equal(plan_decide_epoch(p, 0, bits), SC_OK);
+    assert_int_equal(plan_decide_epoch(p, 0, bits), SC_EINVAL); /* decided once */
+    assert_int_equal(plan_decide_epoch(p, 2, bits), SC_EINVAL);
+    bits[0] = 0; /* copied */
+    assert_order(p, 0, (uint32_t[]){3, 9, 9, 0, 2, 5, 8, 6, 4, 7, 0, 1}, 12);
+    uint32_t *order;
+    uint64_t n;
+    assert_int_equal(plan_rank_order(p, 0, 1, &order, &n), SC_OK);
+    assert_memory_equal(order, ((uint32_t[]){9, 2, 6, 0}), 4 * sizeof(*order));
+    free(order);
+    assert_non_null(plan_epoch_decision(p, 0));
+    assert_null(plan_epoch_decision(p, 1)); /* epoch 1 keeps its seeded order */
+    plan_free(p);
+
+    p = sampled(10, "\"world_size\":3,");
+    assert_int_equal(plan_decide_epoch(p, 0, bits), SC_EINVAL); /* not cache-aware */
+    plan_free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1388,6 +1416,7 @@ int main(void)
         cmocka_unit_test(local_ranks_are_checked),
         cmocka_unit_test(ranks_of_one_sampling_plan_make_one_job),
         cmocka_unit_test(set_ranks_merges_the_orders_and_keeps_the_plan_on_error),
+        cmocka_unit_test(a_decided_epoch_reads_each_ranks_cached_share_first),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -204,14 +204,18 @@ class Admin:
         """GET /_s3cached/manifests: every manifest's progress, oldest first."""
         return self.request("GET", "manifests")["manifests"]
 
-    def order(self, manifest_id, epoch=0):
-        """GET /_s3cached/manifests/{id}/order?epoch=E: {"id", "epoch", "indices", "keys"},
-        the order this manifest's rank reads in that epoch."""
-        return self.request("GET", "manifests/%s/order" % _quote_id(manifest_id),
-                            query={"epoch": int(epoch)})
+    def order(self, manifest_id, epoch=0, rank=None):
+        """GET /_s3cached/manifests/{id}/order?epoch=E[&rank=R]: {"id", "epoch", "rank",
+        "indices", "keys"}, the order this manifest's rank (or rank R of its job) reads in
+        that epoch."""
+        query = {"epoch": int(epoch)}
+        if rank is not None:
+            query["rank"] = int(rank)
+        return self.request("GET", "manifests/%s/order" % _quote_id(manifest_id), query=query)
 
     def cancel(self, manifest_id):
-        """DELETE /_s3cached/manifests/{id}: stops prefetching; returns the final progress."""
+        """DELETE /_s3cached/manifests/{id}: withdraws the manifest's ranks from its job (the
+        job stops with its last rank); returns the job's progress."""
         return self.request("DELETE", "manifests/" + _quote_id(manifest_id))
 
     def post_losses(self, bucket, losses):

@@ -54,6 +54,13 @@ class _GatewaySamplerCore:
       on_progress   callback(progress) while waiting for warmth.
       prefetch      sent with the manifest: False only tells the eviction policy.
       name          a label for the manifest.
+      cache_aware   True: the gateway may order each epoch of this rank's share so that the
+                    samples it holds are read first (every sample still once per epoch, each
+                    rank its DistributedSampler share); see docs/manifests.md. The order is
+                    then the gateway's alone: `verify` and `fallback` do not apply.
+      job           a name for the job: the ranks of one job (same plan) join one plan at
+                    the gateway by themselves; naming it makes the gateway refuse a rank
+                    whose plan differs (docs/manifests.md, "Many readers").
       lazy          False (default): register at construction, so the gateway warms
                     up while the model is built; True: at the first iteration.
       verify        keys only: compare the gateway's order with the local one and
@@ -65,7 +72,8 @@ class _GatewaySamplerCore:
     def __init__(self, bucket, keys=None, prefix=None, num_epochs=1, seed=0, shuffle=True,
                  num_replicas=None, rank=None, drop_last=False, admin=None, wait_warm=False,
                  world_size=None, indices=False, prefetch=True, name=None, lazy=False,
-                 verify=False, fallback=False, on_progress=None):
+                 verify=False, fallback=False, on_progress=None, job=None,
+                 cache_aware=False):
         if (keys is None) == (prefix is None):
             raise ValueError("give exactly one of keys= and prefix=")
         if world_size is not None and num_replicas is not None and world_size != num_replicas:
@@ -100,6 +108,11 @@ class _GatewaySamplerCore:
         self.indices = bool(indices)
         self.prefetch = bool(prefetch)
         self.name = name
+        self.job = job
+        self.cache_aware = bool(cache_aware)
+        if self.cache_aware and (admin is False or fallback):
+            raise ValueError("cache_aware needs the gateway's order: not with admin=False or "
+                             "fallback=True")
         self.verify = bool(verify)
         self.fallback = bool(fallback)
         self.wait_warm = wait_warm
@@ -146,6 +159,10 @@ class _GatewaySamplerCore:
             body["prefix"] = self.prefix
         if self.name is not None:
             body["name"] = self.name
+        if self.job is not None:
+            body["job"] = self.job
+        if self.cache_aware:
+            body["cache_aware"] = True
         return body
 
     def register(self, first_epoch=None):
@@ -282,15 +299,15 @@ class _GatewaySamplerCore:
                                                       self.window_start + self.num_epochs - 1,
                                                       epoch))
         try:
-            if self.keys is None:
-                self._wait_listed()
+            if self.keys is None or self.manifest.get("state") == "parsing":
+                self._wait_listed()  # a prefix listed, a large plan parsed
             reply = self.admin.order(self.manifest["id"], epoch - self.window_start)
         except GatewayError as e:
             if not self._may_fall_back(e):
                 raise
             return self.local_order(epoch)
         order = reply["indices"] if self.indices else reply["keys"]
-        if self.verify and self.keys is not None:
+        if self.verify and self.keys is not None and not self.cache_aware:
             local = self.local_order(epoch)
             if local != order:
                 warnings.warn("s3cached: the gateway's order for epoch %d differs from the "
@@ -299,7 +316,8 @@ class _GatewaySamplerCore:
         return order
 
     def _wait_listed(self, interval=0.1):
-        """Waits for a prefix plan's listing to end; returns its progress."""
+        """Waits for a prefix plan's listing (or a large plan's parsing) to end; returns its
+        progress."""
         mid = self.manifest_id
         while True:
             prog = self.admin.manifest(mid)
@@ -308,7 +326,7 @@ class _GatewaySamplerCore:
                                    % (mid, prog.get("error")))
             if prog["state"] == "canceled":
                 raise GatewayError(None, "ManifestCanceled", "manifest %s was canceled" % mid)
-            if prog["state"] != "listing" and prog.get("epochs"):
+            if prog["state"] not in ("listing", "parsing") and prog.get("epochs"):
                 return prog
             time.sleep(interval)
 

@@ -35,6 +35,7 @@ class FakeGateway:
         self.listing = {}           # prefix -> sorted keys, for prefix manifests
         self.listing_polls = 1      # progress polls that still say "listing"
         self.warm_after = 0         # progress polls that say "warming" before "warm"
+        self.parsing_polls = 0      # progress polls that say "parsing" (a large body), first
         self.scored = 0
         self.lock = threading.Lock()
         self.next_id = 1
@@ -140,7 +141,10 @@ class FakeGateway:
         self.next_id += 1
         state = "listing" if "prefix" in body else ("warming" if body.get("prefetch", True)
                                                    else "planned")
-        self.manifests[mid] = {"body": body, "state": state, "polls": 0}
+        self.manifests[mid] = {"body": body, "state": state, "polls": 0, "after": state}
+        if self.parsing_polls:
+            self.manifests[mid]["state"] = "parsing"
+            return 202, {"id": mid, "state": "parsing", "error": None}
         out = self.progress(mid)
         out["objects"] = None if state == "listing" else len(self.dataset(mid))
         return 201, out
@@ -157,6 +161,10 @@ class FakeGateway:
     def poll(self, mid):
         m = self.manifests[mid]
         m["polls"] += 1
+        if m["state"] == "parsing":
+            if m["polls"] <= self.parsing_polls:
+                return {"id": mid, "state": "parsing", "error": None}
+            m["state"], m["polls"] = m["after"], 1
         if m["state"] == "listing" and m["polls"] > self.listing_polls:
             m["state"] = "warming"
         if m["state"] == "warming" and m["polls"] > self.listing_polls + self.warm_after:
@@ -176,9 +184,9 @@ class FakeGateway:
     def order(self, mid, epoch):
         m = self.manifests[mid]
         b = m["body"]
-        if m["state"] == "listing":
+        if m["state"] in ("listing", "parsing"):
             return 400, {"error": "InvalidField",
-                         "message": "manifest %s is still listing its prefix" % mid}
+                         "message": "manifest %s is still %s" % (mid, m["state"])}
         if epoch >= b.get("num_epochs", 1):
             return 400, {"error": "InvalidField",
                          "message": "epoch %d is out of range: the plan has %d epochs"

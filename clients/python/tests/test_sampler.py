@@ -181,6 +181,23 @@ class Length(WithFake):
         self.assertEqual(len(s), 6)
         self.assertEqual(list(s), epoch_keys(listed, 0, shuffle=True, seed=8, world_size=2))
 
+    def test_a_large_plan_is_waited_for_while_the_gateway_parses_it(self):
+        self.gw.parsing_polls = 3
+        s = self.sampler(seed=4, num_replicas=2, rank=1, job="run-4")
+        self.assertEqual(s.manifest["state"], "parsing")
+        self.assertEqual(self.gw.posted_manifests()[0]["job"], "run-4")
+        self.assertEqual(list(s), epoch_keys(KEYS, 0, shuffle=True, seed=4, world_size=2,
+                                             rank=1))
+
+    def test_cache_aware_is_asked_for_and_needs_the_gateway(self):
+        s = self.sampler(cache_aware=True, verify=True)
+        self.assertIs(self.gw.posted_manifests()[0]["cache_aware"], True)
+        self.assertEqual(list(s), epoch_keys(KEYS, 0, shuffle=True))
+        with self.assertRaises(ValueError):
+            self.sampler(cache_aware=True, fallback=True)
+        with self.assertRaises(ValueError):
+            GatewaySampler("bkt", keys=KEYS, cache_aware=True, admin=False)
+
     def test_a_failed_listing_raises(self):
         s = GatewaySampler("bkt", prefix="none/", admin=self.admin, lazy=False)
         self.gw.manifests["m1"]["state"] = "failed"
