@@ -2,9 +2,10 @@
  * manifest_int.h - what manifest.c (the registry and the API) and
  * prefetch.c (the walk ahead of the trainer) share. Not for other files.
  *
- * Locks: the registry's list_lock (a rwlock) guards the list and each
- * manifest's fut pointer; a manifest's mu guards everything else in it. Order:
- * list_lock before mu; wake_mu is taken alone.
+ * Locks: the registry's reg_mu serializes changes (see struct mf_registry); list_lock (a
+ * rwlock) guards the list, each manifest's plan ranks and decisions, and what a build makes
+ * (order, future...); a manifest's mu guards everything else in it. Order: reg_mu, list_lock,
+ * mu; wake_mu is taken alone.
  */
 #ifndef GW_MANIFEST_INT_H
 #define GW_MANIFEST_INT_H
@@ -92,13 +93,16 @@ struct mf {
                           ranged access is one future entry per block); NULL: the same */
     uint64_t *starts;  /* a plan with ranges: item_start() of each ranged item, sorted */
     uint32_t n_starts;
-    uint8_t *obj;      /* enum mf_obj per dataset index */
-    uint64_t *size;    /* per dataset index: its object's size; 0 while unknown */
-    uint32_t *stamp;   /* per dataset index: the walk that last counted it */
-    uint32_t walk;     /* the current walk's stamp */
-    uint64_t *khash;   /* a plan with ranges: per dataset index, its key's sc_key_hash; else NULL */
-    block_set charged; /* a plan with ranges: the blocks (and whole objects) the current walk
-                          counted, so that items sharing a block charge it once */
+    uint8_t *obj;    /* enum mf_obj per dataset index */
+    uint64_t *size;  /* per dataset index: its object's size; 0 while unknown */
+    uint32_t *stamp; /* per dataset index: the walk that last counted it */
+    uint32_t walk;   /* the current walk's stamp */
+    uint64_t *khash; /* a plan with ranges: per dataset index, its key's sc_key_hash; else NULL */
+    uint8_t *used_bits;   /* a bit per dataset index: read by the ranks the order merges */
+    uint32_t built_ranks; /* how many ranks the order and future merge (the plan's may have
+                             changed since, until the rebuild is swapped in) */
+    block_set charged;    /* a plan with ranges: the blocks (and whole objects) the current walk
+                             counted, so that items sharing a block charge it once */
     pthread_mutex_t mu;
     enum mf_state state;
     char *error;          /* why the manifest failed */
@@ -120,6 +124,11 @@ struct mf {
 struct mf_registry {
     struct mf_config cfg; /* cfg.dir points to dir */
     char *dir;
+    /* Serializes every change of the registry: registrations, joins, withdrawals, decisions,
+     * a listing's end. Their slow parts (parsing, building orders and futures) run under it
+     * alone; list_lock is taken for writing only to swap the results in, so requests reading
+     * through the gateway (mf_observe) never wait for a build. Taken before list_lock. */
+    pthread_mutex_t reg_mu;
     pthread_rwlock_t list_lock;
     struct mf *list;
     uint64_t next_id;
@@ -154,7 +163,8 @@ void mf_refresh_hint(struct mf_registry *r);
 void mf_measure_rates(struct mf_registry *r);
 
 /*
- * @brief Makes the dataset known: future, order, state arrays (m->mu held).
+ * @brief Makes a listed prefix manifest a job once its listing ended: state arrays, order and
+ * future (built without locks, swapped in under list_lock). reg_mu held, not list_lock or mu.
  * @return SC_OK, SC_ENOMEM, SC_ETOOBIG (the ranges cover more blocks than a future holds:
  *         err says so).
  */
@@ -197,12 +207,12 @@ struct mf *mf_new_registration(struct mf_registry *r, const char *id);
 /*
  * @brief Registration m (not listed) takes plan p: it joins the job p belongs to, or is a job
  * of its own, activated when p is ready; its job starts at step `resume` unless further
- * already. Then m is listed and the policy hinted. list_lock held for writing.
+ * already. Then m is listed and the policy hinted. reg_mu held, not list_lock.
  * @return SC_OK (p is m's, or freed); SC_EINVAL (a named job p cannot join: err), SC_ETOOBIG,
- *         SC_ENOMEM (p is still the caller's).
+ *         SC_ENOMEM (p is still the caller's unless m->plan == p).
  */
-sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
-                   struct api_err *err);
+sc_code mf_register_plan(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
+                         struct api_err *err);
 
 /* @brief Forgets registration id's files in the cache directory. */
 void mf_forget(struct mf_registry *r, const char *id);

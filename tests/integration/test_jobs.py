@@ -80,17 +80,28 @@ def test_local_ranks_plan_the_ranks_merged_step_by_step(s3rver, gateway):
     assert order["indices"] == merged(30, 0, [0, 1, 3])
 
 
-def test_a_named_job_refuses_a_plan_that_differs_and_other_plans_stay_apart(s3rver, gateway):
+def test_a_named_job_refuses_another_dataset_and_starts_again_for_the_next_window(s3rver,
+                                                                                 gateway):
     gw = gateway(s3rver)
     keys = ["k%03d" % i for i in range(10)]
     status, first, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 0, job="j"))
     assert status == 201
     status, err, _ = api(gw, "POST", "manifests",
-                         rank_plan(s3rver.bucket, keys, 1, job="j", seed=8))
+                         rank_plan(s3rver.bucket, keys[:9], 1, job="j"))
     assert status == 400 and err["error"] == "InvalidField"
-    assert 'cannot join job "j": its shuffle or seed differs' in err["message"]
-    status, err, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 0, job="j"))
-    assert status == 400 and "in the job already" in err["message"]
+    assert 'cannot join job "j": its dataset differs' in err["message"]
+    status, err, _ = api(gw, "POST", "manifests",
+                         rank_plan(s3rver.bucket, keys, 1, job="j", world_size=8))
+    assert status == 400 and "its world_size differs" in err["message"]
+    # the next window (seed + first epoch, as GatewaySampler posts it before it withdraws the
+    # old one), and a rank registered again (a restarted trainer): another job, same name
+    status, window, _ = api(gw, "POST", "manifests",
+                            rank_plan(s3rver.bucket, keys, 0, job="j", seed=9))
+    assert status == 201 and window["job"] == window["id"] != first["id"]
+    status, again, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 1, job="j"))
+    assert status == 201 and again["job"] == first["id"]  # joins the first: rank 1 is new
+    status, twice, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 1, job="j"))
+    assert status == 201 and twice["job"] == twice["id"]
     # without a job name, another seed is another job, and a rank twice is another job too
     status, other, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 1, seed=8))
     assert status == 201 and other["job"] == other["id"]
@@ -182,6 +193,8 @@ def test_a_cache_aware_epoch_reads_each_ranks_cached_share_first(s3rver, gateway
         for r in (0, 1):
             body, _ = xcache(gw, s3rver.bucket, keys[shares[r][i]])
             assert body == objs[keys[shares[r][i]]]
+    # every fill of epoch 0 stored (or evicted since): what the cache holds no longer moves
+    gw.stats_when(lambda st: st["objects"] + st["evictions"] >= n)
     seeded = {r: splitmix_order(n, 1, 7, True, 2, r, False) for r in (0, 1)}
     replies = {r: api(gw, "GET", "manifests/%s/order?epoch=1" % regs[r])[1] for r in (0, 1)}
     orders = {r: replies[r]["indices"] for r in (0, 1)}
