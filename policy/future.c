@@ -144,11 +144,11 @@ static void insertion_sort(uint64_t *a, size_t n)
  */
 static void radix_sort(uint64_t *a, size_t n, unsigned shift)
 {
-    size_t count[256] = {0}, next[256], end[256];
-    if (n <= 32) {
+    if (n <= 32) { /* before the counters: most calls are this small */
         insertion_sort(a, n);
         return;
     }
+    size_t count[256] = {0}, next[256], end[256];
     for (size_t i = 0; i < n; i++)
         count[(a[i] >> shift) & 0xff]++;
     for (size_t b = 0, at = 0; b < 256; b++) {
