@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "../common/uri.h"
 #include "json_scan.h"
 
 /* What jansson flags every value it parses with (json_in.c loads bodies the same way). */
@@ -54,17 +55,6 @@ static size_t utf8_seq(const unsigned char *s, size_t left)
     return n;
 }
 
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The code unit of "\uXXXX" at s[i] (s[i] is the backslash), or -1. */
 static int32_t unicode_escape(const char *s, size_t len, size_t i)
 {
@@ -72,7 +62,7 @@ static int32_t unicode_escape(const char *s, size_t len, size_t i)
     if (len - i < 6 || s[i] != '\\' || s[i + 1] != 'u')
         return -1;
     for (size_t k = i + 2; k < i + 6; k++) {
-        int d = hex_digit(s[k]);
+        int d = uri_hex_digit(s[k]);
         if (d < 0)
             return -1;
         v = v * 16 + d;

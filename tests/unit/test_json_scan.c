@@ -16,6 +16,7 @@
 
 #include "../../proto/json_in.h"
 #include "../../proto/json_scan.h"
+#include "mutate.h"
 
 #define LOAD_ANY (JSON_REJECT_DUPLICATES | JSON_DECODE_ANY)
 
@@ -24,14 +25,6 @@ static const char alphabet[] = "\"\\/[]{},: \n\t\r0u1dDeEfF8a.-+tnl"
                                "\x00\x01\x1f\x7f\x80\x8f\x90\x9f\xa0\xbf\xc0\xc1\xc2\xdf\xe0\xed"
                                "\xef\xf0\xf4\xf5\xff";
 #define ALPHABET_LEN (sizeof(alphabet) - 1)
-
-static uint64_t next_random(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 /* The string literal s[0..len) (quotes included) is accepted and decoded as jansson does. */
 static void string_agrees(const char *s, size_t len)
@@ -120,10 +113,10 @@ static void generated_strings_follow_jansson(void **state)
                 string_agrees(s, n);
             }
     for (int i = 0; i < 200000; i++) {
-        size_t n = 0, len = next_random(&rnd) % 13;
+        size_t n = 0, len = mutate_random(&rnd) % 13;
         s[n++] = '"';
         for (size_t k = 0; k < len; k++)
-            s[n++] = alphabet[next_random(&rnd) % ALPHABET_LEN];
+            s[n++] = alphabet[mutate_random(&rnd) % ALPHABET_LEN];
         s[n++] = '"';
         string_agrees(s, n);
     }
@@ -212,24 +205,7 @@ static void generated_arrays_follow_jansson(void **state)
     char buf[128];
     uint64_t rnd = 11;
     for (int i = 0; i < 300000; i++) {
-        const char *seed = seeds[i % 3];
-        size_t n = strlen(seed);
-        memcpy(buf, seed, n);
-        for (int m = 0, edits = 1 + (int)(next_random(&rnd) % 3); m < edits; m++) {
-            size_t at = next_random(&rnd) % (n + 1);
-            char c = alphabet[next_random(&rnd) % ALPHABET_LEN];
-            int op = (int)(next_random(&rnd) % 3);
-            if (op == 0 && at < n) {
-                buf[at] = c; /* replace */
-            } else if (op == 1 && n + 1 < sizeof(buf)) {
-                memmove(buf + at + 1, buf + at, n - at); /* insert */
-                buf[at] = c;
-                n++;
-            } else if (at < n) {
-                memmove(buf + at, buf + at + 1, n - at - 1); /* delete */
-                n--;
-            }
-        }
+        size_t n = mutate(buf, sizeof(buf), seeds[i % 3], alphabet, ALPHABET_LEN, 1, &rnd);
         char *copy = malloc(n ? n : 1); /* exactly its size, for ASan */
         memcpy(copy, buf, n);
         array_agrees(copy, n);
@@ -367,24 +343,7 @@ static void generated_bodies_load_hollow_like_whole(void **state)
     uint64_t rnd = 5;
     int hollowed = 0;
     for (int i = 0; i < 200000; i++) {
-        const char *seed = seeds[i % 3];
-        size_t n = strlen(seed);
-        memcpy(buf, seed, n);
-        for (int m = 0, edits = (int)(next_random(&rnd) % 3); m < edits; m++) {
-            size_t at = next_random(&rnd) % (n + 1);
-            char c = alphabet[next_random(&rnd) % ALPHABET_LEN];
-            int op = (int)(next_random(&rnd) % 3);
-            if (op == 0 && at < n) {
-                buf[at] = c;
-            } else if (op == 1 && n + 1 < sizeof(buf)) {
-                memmove(buf + at + 1, buf + at, n - at);
-                buf[at] = c;
-                n++;
-            } else if (at < n) {
-                memmove(buf + at, buf + at + 1, n - at - 1);
-                n--;
-            }
-        }
+        size_t n = mutate(buf, sizeof(buf), seeds[i % 3], alphabet, ALPHABET_LEN, 0, &rnd);
         char *copy = malloc(n ? n : 1);
         memcpy(copy, buf, n);
         hollowed += hollow_agrees(copy, n, 1 + (unsigned)(i % 8)) > 0;

@@ -11,6 +11,7 @@
 
 #include "../../manifest/plan.h"
 #include "../../policy/policy.h"
+#include "mutate.h"
 
 static struct plan *parse_ok(const char *body)
 {
@@ -977,11 +978,6 @@ static void order_json_shows_each_access_range(void **state)
 
 /* ---- "keys" and "epochs" read from the body's text, against jansson's whole tree ---- */
 
-static uint64_t mix_next(uint64_t *state)
-{
-    return ref_next(state);
-}
-
 static void assert_same_plan(const struct plan *a, const struct plan *b)
 {
     const struct plan_params *pa = plan_params(a), *pb = plan_params(b);
@@ -1054,24 +1050,8 @@ static void keys_and_epochs_read_from_the_text_match_the_tree(void **state)
     small.max_key_len = 2;
     small.max_arena = 6;
     for (int i = 0; i < 100000; i++) {
-        const char *seed = seeds[i % 4];
-        size_t n = strlen(seed);
-        memcpy(buf, seed, n);
-        for (int m = 0, edits = (int)(mix_next(&rnd) % 3); m < edits; m++) {
-            size_t at = mix_next(&rnd) % (n + 1);
-            char c = mutations[mix_next(&rnd) % (sizeof(mutations) - 1)];
-            int op = (int)(mix_next(&rnd) % 3);
-            if (op == 0 && at < n) {
-                buf[at] = c;
-            } else if (op == 1 && n + 1 < sizeof(buf)) {
-                memmove(buf + at + 1, buf + at, n - at);
-                buf[at] = c;
-                n++;
-            } else if (at < n) {
-                memmove(buf + at, buf + at + 1, n - at - 1);
-                n--;
-            }
-        }
+        size_t n =
+            mutate(buf, sizeof(buf), seeds[i % 4], mutations, sizeof(mutations) - 1, 0, &rnd);
         char *body = malloc(n ? n : 1); /* exactly its size, for ASan */
         memcpy(body, buf, n);
         accepted += same_as_tree(body, n, i % 5 == 0 ? &small : &lim);
