@@ -106,14 +106,6 @@ static bool scan_member_value(const char *body, size_t len, size_t *at, size_t k
     return end != 0;
 }
 
-/* Skips JSON whitespace. */
-static size_t skip_ws(const char *s, size_t len, size_t i)
-{
-    while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
-        i++;
-    return i;
-}
-
 /*
  * Reads the top-level object's members, checking the arrays to leave out (see
  * json_in_load_hollow). False when the body is not an object read this way to its end, a
@@ -122,31 +114,31 @@ static size_t skip_ws(const char *s, size_t len, size_t i)
 static bool find_hollows(const char *body, size_t len, const char *const *names, size_t n,
                          unsigned max_depth, struct json_span *spans, struct sc_buf *scratch)
 {
-    size_t i = skip_ws(body, len, 0), end, name_len;
-    bool found = false, plain;
+    size_t i = json_scan_ws(body, len, 0), end, name_len;
+    bool found = false;
     if (i >= len || body[i] != '{' || max_depth < 2)
         return false;
-    i = skip_ws(body, len, i + 1);
+    i = json_scan_ws(body, len, i + 1);
     while (i < len && body[i] != '}') {
-        if (!json_scan_string(body, len, i, &end, &plain))
+        if (!json_scan_string(body, len, i, &end, NULL))
             return false;
         const char *name =
             json_scan_decode((struct json_span){body + i, end - i}, scratch, &name_len);
         size_t k = name ? name_index(name, name_len, names, n) : n;
-        i = skip_ws(body, len, end);
+        i = json_scan_ws(body, len, end);
         if (i >= len || body[i] != ':')
             return false;
-        i = skip_ws(body, len, i + 1);
+        i = json_scan_ws(body, len, i + 1);
         if (i >= len || !scan_member_value(body, len, &i, k, n, max_depth, spans))
             return false;
         found |= k < n && spans[k].p != NULL;
-        i = skip_ws(body, len, i);
+        i = json_scan_ws(body, len, i);
         if (i < len && body[i] == ',')
-            i = skip_ws(body, len, i + 1);
+            i = json_scan_ws(body, len, i + 1);
         else if (i >= len || body[i] != '}')
             return false;
     }
-    return found && i < len && skip_ws(body, len, i + 1) == len;
+    return found && i < len && json_scan_ws(body, len, i + 1) == len;
 }
 
 /* The body without the inside of each span: "[]" in its place. NULL when out of memory. */

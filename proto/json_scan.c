@@ -17,7 +17,7 @@ static bool is_ws(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static size_t skip_ws(const char *s, size_t len, size_t i)
+size_t json_scan_ws(const char *s, size_t len, size_t i)
 {
     while (i < len && is_ws(s[i]))
         i++;
@@ -272,7 +272,7 @@ bool json_scan_array(const char *text, size_t len, size_t at, unsigned max_depth
     size_t i;
     if (max_depth == 0 || at >= len || text[at] != '[')
         return false;
-    i = skip_ws(text, len, at + 1);
+    i = json_scan_ws(text, len, at + 1);
     if (i < len && text[i] == ']') {
         *end = i + 1;
         return true;
@@ -280,14 +280,14 @@ bool json_scan_array(const char *text, size_t len, size_t at, unsigned max_depth
     while (i < len) {
         if (!scan_element(text, len, i, max_depth - 1, &i))
             return false;
-        i = skip_ws(text, len, i);
+        i = json_scan_ws(text, len, i);
         if (i < len && text[i] == ']') {
             *end = i + 1;
             return true;
         }
         if (i >= len || text[i] != ',')
             return false;
-        i = skip_ws(text, len, i + 1);
+        i = json_scan_ws(text, len, i + 1);
     }
     return false;
 }
@@ -301,9 +301,9 @@ void json_scan_cursor_init(struct json_scan_cursor *c, struct json_span array)
 
 bool json_scan_next(struct json_scan_cursor *c, struct json_scan_elem *e)
 {
-    size_t i = skip_ws(c->p, c->len, c->at);
+    size_t i = json_scan_ws(c->p, c->len, c->at);
     if (i < c->len && c->p[i] == ',')
-        i = skip_ws(c->p, c->len, i + 1);
+        i = json_scan_ws(c->p, c->len, i + 1);
     if (i >= c->len || c->p[i] == ']') {
         c->at = c->len;
         return false;

@@ -31,6 +31,9 @@ struct json_span {
     size_t len;
 };
 
+/* @brief Where the JSON whitespace (space, tab, LF, CR) from text[at] ends (len at most). */
+size_t json_scan_ws(const char *text, size_t len, size_t at);
+
 /*
  * @brief Whether text[at..len) starts with one JSON array as jansson would accept it
  * (the rules above), nested at most max_depth levels (the array itself is level 1).
