@@ -672,20 +672,39 @@ static void log_decision(const struct mf_registry *r, const char *id, uint32_t e
                 strerror(errno));
 }
 
-/* Decides again, in plan p, the epochs registration id's log holds (p not built yet). */
+/*
+ * Decides again, in plan p, the epochs registration id's log holds (p not built yet). A torn
+ * last record (a crash while appending) is cut off, so that records appended later are read.
+ */
 static void replay_decisions(const struct mf_registry *r, const char *id, struct plan *p)
 {
     char path[4096];
-    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "rb") : NULL;
+    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "r+b") : NULL;
     size_t want = ((size_t)plan_objects(p) + 7) / 8, len;
     unsigned e;
+    long good = 0;
     uint8_t *bits = malloc(want ? want : 1);
     while (f && bits && fscanf(f, "epoch %u bytes %zu", &e, &len) == 2 && fgetc(f) == '\n' &&
-           len == want && fread(bits, 1, len, f) == len && fgetc(f) == '\n')
+           len == want && fread(bits, 1, len, f) == len && fgetc(f) == '\n') {
         plan_decide_epoch(p, e, bits); /* a repeat or a wrong epoch is refused, harmlessly */
+        good = ftell(f);
+    }
+    if (f && bits && fseek(f, 0, SEEK_END) == 0 && ftell(f) > good && good >= 0 &&
+        ftruncate(fileno(f), good) != 0)
+        sc_warn("manifest %s: cannot cut the torn end of %s: %s", id, path, strerror(errno));
     free(bits);
     if (f)
         fclose(f);
+}
+
+/* Copies job j's decided epochs into registration id's log, so it holds them when it becomes
+ * the job's first registration (after the others withdrew, and a restart). */
+static void log_decisions_of(const struct mf_registry *r, const struct mf *j, const char *id)
+{
+    size_t len = ((size_t)plan_objects(j->plan) + 7) / 8;
+    for (uint32_t e = 0; e < plan_epochs(j->plan); e++)
+        if (plan_epoch_decision(j->plan, e) != NULL)
+            log_decision(r, id, e, plan_epoch_decision(j->plan, e), len);
 }
 
 /* The step kept for registration id's job (0: none), so a restart resumes there. */
@@ -694,8 +713,9 @@ static uint64_t read_step(const struct mf_registry *r, const char *id)
     char path[4096], line[32];
     unsigned long long step = 0;
     FILE *f = file_of(r, id, ".step", path, sizeof(path)) ? fopen(path, "r") : NULL;
-    if (f && (fgets(line, sizeof(line), f) == NULL || sscanf(line, "%llu", &step) != 1))
-        step = 0;
+    if (f && (fgets(line, sizeof(line), f) == NULL || line[0] < '0' || line[0] > '9' ||
+              sscanf(line, "%llu", &step) != 1))
+        step = 0; /* unreadable: from the start */
     if (f)
         fclose(f);
     return step;
@@ -787,6 +807,7 @@ static sc_code join(struct mf_registry *r, struct mf *j, struct mf *m, uint64_t 
     mf_ref(j);
     m->job = j;
     m->state = MF_JOINED;
+    log_decisions_of(r, j, m->id);
     return SC_OK;
 }
 
