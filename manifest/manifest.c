@@ -376,7 +376,9 @@ static sc_code build_into(const struct mf *m, uint64_t step, struct built *b, st
     plan_iter_free(&it);
     rc = rc == SC_ENOTFOUND ? build_future(&shell, err) : rc;
     uint32_t ranks = plan_params(m->plan)->n_ranks;
-    if (rc == SC_OK && step > 0)
+    if (rc == SC_OK && m->fut != NULL) /* a rebuild: what was read stays read */
+        future_start_like(shell.fut, m->fut, future_pos_of_step(&shell, ranks, step));
+    else if (rc == SC_OK && step > 0)
         future_start_at(shell.fut, future_pos_of_step(&shell, ranks, step));
     if (rc == SC_OK && (shell.used_bits = used_bits(shell.order, shell.accesses, m->n)) == NULL)
         rc = SC_ENOMEM;
@@ -1085,16 +1087,26 @@ static uint32_t rank_asked(const struct mf *m, uint32_t rank)
     return m->n_own == 1 ? m->own[0] : PLAN_ALL_RANKS;
 }
 
-/* Bit idx of bits set when item idx of job m is cached; m->mu taken a stretch at a time, so
- * fills that complete meanwhile do not wait for the whole dataset. */
+/*
+ * Bit idx of bits set when item idx of job m is cached; one the prefetcher counted cached but
+ * that was evicted since is noted pending again, so its walk fetches it before the trainer
+ * gets there (it re-checks only the items next to the trainer). m->mu taken a stretch at a
+ * time, so fills that complete meanwhile do not wait for the whole dataset.
+ */
 static void mark_cached_items(struct mf *m, uint8_t *bits)
 {
     uint64_t size;
     for (uint32_t from = 0; from < m->n; from += 4096) {
         pthread_mutex_lock(&m->mu);
-        for (uint32_t idx = from; idx < m->n && idx - from < 4096; idx++)
-            if (mf_item_cached(m, idx, &size))
+        for (uint32_t idx = from; idx < m->n && idx - from < 4096; idx++) {
+            if (mf_item_cached(m, idx, &size)) {
                 bits[idx / 8] |= (uint8_t)(1u << (idx % 8));
+            } else if (m->obj[idx] == MF_OBJ_CACHED) {
+                m->obj[idx] = MF_OBJ_PENDING;
+                m->cached--;
+                m->bytes_cached -= mf_item_bytes(m, idx);
+            }
+        }
         pthread_mutex_unlock(&m->mu);
     }
 }
