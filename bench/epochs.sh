@@ -8,6 +8,9 @@
 #   clairvoyant            s3cached --policy clairvoyant with the run's manifest, no prefetch
 #                          (the policy plans evictions by the future; nothing is fetched early)
 #   clairvoyant-prefetch   the same, and the gateway prefetches ahead of the trainer
+#   clairvoyant-cache-aware
+#                          the same with the cache-aware order (trainsim --cache-aware): each
+#                          epoch reads what the gateway holds first, then the rest
 # and the same for the EPOCHS_RANKS [8] ranks of one data-parallel job on one node (8 GPUs), each
 # an s3cached-trainsim --world-size 8 --rank r reading its DistributedSampler share of every
 # epoch, the ranks stepping together through --step-barrier as DDP's all-reduce makes them:
@@ -44,7 +47,7 @@ RANK_WORKERS="${EPOCHS_RANK_WORKERS:-4}"
 THREADS="$(nproc)"
 PREFIX="trainsim/"
 ALL_SETUPS=(direct nginx-proxy-cache s3fifo lru fixed importance clairvoyant clairvoyant-prefetch
-    direct-ranks lru-ranks clairvoyant-ranks clairvoyant-prefetch-ranks)
+    clairvoyant-cache-aware direct-ranks lru-ranks clairvoyant-ranks clairvoyant-prefetch-ranks)
 SETUPS=("$@")
 [ "${#SETUPS[@]}" -gt 0 ] || SETUPS=("${ALL_SETUPS[@]}")
 for s in "${SETUPS[@]}"; do
@@ -233,8 +236,9 @@ for setup in "${SETUPS[@]}"; do
         say "$setup: $(jq -r '"\(.hits) hits of \(.reads) reads; optimum \(.optimum_hits), lru model \(.lru_model_hits)"' <<<"$trace")"
         rm -rf "$WORK/cache-$setup"
         ;;
-    s3fifo | lru | fixed | importance | clairvoyant | clairvoyant-prefetch)
+    s3fifo | lru | fixed | importance | clairvoyant | clairvoyant-prefetch | clairvoyant-cache-aware)
         policy="${setup%-prefetch}"
+        policy="${policy%-cache-aware}"
         gw_start "$(free_port)" "$WORK/cache-$setup" "$CLOUD_URL" --cache-size "$CACHE_B" \
             --policy "$policy" --threads "$THREADS" --prefetch-concurrency "$PREFETCH_C"
         case "$setup" in
@@ -245,6 +249,9 @@ for setup in "${SETUPS[@]}"; do
             ;;
         clairvoyant-prefetch)
             train "$GW_URL" "$js" --epochs "$EPOCHS" --shuffle-seed "$SEED" --gateway-order
+            ;;
+        clairvoyant-cache-aware)
+            train "$GW_URL" "$js" --epochs "$EPOCHS" --shuffle-seed "$SEED" --cache-aware
             ;;
         *)
             train "$GW_URL" "$js" --epochs "$EPOCHS" --shuffle-seed "$SEED"
@@ -289,6 +296,13 @@ RESULT="$(jq -s --argjson n "$N" --arg size "$SIZE" --argjson sb "$SIZE_B" --arg
                     stall_share: $by["clairvoyant-prefetch"].epochs[$i].stall_share}
                  | . + {met: (.speedup >= 5 and .stall_share < 0.10)}]}
       else . end
+    | if ($by["clairvoyant-prefetch"] and $by["clairvoyant-cache-aware"]) then
+        .bars.cache_aware_vs_clairvoyant = [range(1; $epochs) as $i
+            | {epoch: ($i + 1),
+               speedup: ($by["clairvoyant-prefetch"].epochs[$i].wall_s
+                         / $by["clairvoyant-cache-aware"].epochs[$i].wall_s)}
+            | . + {met: (.speedup >= 1.5)}]
+      else . end
     | if $by["clairvoyant-ranks"] then
         .bars.ranks_clairvoyant_vs_optimum = ($by["clairvoyant-ranks"].trace
             | {hits, optimum_hits, of_optimum, lru_model_hits,
@@ -302,6 +316,7 @@ RESULT="$(jq -s --argjson n "$N" --arg size "$SIZE" --argjson sb "$SIZE_B" --arg
       else . end' "$OUT")"
 echo
 jq -r '.bars.clairvoyant_prefetch_vs_direct[]? | "bar: epoch \(.epoch) clairvoyant-prefetch \(.speedup * 100 | round / 100)x faster than direct (want >= 5), stall \((.stall_share * 1000 | round) / 10)% (want < 10%): \(if .met then "met" else "MISSED" end)"' <<<"$RESULT"
+jq -r '.bars.cache_aware_vs_clairvoyant[]? | "bar: epoch \(.epoch) clairvoyant-cache-aware \(.speedup * 100 | round / 100)x faster than clairvoyant-prefetch (want >= 1.5): \(if .met then "met" else "MISSED" end)"' <<<"$RESULT"
 jq -r '.bars.ranks_clairvoyant_vs_optimum? // empty | "bar: clairvoyant-ranks (no prefetch) hits \(.hits), \((.of_optimum // 0) * 1000 | round / 10)% of the optimum \(.optimum_hits) (want >= 97%; lru \(.lru_hits // "n/a")): \(if .met then "met" else "MISSED" end)"' <<<"$RESULT"
 jq -r '.bars.ranks_clairvoyant_prefetch_vs_direct[]? | "ranks: epoch \(.epoch) clairvoyant-prefetch-ranks \(.speedup * 100 | round / 100)x faster than direct-ranks"' <<<"$RESULT"
 bench_write_results "$RESULT"

@@ -384,6 +384,40 @@ static bool consumed_lately(const future *f, uint32_t u, uint32_t c)
     return c > start_of(f, u) && (uint64_t)f->occ[c - 1] + f->slack > f->position;
 }
 
+/* How many of key u's occurrences lie before pos (occ is ascending within a key). */
+static uint32_t occurrences_before(const future *f, uint32_t u, uint64_t pos)
+{
+    uint32_t first = start_of(f, u), lo = first, hi = start_of(f, u + 1);
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (f->occ[mid] < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - first;
+}
+
+void future_start_like(future *f, future *old, uint64_t pos)
+{
+    if (!f->sealed || !old->sealed)
+        return;
+    pthread_mutex_lock(&old->lock);
+    pthread_mutex_lock(&f->lock);
+    f->position = pos < f->n ? pos : f->n;
+    for (uint32_t u = 0; u < f->n_ukeys; u++) {
+        uint32_t v = find_key(old, f->ukeys[u]);
+        /* old's consumed or skipped occurrences of the key: those before its live one */
+        uint32_t read = v == NO_KEY ? 0 : live_occurrence(old, v) - start_of(old, v);
+        uint32_t before = occurrences_before(f, u, f->position);
+        uint32_t first = start_of(f, u);
+        for (uint32_t c = first; c < first + (read < before ? read : before); c++)
+            f->taken[c / 8] |= (uint8_t)(1u << (c % 8)); /* a prefix: see the top */
+    }
+    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&old->lock);
+}
+
 /*
  * The next planned use of khash at or after the trainer's position (minus the slack) and
  * before limit, or FUTURE_NEVER; with consume, that use is also taken as happening now

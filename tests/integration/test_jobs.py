@@ -219,9 +219,14 @@ def test_a_cache_aware_epoch_reads_each_ranks_cached_share_first(s3rver, gateway
     assert sorted(orders[0] + orders[1]) == list(range(n))
     # the decision is kept: asked again, and after a restart, the same order
     assert api(gw, "GET", "manifests/%s/order?epoch=1" % regs[0])[1]["indices"] == orders[0]
+    log = os.path.join(gw.cache_dir, "manifests", regs[0] + ".cached")
+    whole = os.path.getsize(log)
+    with open(log, "ab") as f:  # a record torn by a crash while it was appended
+        f.write(b"epoch 0 bytes 8\n\x01\x02")
     gw.restart()
     again = api(gw, "GET", "manifests/%s/order?epoch=1" % regs[1])[1]
     assert again["indices"] == orders[1] and again["cached_first"] == firsts[1]
+    assert os.path.getsize(log) == whole  # cut back, so later records are read
 
 
 MiB = 1024 * 1024

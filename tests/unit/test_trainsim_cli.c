@@ -128,6 +128,11 @@ static void every_train_option_is_applied(void **state)
     assert_string_equal(o.json_path, "a.json");
     assert_true(o.quiet);
     ts_options_free(&o);
+
+    assert_int_equal(
+        parse(&o, err, sizeof(err), "train", BASE, "--epochs", "2", "--cache-aware", NULL), SC_OK);
+    assert_true(o.gateway_order && o.split.cache_aware);
+    ts_options_free(&o);
 }
 
 static void bad_command_lines_are_refused_with_2(void **state)

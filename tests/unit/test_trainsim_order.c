@@ -138,8 +138,16 @@ static void manifest_body_of_a_rank_names_its_split(void **state)
     assert_non_null(m);
     assert_int_equal(json_integer_value(json_object_get(m, "world_size")), 8);
     assert_int_equal(json_integer_value(json_object_get(m, "rank")), 3);
+    assert_null(json_object_get(m, "cache_aware"));
     assert_int_equal(json_array_size(json_object_get(m, "keys")), 3); /* the whole dataset */
     assert_int_equal(json_object_size(m), 7);
+    json_decref(m);
+    free(body);
+    const struct ts_split aware = {.world_size = 1, .rank = 0, .cache_aware = true};
+    assert_int_equal(ts_manifest_body(&d, "bkt", 2, 5, &aware, &body), SC_OK);
+    m = json_loads(body, 0, &jerr);
+    assert_true(json_is_true(json_object_get(m, "cache_aware")));
+    assert_int_equal(json_object_size(m), 6);
     json_decref(m);
     free(body);
 }

@@ -46,6 +46,8 @@ static void usage(FILE *to)
         "  --shuffle-seed S      seed of the per-epoch shuffle (default 0)\n"
         "  --gateway-order       register a manifest and read the gateway's order\n"
         "  --manifest-id ID      read the order of an existing manifest\n"
+        "  --cache-aware         --gateway-order, the manifest cache-aware: each epoch\n"
+        "                        reads what the gateway holds first\n"
         "  --world-size W        trainers of one data-parallel job (default 1)\n"
         "  --rank R              which of them this one is, 0..W-1 (default 0): it reads\n"
         "                        DistributedSampler's share R of each epoch\n"
@@ -132,6 +134,7 @@ enum {
     OPT_SHUFFLE_SEED,
     OPT_GATEWAY_ORDER,
     OPT_MANIFEST_ID,
+    OPT_CACHE_AWARE,
     OPT_WORLD_SIZE,
     OPT_RANK,
     OPT_STEP_BARRIER,
@@ -159,6 +162,7 @@ static const struct option longs[] = {
     {"shuffle-seed", required_argument, NULL, OPT_SHUFFLE_SEED},
     {"gateway-order", no_argument, NULL, OPT_GATEWAY_ORDER},
     {"manifest-id", required_argument, NULL, OPT_MANIFEST_ID},
+    {"cache-aware", no_argument, NULL, OPT_CACHE_AWARE},
     {"world-size", required_argument, NULL, OPT_WORLD_SIZE},
     {"rank", required_argument, NULL, OPT_RANK},
     {"step-barrier", required_argument, NULL, OPT_STEP_BARRIER},
@@ -246,6 +250,9 @@ static bool apply_train(struct ts_options *o, int c, const char *v)
         return parse_u64(v, 0, INT64_MAX, &o->shuffle_seed);
     case OPT_GATEWAY_ORDER:
         o->gateway_order = true;
+        return true;
+    case OPT_CACHE_AWARE:
+        o->gateway_order = o->split.cache_aware = true;
         return true;
     case OPT_MANIFEST_ID:
         o->manifest_id = v;

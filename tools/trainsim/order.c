@@ -108,6 +108,8 @@ sc_code ts_manifest_body(const struct ts_dataset *d, const char *bucket, uint32_
         (json_object_set_new(root, "world_size", json_integer(split->world_size)) != 0 ||
          json_object_set_new(root, "rank", json_integer(split->rank)) != 0))
         goto out;
+    if (split->cache_aware && json_object_set_new(root, "cache_aware", json_true()) != 0)
+        goto out;
     *out = json_dumps(root, JSON_COMPACT);
     rc = *out ? SC_OK : SC_ENOMEM;
 out:

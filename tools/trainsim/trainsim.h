@@ -129,6 +129,8 @@ void ts_order_shuffle(uint32_t n, uint64_t seed, uint32_t epoch, uint32_t *perm)
 struct ts_split {
     uint32_t world_size; /* 1..TS_MAX_WORLD */
     uint32_t rank;       /* 0..world_size-1 */
+    bool cache_aware;    /* the manifest asks the gateway to read each epoch's share cached
+                            items first (docs/manifests.md, "Cache-aware order") */
 };
 
 /* @brief Samples each rank reads per epoch of n: ceil(n / world_size). Cannot fail. */
