@@ -3,7 +3,7 @@
  *
  *   parse      plan_parse() of the body (a prefix plan: the body, then each listed key
  *              through plan_dataset_append() and plan_dataset_finish(), as the listing does)
- *   register   what mf_activate() (manifest/manifest.c) builds from a ready plan without
+ *   register   what mf_activate() (manifest/manifest.c, build.c) builds from a plan without
  *              ranges: the order (4 B per access), per item its state (1 B), size (8 B) and
  *              walk stamp (4 B), and the future (policy/future.c) from the key hashes
  *
