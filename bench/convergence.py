@@ -230,6 +230,11 @@ def cmd_train(a):
                    "wall_s": round(time.time() - t0, 2), "epochs": epochs}, f)
 
 
+def median_or_none(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
 def spread(values):
     """median, min, max of a list (None for an empty list)."""
     if not values:
@@ -238,12 +243,41 @@ def spread(values):
             "n": len(values)}
 
 
+def last3(run, field):
+    """The mean of a run's last three epochs' field: less noisy than the last epoch alone."""
+    return statistics.mean(ep[field] for ep in run["epochs"][-3:])
+
+
+PAIRED = {  # what is compared between the two orders of one seed (same initial weights)
+    "final_test_acc": lambda r: r["epochs"][-1]["test_acc"],
+    "final_test_loss": lambda r: r["epochs"][-1]["test_loss"],
+    "last3_test_acc": lambda r: last3(r, "test_acc"),
+    "final_train_loss": lambda r: r["epochs"][-1]["train_loss"],
+}
+
+
+def paired(runs, policy, f):
+    """f(cache-aware run) - f(seeded run) for each seed that has both."""
+    pairs = {}
+    for r in runs:
+        if r["policy"] == policy:
+            pairs.setdefault(r["seed"], {})[r["order"]] = f(r)
+    return [p["cache-aware"] - p["seeded"] for p in pairs.values() if len(p) == 2]
+
+
 def cmd_summarize(a):
-    runs = []
+    """Runs from train's files, or all the runs of an earlier results file (to summarize it
+    again: its settings are kept unless --settings is given)."""
+    runs, settings = [], json.loads(a.settings)
     for path in a.runs:
         with open(path) as f:
-            runs.append(json.load(f))
-    out = {"settings": json.loads(a.settings), "runs": runs, "summary": {}}
+            doc = json.load(f)
+        if "runs" in doc:
+            runs += doc["runs"]
+            settings = settings or doc.get("settings", {})
+        else:
+            runs.append(doc)
+    out = {"settings": settings, "runs": runs, "summary": {}}
     for policy in sorted({r["policy"] for r in runs}):
         by = {}
         for order in ("seeded", "cache-aware"):
@@ -257,8 +291,10 @@ def cmd_summarize(a):
                 "final_test_acc": spread([r["epochs"][-1]["test_acc"] for r in rs]),
                 "final_test_loss": spread([r["epochs"][-1]["test_loss"] for r in rs]),
                 "final_train_loss": spread([r["epochs"][-1]["train_loss"] for r in rs]),
-                "per_epoch": [{f: statistics.median(r["epochs"][e][f] for r in rs)
-                               for f in ("train_loss", "test_loss", "test_acc", "hit_ratio")}
+                "last3_test_acc": spread([last3(r, "test_acc") for r in rs]),
+                "per_epoch": [{f: median_or_none(r["epochs"][e][f] for r in rs)
+                               for f in ("train_loss", "test_loss", "test_acc", "hit_ratio",
+                                         "spearman_vs_previous", "tail_to_head")}
                               for e in range(n_ep)],
                 "hit_ratio_after_epoch_0": spread([statistics.mean(later(r, "hit_ratio"))
                                                    for r in rs]),
@@ -266,12 +302,8 @@ def cmd_summarize(a):
                                                 for x in later(r, "spearman_vs_previous")]),
                 "tail_to_head": spread([x for r in rs for x in later(r, "tail_to_head")]),
             }
-        pairs = {}
-        for r in runs:
-            if r["policy"] == policy:
-                pairs.setdefault(r["seed"], {})[r["order"]] = r["epochs"][-1]["test_acc"]
-        diffs = [p["cache-aware"] - p["seeded"] for p in pairs.values() if len(p) == 2]
-        by["final_test_acc_difference_cache_aware_minus_seeded"] = spread(diffs)
+        by["paired_differences_cache_aware_minus_seeded"] = {
+            name: spread(paired(runs, policy, f)) for name, f in PAIRED.items()}
         out["summary"][policy] = by
     json.dump(out, sys.stdout)
     report(out["summary"])
@@ -301,17 +333,26 @@ def report(summary):
                 "%s (%s..%s)" % (pct(h["median"]), pct(h["min"]), pct(h["max"])),
                 "%+.3f (%+.3f..%+.3f)" % (rho["median"], rho["min"], rho["max"]),
                 "%.3f (%.3f..%.3f)" % (th["median"], th["min"], th["max"])))
-        d = by["final_test_acc_difference_cache_aware_minus_seeded"]
-        if d:
-            w("paired difference of the final held-out accuracy (cache-aware - seeded), %d "
-              "seeds: median %+.2f points (%+.2f..%+.2f)\n" % (
-                  d["n"], 100 * d["median"], 100 * d["min"], 100 * d["max"]))
+        d = by["paired_differences_cache_aware_minus_seeded"]
+        if d["final_test_acc"]:
+            w("paired differences, cache-aware - seeded, %d seeds (median, range):\n"
+              % d["final_test_acc"]["n"])
+        for name, scale, unit in (("final_test_acc", 100, " points"),
+                                  ("last3_test_acc", 100, " points"),
+                                  ("final_test_loss", 1, ""), ("final_train_loss", 1, "")):
+            if d[name]:
+                w("  %-17s %+.4f%s (%+.4f..%+.4f)\n" % (
+                    name, scale * d[name]["median"], unit, scale * d[name]["min"],
+                    scale * d[name]["max"]))
         for order in ("seeded", "cache-aware"):
             if order in by:
                 w("%-12s per epoch (median): held-out acc %s\n" % (order, " ".join(
                     "%.1f" % (100 * ep["test_acc"]) for ep in by[order]["per_epoch"])))
                 w("%-12s per epoch (median): hits %%     %s\n" % ("", " ".join(
                     "%.1f" % (100 * ep["hit_ratio"]) for ep in by[order]["per_epoch"])))
+                w("%-12s per epoch (median): rho          %s\n" % ("", " ".join(
+                    "  -  " if ep["spearman_vs_previous"] is None else
+                    "%+.2f" % ep["spearman_vs_previous"] for ep in by[order]["per_epoch"])))
 
 
 def main(argv=None):
