@@ -6,7 +6,7 @@
 # S3RVER_PID. It checks SigV4 with its one key pair, S3RVER/S3RVER (common.sh exports it).
 
 s3rver_start() {
-    local bucket="$1" port i
+    local bucket="$1" port
     local s3rver="$REPO/node_modules/.bin/s3rver"
     [ -x "$s3rver" ] || die "$s3rver is missing: tools/install-deps.sh (or, in a worktree, link node_modules)"
     need node curl
@@ -20,7 +20,7 @@ s3rver_start() {
     bench_track "$S3RVER_PID"
     S3RVER_URL="http://127.0.0.1:$port"
     # s3rver answers 200 on / (ListBuckets) once it is up.
-    for i in $(seq 400); do
+    for _ in $(seq 400); do
         [ "$(curl -s -o /dev/null -w '%{http_code}' "$S3RVER_URL/" || true)" = 200 ] && return 0
         kill -0 "$S3RVER_PID" 2>/dev/null || { cat "$WORK/s3rver/s3rver.log" >&2; die "s3rver died"; }
         sleep 0.05
