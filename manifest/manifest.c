@@ -28,6 +28,8 @@ static const char *const state_names[] = {
     [MF_FAILED] = "failed",   [MF_JOINED] = "joined",   [MF_PARSING] = "parsing",
 };
 
+static void replay_decisions(const struct mf_registry *r, const char *id, struct plan *p);
+
 /* ---- one manifest ------------------------------------------------------------ */
 
 void mf_ref(struct mf *m)
@@ -54,6 +56,7 @@ void mf_unref(struct mf *m)
     free(m->size);
     free(m->stamp);
     free(m->khash);
+    free(m->used_bits);
     block_set_free(&m->charged);
     free(m->error);
     free(m->body);
@@ -244,49 +247,28 @@ static sc_code build_future(struct mf *m, struct api_err *err)
     return SC_OK;
 }
 
-/*
- * The counts of progress, from the items the plan's ranks read: distinct items, their bytes
- * (a range's known before its object is seen), and of those cached. Run when the plan's
- * ranks change.
- */
-static void recount(struct mf *m)
-{
-    m->used = m->cached = 0;
-    m->bytes_known = m->bytes_cached = 0;
-    memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
-    for (uint64_t pos = 0; pos < m->accesses; pos++) {
-        uint32_t idx = m->order[pos];
-        if (m->stamp[idx] != 0)
-            continue;
-        m->stamp[idx] = 1;
-        m->used++;
-        m->bytes_known += mf_item_bytes(m, idx);
-        if (m->obj[idx] == MF_OBJ_CACHED) {
-            m->cached++;
-            m->bytes_cached += mf_item_bytes(m, idx);
-        }
-    }
-    memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
-    m->walk = 0;
-}
-
-/* What build() makes from the plan for its current ranks, so that a rebuild can swap it. */
+/* What build() makes from the plan for its ranks, so that a rebuild can swap it in. */
 struct built {
     uint32_t *order, *fstart;
     uint64_t *starts, *khash;
     uint32_t n_starts;
     uint64_t accesses;
     future *fut;
+    uint8_t *used;  /* a bit per dataset index: read by the plan's ranks */
+    uint32_t ranks; /* how many ranks the order merges */
 };
 
 static struct built detach_built(struct mf *m)
 {
-    struct built b = {m->order, m->fstart, m->starts, m->khash, m->n_starts, m->accesses, m->fut};
+    struct built b = {m->order,    m->fstart, m->starts,    m->khash,      m->n_starts,
+                      m->accesses, m->fut,    m->used_bits, m->built_ranks};
     m->order = m->fstart = NULL;
     m->starts = m->khash = NULL;
     m->n_starts = 0;
     m->accesses = 0;
     m->fut = NULL;
+    m->used_bits = NULL;
+    m->built_ranks = 0;
     return b;
 }
 
@@ -299,6 +281,8 @@ static void attach_built(struct mf *m, const struct built *b)
     m->n_starts = b->n_starts;
     m->accesses = b->accesses;
     m->fut = b->fut;
+    m->used_bits = b->used;
+    m->built_ranks = b->ranks;
 }
 
 static void built_free(struct built *b)
@@ -307,7 +291,32 @@ static void built_free(struct built *b)
     free(b->fstart);
     free(b->starts);
     free(b->khash);
+    free(b->used);
     future_unref(b->fut);
+    *b = (struct built){0};
+}
+
+/*
+ * The counts of progress, from the items the plan's ranks read (m->used_bits): distinct
+ * items, their bytes (a range's known before its object is seen), and of those cached. Run
+ * when a built plan is attached (m->mu held). O(items).
+ */
+static void recount(struct mf *m)
+{
+    m->used = m->cached = 0;
+    m->bytes_known = m->bytes_cached = 0;
+    for (uint32_t idx = 0; idx < m->n; idx++) {
+        if (!((m->used_bits[idx / 8] >> (idx % 8)) & 1))
+            continue;
+        m->used++;
+        m->bytes_known += mf_item_bytes(m, idx);
+        if (m->obj[idx] == MF_OBJ_CACHED) {
+            m->cached++;
+            m->bytes_cached += mf_item_bytes(m, idx);
+        }
+    }
+    memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
+    m->walk = 0;
 }
 
 uint64_t mf_position(struct mf *m)
@@ -329,97 +338,159 @@ uint64_t mf_position(struct mf *m)
     return lo;
 }
 
-/* Where step (reads of each rank) lies in the future: step * n_ranks accesses in. */
-static uint64_t future_pos_of_step(const struct mf *m, uint64_t step)
+/* Where step (reads of each rank) lies in m's future: step * ranks accesses in. */
+static uint64_t future_pos_of_step(const struct mf *m, uint32_t ranks, uint64_t step)
 {
-    uint32_t ranks = plan_params(m->plan)->n_ranks;
     uint64_t pos = step < m->accesses / ranks ? step * ranks : m->accesses;
     if (pos == m->accesses)
         return future_length(m->fut);
     return m->fstart != NULL ? m->fstart[pos] : pos;
 }
 
-/* The plan's order and future for its current ranks, the trainers at step; counts redone. */
-static sc_code build(struct mf *m, uint64_t step, struct api_err *err)
+/* The items the order reads, a bit each. */
+static uint8_t *used_bits(const uint32_t *order, uint64_t accesses, uint32_t n)
 {
-    m->accesses = plan_accesses(m->plan);
-    m->order = malloc((m->accesses ? m->accesses : 1) * sizeof(*m->order));
-    if (m->order == NULL)
-        return SC_ENOMEM;
+    uint8_t *bits = calloc(((size_t)n + 7) / 8 + 1, 1);
+    for (uint64_t pos = 0; bits && pos < accesses; pos++)
+        bits[order[pos] / 8] |= (uint8_t)(1u << (order[pos] % 8));
+    return bits;
+}
+
+/*
+ * Builds job m's order and future for the plan's ranks into b, the trainers at step. Reads
+ * only the plan (which changes under the registry's reg_mu alone) and m's constants, so it
+ * runs without the list lock or m->mu: readers and fills go on meanwhile.
+ */
+static sc_code build_into(const struct mf *m, uint64_t step, struct built *b, struct api_err *err)
+{
+    struct mf shell = {.reg = m->reg, .plan = m->plan, .n = m->n};
+    shell.accesses = plan_accesses(m->plan);
+    shell.order = malloc((shell.accesses ? shell.accesses : 1) * sizeof(*shell.order));
+    sc_code rc = shell.order != NULL ? SC_OK : SC_ENOMEM;
     struct plan_iter it;
     plan_iter_init(&it, m->plan);
     uint32_t idx;
     uint64_t pos;
-    sc_code rc;
-    while ((rc = plan_iter_next(&it, &idx, &pos)) == SC_OK)
-        m->order[pos] = idx;
+    while (rc == SC_OK && (rc = plan_iter_next(&it, &idx, &pos)) == SC_OK)
+        shell.order[pos] = idx;
     plan_iter_free(&it);
-    if (rc != SC_ENOTFOUND)
-        return rc;
-    rc = build_future(m, err);
+    rc = rc == SC_ENOTFOUND ? build_future(&shell, err) : rc;
+    uint32_t ranks = plan_params(m->plan)->n_ranks;
+    if (rc == SC_OK && m->fut != NULL) /* a rebuild: what was read stays read */
+        future_start_like(shell.fut, m->fut, future_pos_of_step(&shell, ranks, step));
+    else if (rc == SC_OK && step > 0)
+        future_start_at(shell.fut, future_pos_of_step(&shell, ranks, step));
+    if (rc == SC_OK && (shell.used_bits = used_bits(shell.order, shell.accesses, m->n)) == NULL)
+        rc = SC_ENOMEM;
+    shell.built_ranks = ranks;
+    *b = detach_built(&shell);
+    if (rc != SC_OK)
+        built_free(b);
+    return rc;
+}
+
+/*
+ * Makes a job of m, whose plan is ready: its item state, and its order and future built at
+ * step m->resume. With `listed`, m is in the registry already (a prefix whose listing ended):
+ * the future is attached under the list lock; otherwise nobody sees m yet. reg_mu held.
+ */
+static sc_code activate(struct mf *m, bool listed, struct api_err *err)
+{
+    struct mf_registry *r = m->reg;
+    struct built b;
+    pthread_mutex_lock(&m->mu);
+    m->n = plan_objects(m->plan);
+    m->obj = calloc(m->n ? m->n : 1, sizeof(*m->obj));
+    m->size = calloc(m->n ? m->n : 1, sizeof(*m->size));
+    m->stamp = calloc(m->n ? m->n : 1, sizeof(*m->stamp));
+    sc_code rc = m->obj && m->size && m->stamp ? SC_OK : SC_ENOMEM;
+    if (rc == SC_OK) {
+        take_listed_sizes(m);
+        replay_decisions(r, m->id, m->plan);
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (rc == SC_OK)
+        rc = build_into(m, m->resume, &b, err);
     if (rc != SC_OK)
         return rc;
-    if (step > 0)
-        future_start_at(m->fut, future_pos_of_step(m, step));
+    if (listed)
+        pthread_rwlock_wrlock(&r->list_lock);
+    pthread_mutex_lock(&m->mu);
+    attach_built(m, &b);
     recount(m);
+    m->state = plan_params(m->plan)->prefetch ? MF_WARMING : MF_PLANNED;
+    pthread_mutex_unlock(&m->mu);
+    if (listed) {
+        mf_refresh_hint(r);
+        pthread_rwlock_unlock(&r->list_lock);
+    }
     return SC_OK;
 }
 
 sc_code mf_activate(struct mf *m, struct api_err *err)
 {
-    m->n = plan_objects(m->plan);
-    m->obj = calloc(m->n ? m->n : 1, sizeof(*m->obj));
-    m->size = calloc(m->n ? m->n : 1, sizeof(*m->size));
-    m->stamp = calloc(m->n ? m->n : 1, sizeof(*m->stamp));
-    if (!m->obj || !m->size || !m->stamp)
-        return SC_ENOMEM;
-    take_listed_sizes(m);
-    sc_code rc = build(m, m->resume, err);
-    if (rc != SC_OK)
-        return rc;
-    m->state = plan_params(m->plan)->prefetch ? MF_WARMING : MF_PLANNED;
-    return SC_OK;
+    return activate(m, true, err);
 }
 
 uint64_t mf_step(struct mf *m)
 {
-    return mf_position(m) / plan_params(m->plan)->n_ranks;
+    return mf_position(m) / (m->built_ranks ? m->built_ranks : 1);
 }
 
 /*
- * Makes job m read for these ranks: the plan's order and future are built again, the
- * trainers kept at the step they reached (or at `resume`, when further). On error m is
- * unchanged. list_lock held for writing (the future changes) and m->mu.
+ * Builds job j again for its plan's current ranks and decisions, at step j->resume, and
+ * swaps it in: the build runs without locks, the swap under the list lock. reg_mu held.
  */
-static sc_code set_ranks(struct mf *m, const uint32_t *ranks, uint32_t n, uint64_t resume,
-                         struct api_err *err)
+static sc_code rebuild(struct mf_registry *r, struct mf *j, struct api_err *err)
 {
-    const struct plan_params *pp = plan_params(m->plan);
+    struct built b, was;
+    sc_code rc = build_into(j, j->resume, &b, err);
+    if (rc != SC_OK)
+        return rc;
+    pthread_rwlock_wrlock(&r->list_lock);
+    pthread_mutex_lock(&j->mu);
+    was = detach_built(j);
+    attach_built(j, &b);
+    recount(j);
+    j->rate = 0; /* positions of the new plan: measured anew */
+    j->rate_n = 0;
+    pthread_mutex_unlock(&j->mu);
+    mf_refresh_hint(r);
+    pthread_rwlock_unlock(&r->list_lock);
+    built_free(&was);
+    return SC_OK;
+}
+
+/* Notes in j->resume the step its trainers reached, so a rebuild starts there (list lock). */
+static void keep_step(struct mf *j, uint64_t resume)
+{
+    uint64_t step = j->fut != NULL ? mf_step(j) : 0;
+    step = step > resume ? step : resume;
+    j->resume = step > j->resume ? step : j->resume;
+}
+
+/*
+ * Makes job j read for these ranks (at least step `resume`): the plan's ranks change at once,
+ * its order and future are built again after. On error j is unchanged. reg_mu held.
+ */
+static sc_code set_ranks(struct mf_registry *r, struct mf *j, const uint32_t *ranks, uint32_t n,
+                         uint64_t resume, struct api_err *err)
+{
+    const struct plan_params *pp = plan_params(j->plan);
     uint32_t old_n = pp->n_ranks, *old = malloc((size_t)old_n * sizeof(*old));
     if (old == NULL)
         return SC_ENOMEM;
     memcpy(old, pp->ranks, (size_t)old_n * sizeof(*old));
-    uint64_t step = m->fut != NULL ? mf_step(m) : m->resume;
-    step = step > resume ? step : resume;
-    sc_code rc = plan_set_ranks(m->plan, ranks, n, err);
-    if (rc == SC_OK && m->fut == NULL)
-        m->resume = step; /* built when the listing ends */
-    if (rc != SC_OK || m->fut == NULL) {
-        free(old);
-        return rc;
-    }
-    struct built was = detach_built(m);
-    rc = build(m, step, err);
-    if (rc == SC_OK) {
-        built_free(&was);
-        m->rate = 0; /* positions of the new plan: measured anew */
-        m->rate_at = 0;
-    } else {
-        struct built failed = detach_built(m);
-        built_free(&failed);
-        attach_built(m, &was);
-        plan_set_ranks(m->plan, old, old_n, NULL); /* they held before */
-        recount(m);
+    pthread_rwlock_wrlock(&r->list_lock);
+    pthread_mutex_lock(&j->mu);
+    keep_step(j, resume);
+    sc_code rc = plan_set_ranks(j->plan, ranks, n, err);
+    pthread_mutex_unlock(&j->mu);
+    pthread_rwlock_unlock(&r->list_lock);
+    if (rc == SC_OK && j->fut != NULL && (rc = rebuild(r, j, err)) != SC_OK) {
+        pthread_rwlock_wrlock(&r->list_lock);
+        plan_set_ranks(j->plan, old, old_n, NULL); /* they held before */
+        pthread_rwlock_unlock(&r->list_lock);
     }
     free(old);
     return rc;
@@ -496,6 +567,20 @@ void mf_refresh_hint(struct mf_registry *r)
     r->hinted = set;
 }
 
+/* Job m's read rate from its position samples: over the window, at least a trickle once it
+ * has moved (it stopped: its next reads are far off), 0 before. */
+static double window_rate(const struct mf *m)
+{
+    unsigned newest = (m->rate_n - 1) % MF_RATE_WINDOW;
+    unsigned oldest = m->rate_n > MF_RATE_WINDOW ? m->rate_n % MF_RATE_WINDOW : 0;
+    double secs = m->rate_t[newest] - m->rate_t[oldest];
+    uint64_t moved = m->rate_pos[newest] - m->rate_pos[oldest];
+    if (secs <= 0 || (moved == 0 && m->rate == 0))
+        return m->rate;
+    double rate = (double)moved / secs;
+    return rate > 1e-3 ? rate : 1e-3;
+}
+
 void mf_measure_rates(struct mf_registry *r)
 {
     double now = sc_now_seconds();
@@ -503,17 +588,14 @@ void mf_measure_rates(struct mf_registry *r)
     for (struct mf *m = r->list; m; m = m->next) {
         if (!active(m))
             continue;
-        uint64_t pos = future_position(m->fut);
-        double secs = now - m->rate_at;
-        if (m->rate_at > 0 && secs > 0 && pos >= m->rate_pos) {
-            double now_rate = (double)(pos - m->rate_pos) / secs;
-            m->rate = m->rate > 0 ? 0.7 * m->rate + 0.3 * now_rate : now_rate;
-            if (r->hinted && m->slot < future_set_count(r->hinted) &&
-                future_set_at(r->hinted, m->slot) == m->fut)
-                future_set_rate(r->hinted, m->slot, m->rate);
-        }
-        m->rate_pos = pos;
-        m->rate_at = now;
+        unsigned at = m->rate_n % MF_RATE_WINDOW;
+        m->rate_t[at] = now;
+        m->rate_pos[at] = future_position(m->fut);
+        m->rate_n++;
+        m->rate = window_rate(m);
+        if (r->hinted && m->slot < future_set_count(r->hinted) &&
+            future_set_at(r->hinted, m->slot) == m->fut)
+            future_set_rate(r->hinted, m->slot, m->rate);
     }
     pthread_rwlock_unlock(&r->list_lock);
 }
@@ -592,20 +674,39 @@ static void log_decision(const struct mf_registry *r, const char *id, uint32_t e
                 strerror(errno));
 }
 
-/* Decides again, in plan p, the epochs registration id's log holds (p not built yet). */
+/*
+ * Decides again, in plan p, the epochs registration id's log holds (p not built yet). A torn
+ * last record (a crash while appending) is cut off, so that records appended later are read.
+ */
 static void replay_decisions(const struct mf_registry *r, const char *id, struct plan *p)
 {
     char path[4096];
-    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "rb") : NULL;
+    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "r+b") : NULL;
     size_t want = ((size_t)plan_objects(p) + 7) / 8, len;
     unsigned e;
+    long good = 0;
     uint8_t *bits = malloc(want ? want : 1);
     while (f && bits && fscanf(f, "epoch %u bytes %zu", &e, &len) == 2 && fgetc(f) == '\n' &&
-           len == want && fread(bits, 1, len, f) == len && fgetc(f) == '\n')
+           len == want && fread(bits, 1, len, f) == len && fgetc(f) == '\n') {
         plan_decide_epoch(p, e, bits); /* a repeat or a wrong epoch is refused, harmlessly */
+        good = ftell(f);
+    }
+    if (f && bits && fseek(f, 0, SEEK_END) == 0 && ftell(f) > good && good >= 0 &&
+        ftruncate(fileno(f), good) != 0)
+        sc_warn("manifest %s: cannot cut the torn end of %s: %s", id, path, strerror(errno));
     free(bits);
     if (f)
         fclose(f);
+}
+
+/* Copies job j's decided epochs into registration id's log, so it holds them when it becomes
+ * the job's first registration (after the others withdrew, and a restart). */
+static void log_decisions_of(const struct mf_registry *r, const struct mf *j, const char *id)
+{
+    size_t len = ((size_t)plan_objects(j->plan) + 7) / 8;
+    for (uint32_t e = 0; e < plan_epochs(j->plan); e++)
+        if (plan_epoch_decision(j->plan, e) != NULL)
+            log_decision(r, id, e, plan_epoch_decision(j->plan, e), len);
 }
 
 /* The step kept for registration id's job (0: none), so a restart resumes there. */
@@ -614,8 +715,9 @@ static uint64_t read_step(const struct mf_registry *r, const char *id)
     char path[4096], line[32];
     unsigned long long step = 0;
     FILE *f = file_of(r, id, ".step", path, sizeof(path)) ? fopen(path, "r") : NULL;
-    if (f && (fgets(line, sizeof(line), f) == NULL || sscanf(line, "%llu", &step) != 1))
-        step = 0;
+    if (f && (fgets(line, sizeof(line), f) == NULL || line[0] < '0' || line[0] > '9' ||
+              sscanf(line, "%llu", &step) != 1))
+        step = 0; /* unreadable: from the start */
     if (f)
         fclose(f);
     return step;
@@ -658,14 +760,17 @@ void mf_save_steps(struct mf_registry *r)
     pthread_rwlock_unlock(&r->list_lock);
 }
 
-/* A job plan p may join, or NULL; SC_EINVAL when p names a job it cannot join (list_lock). */
+/* A job plan p may join, or NULL; SC_EINVAL when p names a job it cannot join (reg_mu). */
 static sc_code find_job(struct mf_registry *r, const struct plan *p, struct mf **job,
                         struct api_err *err)
 {
     *job = NULL;
     for (struct mf *j = r->list; j; j = j->next) {
-        if (j->job != NULL || j->plan == NULL || j->state == MF_CANCELED || j->state == MF_FAILED ||
-            j->state == MF_DONE)
+        pthread_mutex_lock(&j->mu);
+        enum mf_state st = j->state;
+        pthread_mutex_unlock(&j->mu);
+        if (j->job != NULL || j->plan == NULL || st == MF_CANCELED || st == MF_FAILED ||
+            st == MF_DONE)
             continue;
         bool same;
         sc_code rc = plan_same_job(j->plan, p, &same, err);
@@ -691,22 +796,20 @@ static uint32_t *ranks_with(const struct plan *job, const uint32_t *more, uint32
     return all;
 }
 
-/* Registration m brings its ranks to job j (list_lock held for writing). */
-static sc_code join(struct mf *j, struct mf *m, uint64_t resume, struct api_err *err)
+/* Registration m brings its ranks to job j (at least at step `resume`). reg_mu held. */
+static sc_code join(struct mf_registry *r, struct mf *j, struct mf *m, uint64_t resume,
+                    struct api_err *err)
 {
     uint32_t n;
     uint32_t *all = ranks_with(j->plan, m->own, m->n_own, &n);
-    if (all == NULL)
-        return SC_ENOMEM;
-    pthread_mutex_lock(&j->mu);
-    sc_code rc = set_ranks(j, all, n, resume, err);
-    pthread_mutex_unlock(&j->mu);
+    sc_code rc = all != NULL ? set_ranks(r, j, all, n, resume, err) : SC_ENOMEM;
     free(all);
     if (rc != SC_OK)
         return rc;
     mf_ref(j);
     m->job = j;
     m->state = MF_JOINED;
+    log_decisions_of(r, j, m->id);
     return SC_OK;
 }
 
@@ -724,8 +827,7 @@ struct mf *mf_new_registration(struct mf_registry *r, const char *id)
     return m;
 }
 
-/* m takes plan p: as a job of its own, or as ranks joining the job p belongs to. */
-static sc_code take_plan(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
+sc_code mf_register_plan(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
                          struct api_err *err)
 {
     const struct plan_params *pp = plan_params(p);
@@ -735,33 +837,32 @@ static sc_code take_plan(struct mf_registry *r, struct mf *m, struct plan *p, ui
     memcpy(m->own, pp->ranks, (size_t)pp->n_ranks * sizeof(*m->own));
     m->n_own = pp->n_ranks;
     struct mf *j;
-    sc_code rc = find_job(r, p, &j, err);
-    if (rc == SC_OK && j != NULL) {
-        rc = join(j, m, resume, err);
-        if (rc == SC_OK)
-            plan_free(p);
-        return rc;
+    sc_code rc = find_job(r, p, &j, err); /* the list changes only under reg_mu */
+    if (rc == SC_OK && j != NULL && (rc = join(r, j, m, resume, err)) == SC_OK)
+        plan_free(p);
+    if (rc == SC_OK && j == NULL) {
+        m->plan = p;
+        m->resume = resume;
+        if (plan_ready(p))
+            rc = activate(m, false, err);
     }
     if (rc != SC_OK)
         return rc;
-    m->plan = p;
-    m->resume = resume;
-    if (!plan_ready(p))
-        return SC_OK;
-    replay_decisions(r, m->id, p);
-    return mf_activate(m, err);
-}
-
-sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
-                   struct api_err *err)
-{
-    sc_code rc = take_plan(r, m, p, resume, err);
-    if (rc != SC_OK)
-        return rc;
+    pthread_rwlock_wrlock(&r->list_lock);
     m->next = r->list;
     r->list = m;
     mf_refresh_hint(r);
+    pthread_rwlock_unlock(&r->list_lock);
     return SC_OK;
+}
+
+/* Bytes of the bodies waiting for the registrar (list_lock held). */
+static uint64_t unparsed_bytes(const struct mf_registry *r)
+{
+    uint64_t sum = 0;
+    for (const struct mf *m = r->list; m; m = m->next)
+        sum += m->state == MF_PARSING ? m->body_len : 0;
+    return sum;
 }
 
 /* A registration whose body the registrar parses: listed at once, in state "parsing". */
@@ -780,16 +881,18 @@ static sc_code add_later(struct mf_registry *r, const char *id, const char *body
     m->body_len = len;
     m->resume = resume;
     m->state = MF_PARSING;
+    pthread_rwlock_wrlock(&r->list_lock);
     m->next = r->list;
     r->list = m;
+    pthread_rwlock_unlock(&r->list_lock);
     mf_kick_registrar(r);
     *out = m;
     return SC_OK;
 }
 
 /*
- * Registers a body under id (list_lock held for writing): parsed here, or by the registrar
- * when larger than MF_PARSE_INLINE_MAX. Its job starts at step `resume` unless further.
+ * Registers a body under id (reg_mu held): parsed here, or by the registrar when larger than
+ * MF_PARSE_INLINE_MAX. Its job starts at step `resume` unless further.
  */
 static sc_code add(struct mf_registry *r, const char *id, const char *body, size_t len,
                    uint64_t resume, struct mf **out, struct api_err *err)
@@ -801,7 +904,7 @@ static sc_code add(struct mf_registry *r, const char *id, const char *body, size
     if (rc != SC_OK)
         return rc;
     struct mf *m = mf_new_registration(r, id);
-    rc = m != NULL ? mf_install(r, m, p, resume, err) : SC_ENOMEM;
+    rc = m != NULL ? mf_register_plan(r, m, p, resume, err) : SC_ENOMEM;
     if (rc != SC_OK) {
         if (m == NULL || m->plan != p)
             plan_free(p);
@@ -819,17 +922,26 @@ sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, 
     char id[MF_ID_MAX];
     struct mf *m = NULL;
     err->code = API_OK;
-    pthread_rwlock_wrlock(&r->list_lock);
+    pthread_mutex_lock(&r->reg_mu);
     snprintf(id, sizeof(id), "m%llu", (unsigned long long)r->next_id);
-    sc_code rc = add(r, id, body, len, 0, &m, err);
+    uint64_t waiting = unparsed_bytes(r);
+    sc_code rc = SC_EBUSY;
+    if (len > MF_PARSE_INLINE_MAX && waiting + len > MF_PARSE_PENDING_MAX)
+        api_err_set(err, API_BUSY,
+                    "%llu bytes of manifests wait to be parsed already; retry when they are",
+                    (unsigned long long)waiting); /* memory held for a client: bounded */
+    else
+        rc = add(r, id, body, len, 0, &m, err);
     if (rc == SC_OK) {
         r->next_id++;
         persist(r, id, body, len);
+        pthread_rwlock_rdlock(&r->list_lock);
         *reply = registration_progress(m, false);
+        pthread_rwlock_unlock(&r->list_lock);
         if (*reply == NULL)
             rc = SC_ENOMEM; /* the manifest stands; only the reply failed */
     }
-    pthread_rwlock_unlock(&r->list_lock);
+    pthread_mutex_unlock(&r->reg_mu);
     if (rc == SC_OK)
         mf_kick(r);
     return rc;
@@ -975,47 +1087,65 @@ static uint32_t rank_asked(const struct mf *m, uint32_t rank)
     return m->n_own == 1 ? m->own[0] : PLAN_ALL_RANKS;
 }
 
-/* Bit idx of bits set when item idx of job m is cached (m->mu held). */
+/*
+ * Bit idx of bits set when item idx of job m is cached; one the prefetcher counted cached but
+ * that was evicted since is noted pending again, so its walk fetches it before the trainer
+ * gets there (it re-checks only the items next to the trainer). m->mu taken a stretch at a
+ * time, so fills that complete meanwhile do not wait for the whole dataset.
+ */
 static void mark_cached_items(struct mf *m, uint8_t *bits)
 {
     uint64_t size;
-    for (uint32_t idx = 0; idx < m->n; idx++)
-        if (mf_item_cached(m, idx, &size))
-            bits[idx / 8] |= (uint8_t)(1u << (idx % 8));
+    for (uint32_t from = 0; from < m->n; from += 4096) {
+        pthread_mutex_lock(&m->mu);
+        for (uint32_t idx = from; idx < m->n && idx - from < 4096; idx++) {
+            if (mf_item_cached(m, idx, &size)) {
+                bits[idx / 8] |= (uint8_t)(1u << (idx % 8));
+            } else if (m->obj[idx] == MF_OBJ_CACHED) {
+                m->obj[idx] = MF_OBJ_PENDING;
+                m->cached--;
+                m->bytes_cached -= mf_item_bytes(m, idx);
+            }
+        }
+        pthread_mutex_unlock(&m->mu);
+    }
 }
 
 /*
  * Decides epoch e of a cache-aware job the first time its order is asked: its ranks' shares
- * read what is cached now first. The job's order and future are built again, and the decision
- * logged for each of its registrations.
+ * read what is cached now first. The decision is logged for each of the job's registrations
+ * and the job's order and future are built again (without the list lock: reads go on).
  */
 static void decide_epoch(struct mf_registry *r, const char *id, uint32_t e)
 {
-    pthread_rwlock_wrlock(&r->list_lock);
+    pthread_mutex_lock(&r->reg_mu);
     struct mf *m = find(r, id), *j = m ? job_of(m) : NULL;
     struct plan *p = j ? j->plan : NULL;
     if (p == NULL || !plan_params(p)->cache_aware || j->fut == NULL || e >= plan_epochs(p) ||
         plan_epoch_decision(p, e) != NULL) {
-        pthread_rwlock_unlock(&r->list_lock);
+        pthread_mutex_unlock(&r->reg_mu);
         return;
     }
     size_t len = ((size_t)j->n + 7) / 8;
     uint8_t *bits = calloc(len ? len : 1, 1);
     struct api_err err = {0};
-    pthread_mutex_lock(&j->mu);
-    if (bits != NULL)
+    sc_code rc = SC_ENOMEM;
+    if (bits != NULL) {
         mark_cached_items(j, bits);
-    const struct plan_params *pp = plan_params(p);
-    if (bits == NULL || plan_decide_epoch(p, e, bits) != SC_OK ||
-        set_ranks(j, pp->ranks, pp->n_ranks, 0, &err) != SC_OK)
-        sc_warn("manifest %s: epoch %u keeps its seeded order: %s", j->id, e,
-                err.code ? err.message : "out of memory");
-    pthread_mutex_unlock(&j->mu);
-    for (struct mf *x = r->list; bits && x; x = x->next)
-        if (x->n_own > 0 && job_of(x) == j && plan_epoch_decision(p, e) != NULL)
+        pthread_rwlock_wrlock(&r->list_lock);
+        keep_step(j, 0);
+        rc = plan_decide_epoch(p, e, bits);
+        pthread_rwlock_unlock(&r->list_lock);
+    }
+    for (struct mf *x = r->list; rc == SC_OK && x; x = x->next)
+        if (x->n_own > 0 && job_of(x) == j)
             log_decision(r, x->id, e, bits, len);
-    mf_refresh_hint(r);
-    pthread_rwlock_unlock(&r->list_lock);
+    if (rc == SC_OK)
+        rc = rebuild(r, j, &err);
+    if (rc != SC_OK)
+        sc_warn("manifest %s: epoch %u: %s", j->id, e,
+                err.code ? err.message : "out of memory; its seeded order stands");
+    pthread_mutex_unlock(&r->reg_mu);
     free(bits);
 }
 
@@ -1028,12 +1158,18 @@ json_t *mf_order(mf_registry *r, const char *id, uint32_t e, uint32_t rank, stru
     struct mf *m = find(r, id);
     const struct plan *p = m ? job_of(m)->plan : NULL;
     rank = m ? rank_asked(m, rank) : rank;
+    bool ready = false;
+    if (p != NULL) { /* a listing ends under the job's mu */
+        pthread_mutex_lock(&job_of(m)->mu);
+        ready = plan_ready(p);
+        pthread_mutex_unlock(&job_of(m)->mu);
+    }
     if (m == NULL)
         api_err_set(err, API_NOT_FOUND, "no manifest \"%s\"", id);
     else if (p == NULL)
         api_err_set(err, API_INVALID_FIELD, "manifest %s is %s", id,
                     m->state == MF_PARSING ? "still being parsed" : "not a plan (see its error)");
-    else if (!plan_ready(p))
+    else if (!ready)
         api_err_set(err, API_INVALID_FIELD, "manifest %s is still listing its prefix", id);
     else if (e >= plan_epochs(p))
         api_err_set(err, API_INVALID_FIELD, "epoch %u is out of range: the plan has %u epochs", e,
@@ -1047,54 +1183,56 @@ json_t *mf_order(mf_registry *r, const char *id, uint32_t e, uint32_t rank, stru
     return o;
 }
 
-/* The job's ranks without those of registration m, in a new array of *left. */
+/* The job's ranks without those of registration m, in a new array of *left (both sorted). */
 static uint32_t *ranks_without(const struct mf *j, const struct mf *m, uint32_t *left)
 {
     const struct plan_params *pp = plan_params(j->plan);
-    uint32_t *rest = malloc((size_t)pp->n_ranks * sizeof(*rest));
+    uint32_t *rest = malloc(((size_t)pp->n_ranks + 1) * sizeof(*rest)), k = 0;
     *left = 0;
     for (uint32_t i = 0; rest && i < pp->n_ranks; i++) {
-        bool mine = false;
-        for (uint32_t k = 0; k < m->n_own && !mine; k++)
-            mine = m->own[k] == pp->ranks[i];
-        if (!mine)
+        while (k < m->n_own && m->own[k] < pp->ranks[i])
+            k++;
+        if (k == m->n_own || m->own[k] != pp->ranks[i])
             rest[(*left)++] = pp->ranks[i];
     }
     return rest;
 }
 
 /*
- * Registration m leaves its job j (list_lock for writing, j->mu held): its ranks go, and the
- * job ends with its last rank. Returns whether j ended.
+ * Registration m leaves its job j: its ranks go (the job built again for the others), and
+ * the job ends with its last rank. reg_mu held. Returns whether j ended.
  */
-static bool withdraw(struct mf *j, struct mf *m)
+static bool withdraw(struct mf_registry *r, struct mf *j, struct mf *m)
 {
     uint32_t left;
     uint32_t *rest = ranks_without(j, m, &left);
     struct api_err err = {0};
     bool ended = rest != NULL && left == 0;
-    if (ended)
+    if (ended) {
+        pthread_mutex_lock(&j->mu);
         j->state = MF_CANCELED;
-    else if (rest == NULL || set_ranks(j, rest, left, 0, &err) != SC_OK)
+        pthread_mutex_unlock(&j->mu);
+    } else if (rest == NULL || set_ranks(r, j, rest, left, 0, &err) != SC_OK) {
         sc_warn("manifest %s: the ranks of %s stay planned: %s", j->id, m->id,
                 err.code ? err.message : "out of memory");
+    }
     free(rest);
     m->n_own = 0;
     return ended;
 }
 
-/* Cancels a registration whose body is not parsed, or failed to be (list_lock held; it is
- * released here). */
+/* Cancels a registration whose body is not parsed, or failed to be (reg_mu held). */
 static json_t *cancel_unparsed(struct mf_registry *r, struct mf *m)
 {
+    pthread_rwlock_wrlock(&r->list_lock);
     pthread_mutex_lock(&m->mu);
     if (m->state == MF_PARSING)
         m->state = MF_CANCELED; /* the registrar drops its plan */
     json_t *o = progress_locked(m, true);
     pthread_mutex_unlock(&m->mu);
     mf_unlink(r, m);
-    mf_forget(r, m->id);
     pthread_rwlock_unlock(&r->list_lock);
+    mf_forget(r, m->id);
     mf_unref(m);
     return o;
 }
@@ -1102,27 +1240,29 @@ static json_t *cancel_unparsed(struct mf_registry *r, struct mf *m)
 json_t *mf_cancel(mf_registry *r, const char *id)
 {
     json_t *o = NULL;
-    pthread_rwlock_wrlock(&r->list_lock);
+    pthread_mutex_lock(&r->reg_mu);
     struct mf *m = find(r, id);
-    if (m != NULL && m->plan == NULL && m->job == NULL) /* parsing, or failed to */
-        return cancel_unparsed(r, m);
+    if (m != NULL && m->plan == NULL && m->job == NULL) { /* parsing, or failed to */
+        o = cancel_unparsed(r, m);
+        pthread_mutex_unlock(&r->reg_mu);
+        return o;
+    }
     if (m != NULL && m->n_own == 0)
         m = NULL; /* a job whose own registration left already */
     struct mf *j = m ? job_of(m) : NULL;
-    bool ended = false;
+    bool ended = m != NULL && withdraw(r, j, m);
     if (m) {
-        pthread_mutex_lock(&j->mu);
-        ended = withdraw(j, m);
-        pthread_mutex_unlock(&j->mu);
+        pthread_rwlock_wrlock(&r->list_lock);
         o = registration_progress(m, true);
         if (m != j)
             mf_unlink(r, m);
         if (ended)
             mf_unlink(r, j);
         mf_refresh_hint(r);
+        pthread_rwlock_unlock(&r->list_lock);
         mf_forget(r, id);
     }
-    pthread_rwlock_unlock(&r->list_lock);
+    pthread_mutex_unlock(&r->reg_mu);
     if (m != NULL && m != j)
         mf_unref(m);
     if (ended)
@@ -1257,12 +1397,12 @@ static sc_code reload(struct mf_registry *r)
     closedir(d);
     if (n > 1)
         qsort(names, n, sizeof(*names), by_number);
-    pthread_rwlock_wrlock(&r->list_lock);
+    pthread_mutex_lock(&r->reg_mu);
     for (size_t i = 0; i < n; i++) {
         reload_one(r, names[i]);
         free(names[i]);
     }
-    pthread_rwlock_unlock(&r->list_lock);
+    pthread_mutex_unlock(&r->reg_mu);
     free(names);
     return SC_OK;
 }
@@ -1280,6 +1420,7 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
     }
     r->cfg.dir = r->dir;
     r->next_id = 1;
+    pthread_mutex_init(&r->reg_mu, NULL);
     pthread_rwlock_init(&r->list_lock, NULL);
     pthread_mutex_init(&r->wake_mu, NULL);
     pthread_condattr_t ca;
@@ -1335,6 +1476,7 @@ void mf_registry_free(mf_registry *r)
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->wake_mu);
     pthread_rwlock_destroy(&r->list_lock);
+    pthread_mutex_destroy(&r->reg_mu);
     free(r->dir);
     free(r);
 }

@@ -2,9 +2,10 @@
  * manifest_int.h - what manifest.c (the registry and the API) and
  * prefetch.c (the walk ahead of the trainer) share. Not for other files.
  *
- * Locks: the registry's list_lock (a rwlock) guards the list and each
- * manifest's fut pointer; a manifest's mu guards everything else in it. Order:
- * list_lock before mu; wake_mu is taken alone.
+ * Locks: the registry's reg_mu serializes changes (see struct mf_registry); list_lock (a
+ * rwlock) guards the list, each manifest's plan ranks and decisions, and what a build makes
+ * (order, future...); a manifest's mu guards everything else in it. Order: reg_mu, list_lock,
+ * mu; wake_mu is taken alone.
  */
 #ifndef GW_MANIFEST_INT_H
 #define GW_MANIFEST_INT_H
@@ -20,6 +21,8 @@
 #include "../common/stats.h"
 
 #define MF_ID_MAX       24
+#define MF_RATE_MS      250 /* a job's position is sampled this often for its read rate */
+#define MF_RATE_WINDOW  120 /* samples its rate spans: 30 s */
 #define MF_MAX_FAILURES 100 /* failures listed in progress; all are counted */
 
 enum mf_state {
@@ -37,6 +40,8 @@ enum mf_state {
 
 /* Bodies larger than this are parsed by the registrar thread, off the request threads. */
 #define MF_PARSE_INLINE_MAX (1024u * 1024u)
+/* Bytes of bodies that may wait for the registrar at once (SlowDown above): 4 of the largest. */
+#define MF_PARSE_PENDING_MAX (4ull * PLAN_MAX_BODY)
 
 /* One object's state in a manifest. */
 enum mf_obj {
@@ -67,12 +72,14 @@ struct mf {
     uint32_t n_own;  /* 0 once withdrawn (a job whose registration left before its ranks) */
     uint64_t resume; /* a job: the step (reads of each rank) to start at, kept across restarts */
     uint64_t saved;  /* a job: the step last written to the cache directory */
-    /* A job's read rate, in positions of its future per second (0: not measured yet), and
-     * where and when it was last measured; `slot`: its future's index in the policy's set.
-     * Written under list_lock: for writing, or for reading by the prefetcher alone. */
+    /* A job's read rate, in positions of its future per second (0: it has not read yet), over
+     * the last MF_RATE_WINDOW samples of its position (taken every MF_RATE_MS); `slot`: its
+     * future's index in the policy's set. Written under list_lock: for writing, or for
+     * reading by the prefetcher alone. */
     double rate;
-    uint64_t rate_pos;
-    double rate_at; /* sc_now_seconds(); 0: never */
+    double rate_t[MF_RATE_WINDOW];
+    uint64_t rate_pos[MF_RATE_WINDOW];
+    unsigned rate_n; /* samples taken since the plan was built; the newest at rate_n - 1 */
     size_t slot;
     struct plan *plan; /* NULL for MF_JOINED, MF_PARSING (and a body that failed to parse) */
     char *body;        /* MF_PARSING: the body to parse, body_len bytes */
@@ -86,13 +93,16 @@ struct mf {
                           ranged access is one future entry per block); NULL: the same */
     uint64_t *starts;  /* a plan with ranges: item_start() of each ranged item, sorted */
     uint32_t n_starts;
-    uint8_t *obj;      /* enum mf_obj per dataset index */
-    uint64_t *size;    /* per dataset index: its object's size; 0 while unknown */
-    uint32_t *stamp;   /* per dataset index: the walk that last counted it */
-    uint32_t walk;     /* the current walk's stamp */
-    uint64_t *khash;   /* a plan with ranges: per dataset index, its key's sc_key_hash; else NULL */
-    block_set charged; /* a plan with ranges: the blocks (and whole objects) the current walk
-                          counted, so that items sharing a block charge it once */
+    uint8_t *obj;    /* enum mf_obj per dataset index */
+    uint64_t *size;  /* per dataset index: its object's size; 0 while unknown */
+    uint32_t *stamp; /* per dataset index: the walk that last counted it */
+    uint32_t walk;   /* the current walk's stamp */
+    uint64_t *khash; /* a plan with ranges: per dataset index, its key's sc_key_hash; else NULL */
+    uint8_t *used_bits;   /* a bit per dataset index: read by the ranks the order merges */
+    uint32_t built_ranks; /* how many ranks the order and future merge (the plan's may have
+                             changed since, until the rebuild is swapped in) */
+    block_set charged;    /* a plan with ranges: the blocks (and whole objects) the current walk
+                             counted, so that items sharing a block charge it once */
     pthread_mutex_t mu;
     enum mf_state state;
     char *error;          /* why the manifest failed */
@@ -114,6 +124,11 @@ struct mf {
 struct mf_registry {
     struct mf_config cfg; /* cfg.dir points to dir */
     char *dir;
+    /* Serializes every change of the registry: registrations, joins, withdrawals, decisions,
+     * a listing's end. Their slow parts (parsing, building orders and futures) run under it
+     * alone; list_lock is taken for writing only to swap the results in, so requests reading
+     * through the gateway (mf_observe) never wait for a build. Taken before list_lock. */
+    pthread_mutex_t reg_mu;
     pthread_rwlock_t list_lock;
     struct mf *list;
     uint64_t next_id;
@@ -139,14 +154,17 @@ void mf_kick(struct mf_registry *r);
  * plans changed (list_lock held for writing). */
 void mf_refresh_hint(struct mf_registry *r);
 
-/* @brief Measures each job's read rate and tells the policy's set (the prefetcher, about once
- * a second: MF_RATE_MS). */
+/*
+ * @brief Samples each job's position and tells the policy's set its read rate: the positions
+ * it moved over the window of samples (the prefetcher, every MF_RATE_MS). Steady over the
+ * window, as a training job's step time is; a job that stops reads at a trickle, one that
+ * has not started is not measured (the mean of the others).
+ */
 void mf_measure_rates(struct mf_registry *r);
 
-#define MF_RATE_MS 1000
-
 /*
- * @brief Makes the dataset known: future, order, state arrays (m->mu held).
+ * @brief Makes a listed prefix manifest a job once its listing ended: state arrays, order and
+ * future (built without locks, swapped in under list_lock). reg_mu held, not list_lock or mu.
  * @return SC_OK, SC_ENOMEM, SC_ETOOBIG (the ranges cover more blocks than a future holds:
  *         err says so).
  */
@@ -189,12 +207,12 @@ struct mf *mf_new_registration(struct mf_registry *r, const char *id);
 /*
  * @brief Registration m (not listed) takes plan p: it joins the job p belongs to, or is a job
  * of its own, activated when p is ready; its job starts at step `resume` unless further
- * already. Then m is listed and the policy hinted. list_lock held for writing.
+ * already. Then m is listed and the policy hinted. reg_mu held, not list_lock.
  * @return SC_OK (p is m's, or freed); SC_EINVAL (a named job p cannot join: err), SC_ETOOBIG,
- *         SC_ENOMEM (p is still the caller's).
+ *         SC_ENOMEM (p is still the caller's unless m->plan == p).
  */
-sc_code mf_install(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
-                   struct api_err *err);
+sc_code mf_register_plan(struct mf_registry *r, struct mf *m, struct plan *p, uint64_t resume,
+                         struct api_err *err);
 
 /* @brief Forgets registration id's files in the cache directory. */
 void mf_forget(struct mf_registry *r, const char *id);

@@ -850,26 +850,28 @@ static bool same_dataset(const struct plan *a, const struct plan *b)
     return true;
 }
 
-/* The first thing that keeps p out of job's plan, or NULL when it may join. */
-static const char *job_difference(const struct plan *job, const struct plan *p)
+/*
+ * Why p cannot join job's plan, or NULL when it may. *fatal: a difference a job's name cannot
+ * span (bucket, dataset, world_size): a name given to another dataset is a mistake; the rest
+ * (another seed or number of epochs: the next window of a run; a rank again: a restarted
+ * trainer) makes another job under the same name.
+ */
+static const char *job_difference(const struct plan *job, const struct plan *p, bool *fatal)
 {
     const struct plan_params *a = &job->prm, *b = &p->prm;
+    *fatal = true;
     if (a->form == PLAN_FORM_EPOCHS || b->form == PLAN_FORM_EPOCHS)
         return "a job is a sampling plan (\"keys\" or \"prefix\"), not explicit \"epochs\"";
     if (strcmp(a->bucket, b->bucket) != 0)
         return "its bucket differs";
     if (a->form != b->form || !same_dataset(job, p))
         return "its dataset differs";
-    if (a->num_epochs != b->num_epochs)
-        return "its num_epochs differs";
-    if (a->shuffle != b->shuffle || a->seed != b->seed)
-        return "its shuffle or seed differs";
     if (a->world_size != b->world_size)
         return "its world_size differs";
-    if (a->drop_last != b->drop_last)
-        return "its drop_last differs";
-    if (a->cache_aware != b->cache_aware)
-        return "its cache_aware differs";
+    *fatal = false;
+    if (a->num_epochs != b->num_epochs || a->shuffle != b->shuffle || a->seed != b->seed ||
+        a->drop_last != b->drop_last || a->cache_aware != b->cache_aware)
+        return "its sampling differs";
     for (uint32_t i = 0; i < b->n_ranks; i++)
         if (plan_has_rank(job, b->ranks[i]))
             return "one of its ranks is in the job already";
@@ -879,16 +881,17 @@ static const char *job_difference(const struct plan *job, const struct plan *p)
 sc_code plan_same_job(const struct plan *job, const struct plan *p, bool *same, struct api_err *err)
 {
     const char *a = job->prm.job, *b = p->prm.job;
+    bool fatal;
     *same = false;
     if ((a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0))
         return SC_OK;
-    const char *differs = job_difference(job, p);
+    const char *differs = job_difference(job, p, &fatal);
     if (differs == NULL) {
         *same = true;
         return SC_OK;
     }
-    if (b == NULL)
-        return SC_OK; /* an implicit job: p is another one */
+    if (b == NULL || !fatal)
+        return SC_OK; /* another job (under the same name, if any) */
     char q[JSON_IN_EXCERPT_CAP];
     api_err_set(err, API_INVALID_FIELD, "this plan cannot join job \"%s\": %s",
                 json_in_excerpt(q, sizeof(q), b, strlen(b)), differs);

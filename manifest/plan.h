@@ -244,8 +244,10 @@ sc_code plan_set_ranks(struct plan *p, const uint32_t *ranks, uint32_t n, struct
  * the same order, or the same prefix) with the same num_epochs, shuffle, seed, world_size
  * and drop_last, both named by the same "job" or neither by any, and no rank in common.
  * @param[out] same the answer.
- * @return SC_OK; SC_EINVAL when p names job's "job" but cannot join it (another dataset or
- *         sampling, or a rank already in it): err says what differs.
+ * @return SC_OK; SC_EINVAL when p names job's "job" but another bucket, dataset or world_size
+ *         (err says which). Another seed, number of epochs or sampling, or a rank already in
+ *         the job, is another job under the same name (the next window of a run, a trainer
+ *         restarted): *same false, SC_OK.
  */
 sc_code plan_same_job(const struct plan *job, const struct plan *p, bool *same,
                       struct api_err *err);

@@ -519,7 +519,7 @@ static void list_step(struct mf *m)
         s3_list_page_free(&page);
         return;
     }
-    pthread_rwlock_wrlock(&r->list_lock);
+    pthread_mutex_lock(&r->reg_mu); /* the plan changes: nobody compares it meanwhile */
     pthread_mutex_lock(&m->mu);
     rc = m->state == MF_LISTING ? take_page(m, &page, &err) : SC_ECANCELED;
     free(m->list_token);
@@ -528,12 +528,10 @@ static void list_step(struct mf *m)
         rc = SC_ENOMEM;
     if (rc == SC_OK && !page.truncated)
         rc = plan_dataset_finish(m->plan, &err);
-    if (rc == SC_OK && !page.truncated)
-        rc = mf_activate(m, &err);
     pthread_mutex_unlock(&m->mu);
     if (rc == SC_OK && !page.truncated)
-        mf_refresh_hint(r);
-    pthread_rwlock_unlock(&r->list_lock);
+        rc = mf_activate(m, &err);
+    pthread_mutex_unlock(&r->reg_mu);
     s3_list_page_free(&page);
     if (rc != SC_OK && rc != SC_ECANCELED)
         fail_listing(m, "%s", err.code != API_OK ? err.message : sc_strerror(rc));

@@ -36,7 +36,7 @@ static struct mf *next_unparsed(struct mf_registry *r)
     return oldest;
 }
 
-/* Marks u failed with the reason (list_lock held for writing). */
+/* Marks u failed with the reason (reg_mu held). */
 static void fail_unparsed(struct mf_registry *r, struct mf *u, const char *reason)
 {
     sc_warn("manifest %s: %s", u->id, reason);
@@ -57,27 +57,30 @@ static void parse_one(struct mf_registry *r, struct mf *u)
     struct mf *m = rc == SC_OK ? mf_new_registration(r, u->id) : NULL;
     if (rc == SC_OK && m == NULL)
         rc = SC_ENOMEM;
-    pthread_rwlock_wrlock(&r->list_lock);
-    bool canceled = u->state != MF_PARSING;
+    pthread_mutex_lock(&r->reg_mu);
+    bool canceled = u->state != MF_PARSING; /* changed under reg_mu only */
     if (!canceled && rc == SC_OK) {
         m->created = u->created;
-        rc = mf_install(r, m, p, u->resume, &err);
+        rc = mf_register_plan(r, m, p, u->resume, &err);
     }
-    if (!canceled && rc == SC_OK) {
+    bool installed = !canceled && rc == SC_OK;
+    if (installed) {
+        pthread_rwlock_wrlock(&r->list_lock);
         mf_unlink(r, u);
+        pthread_rwlock_unlock(&r->list_lock);
         p = NULL;
         m = NULL;
     } else if (!canceled) {
         fail_unparsed(r, u, err.code != API_OK ? err.message : sc_strerror(rc));
     }
-    pthread_rwlock_unlock(&r->list_lock);
+    pthread_mutex_unlock(&r->reg_mu);
     if (m == NULL || m->plan != p)
         plan_free(p);
     mf_unref(m);
     free(u->body);
     u->body = NULL;
-    mf_unref(u); /* the list's reference when it was unlinked, else ours */
-    if (!canceled && rc == SC_OK)
+    mf_unref(u); /* ours; and the list's, when it was unlinked */
+    if (installed)
         mf_unref(u);
     mf_kick(r);
 }

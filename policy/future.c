@@ -80,6 +80,39 @@ void future_start_at(future *f, uint64_t pos)
     pthread_mutex_unlock(&f->lock);
 }
 
+/* How many of key u's occurrences lie before pos (occ is ascending within a key). */
+static uint32_t occurrences_before(const future *f, uint32_t u, uint64_t pos)
+{
+    uint32_t lo = f->start[u], hi = f->start[u + 1];
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (f->occ[mid] < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo - f->start[u];
+}
+
+static uint32_t find_key(const future *f, uint64_t khash);
+
+void future_start_like(future *f, future *old, uint64_t pos)
+{
+    if (!f->sealed || !old->sealed)
+        return;
+    pthread_mutex_lock(&old->lock);
+    pthread_mutex_lock(&f->lock);
+    f->position = pos < f->n ? pos : f->n;
+    for (uint32_t u = 0; u < f->n_ukeys; u++) {
+        uint32_t v = find_key(old, f->ukeys[u]);
+        uint32_t read = v == NO_KEY ? 0 : old->cursor[v] - old->start[v];
+        uint32_t before = occurrences_before(f, u, f->position);
+        f->cursor[u] = f->start[u] + (read < before ? read : before);
+    }
+    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&old->lock);
+}
+
 sc_code future_append(future *f, uint64_t khash)
 {
     if (f->sealed)

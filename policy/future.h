@@ -55,6 +55,14 @@ void future_slack_to(future *f, uint64_t slack);
  */
 void future_start_at(future *f, uint64_t pos);
 
+/*
+ * @brief future_start_at(pos) for a plan built again (its ranks or an epoch's order changed)
+ * while trainers read: each key keeps as many occurrences before pos consumed as old had
+ * consumed or skipped (at most those before pos), so a read of an item already read is not
+ * taken for its next one. Both sealed; old is not changed. Takes old's lock, then f's.
+ */
+void future_start_like(future *f, future *old, uint64_t pos);
+
 /* @brief Ends building and indexes each key's occurrences. @return SC_OK or SC_ENOMEM. */
 sc_code future_seal(future *f);
 

@@ -80,25 +80,23 @@ static double rate_known(const future_set *s, size_t i)
     return r;
 }
 
-/* Each future's rate, the unknown ones at the mean of the known (1 when none is); their sum. */
-static double rates(const future_set *s, double *out)
+/* The rate a future without one is taken at: the mean of the known (1 when none is). */
+static double mean_rate(const future_set *s)
 {
-    double known = 0, total = 0;
+    double known = 0;
     size_t n_known = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        out[i] = rate_known(s, i);
-        if (out[i] > 0) {
-            known += out[i];
+    for (size_t i = 0; i < s->n; i++)
+        if (rate_known(s, i) > 0) {
+            known += rate_known(s, i);
             n_known++;
         }
-    }
-    double mean = n_known ? known / (double)n_known : 1.0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (out[i] <= 0)
-            out[i] = mean;
-        total += out[i];
-    }
-    return total;
+    return n_known ? known / (double)n_known : 1.0;
+}
+
+static double rate_of(const future_set *s, size_t i, double mean)
+{
+    double r = rate_known(s, i);
+    return r > 0 ? r : mean;
 }
 
 uint64_t future_set_position(future_set *s)
@@ -113,15 +111,17 @@ uint64_t future_set_next_use_block(future_set *s, uint64_t khash, uint32_t block
 {
     if (s->n == 1)
         return future_next_use_block(s->m[0].f, khash, block);
-    double rate[s->n], total = rates(s, rate), soonest = -1;
+    double mean = mean_rate(s), total = 0, soonest = -1;
     uint64_t position = 0;
     for (size_t i = 0; i < s->n; i++) {
+        double rate = rate_of(s, i, mean);
         uint64_t pos = future_position(s->m[i].f);
         uint64_t next = future_next_use_block(s->m[i].f, khash, block);
         position += pos;
+        total += rate;
         if (next == FUTURE_NEVER)
             continue;
-        double secs = next > pos ? (double)(next - pos) / rate[i] : 0;
+        double secs = next > pos ? (double)(next - pos) / rate : 0;
         if (soonest < 0 || secs < soonest)
             soonest = secs;
     }

@@ -25,6 +25,7 @@ static const struct {
     [API_METHOD_NOT_ALLOWED] = {"MethodNotAllowed", 405},
     [API_UNAUTHORIZED] = {"Unauthorized", 401},
     [API_FORBIDDEN] = {"AccessDenied", 403},
+    [API_BUSY] = {"SlowDown", 503},
 };
 
 #define NCODES (sizeof(codes) / sizeof(codes[0]))

@@ -22,6 +22,7 @@ enum api_err_code {
     API_METHOD_NOT_ALLOWED, /* "MethodNotAllowed" */
     API_UNAUTHORIZED,       /* "Unauthorized": no or wrong admin token (401) */
     API_FORBIDDEN,          /* "AccessDenied": the admin API is not open to this client (403) */
+    API_BUSY,               /* "SlowDown": too much work queued; retry later (503) */
 };
 
 struct api_err {
@@ -32,7 +33,8 @@ struct api_err {
 /* @brief The code's name as sent in "error" ("InvalidJSON", ...); static storage, never NULL. */
 const char *api_err_name(enum api_err_code code);
 
-/* @brief The HTTP status for code: 400, 413 (TooLarge), 404, 405, 401, 403; 200 for API_OK. */
+/* @brief The HTTP status for code: 400, 413 (TooLarge), 404, 405, 401, 403, 503 (SlowDown);
+ * 200 for API_OK. */
 unsigned api_err_status(enum api_err_code code);
 
 /*

@@ -80,17 +80,28 @@ def test_local_ranks_plan_the_ranks_merged_step_by_step(s3rver, gateway):
     assert order["indices"] == merged(30, 0, [0, 1, 3])
 
 
-def test_a_named_job_refuses_a_plan_that_differs_and_other_plans_stay_apart(s3rver, gateway):
+def test_a_named_job_refuses_another_dataset_and_starts_again_for_the_next_window(s3rver,
+                                                                                 gateway):
     gw = gateway(s3rver)
     keys = ["k%03d" % i for i in range(10)]
     status, first, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 0, job="j"))
     assert status == 201
     status, err, _ = api(gw, "POST", "manifests",
-                         rank_plan(s3rver.bucket, keys, 1, job="j", seed=8))
+                         rank_plan(s3rver.bucket, keys[:9], 1, job="j"))
     assert status == 400 and err["error"] == "InvalidField"
-    assert 'cannot join job "j": its shuffle or seed differs' in err["message"]
-    status, err, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 0, job="j"))
-    assert status == 400 and "in the job already" in err["message"]
+    assert 'cannot join job "j": its dataset differs' in err["message"]
+    status, err, _ = api(gw, "POST", "manifests",
+                         rank_plan(s3rver.bucket, keys, 1, job="j", world_size=8))
+    assert status == 400 and "its world_size differs" in err["message"]
+    # the next window (seed + first epoch, as GatewaySampler posts it before it withdraws the
+    # old one), and a rank registered again (a restarted trainer): another job, same name
+    status, window, _ = api(gw, "POST", "manifests",
+                            rank_plan(s3rver.bucket, keys, 0, job="j", seed=9))
+    assert status == 201 and window["job"] == window["id"] != first["id"]
+    status, again, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 1, job="j"))
+    assert status == 201 and again["job"] == first["id"]  # joins the first: rank 1 is new
+    status, twice, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 1, job="j"))
+    assert status == 201 and twice["job"] == twice["id"]
     # without a job name, another seed is another job, and a rank twice is another job too
     status, other, _ = api(gw, "POST", "manifests", rank_plan(s3rver.bucket, keys, 1, seed=8))
     assert status == 201 and other["job"] == other["id"]
@@ -182,6 +193,8 @@ def test_a_cache_aware_epoch_reads_each_ranks_cached_share_first(s3rver, gateway
         for r in (0, 1):
             body, _ = xcache(gw, s3rver.bucket, keys[shares[r][i]])
             assert body == objs[keys[shares[r][i]]]
+    # every fill of epoch 0 stored (or evicted since): what the cache holds no longer moves
+    gw.stats_when(lambda st: st["objects"] + st["evictions"] >= n)
     seeded = {r: splitmix_order(n, 1, 7, True, 2, r, False) for r in (0, 1)}
     replies = {r: api(gw, "GET", "manifests/%s/order?epoch=1" % regs[r])[1] for r in (0, 1)}
     orders = {r: replies[r]["indices"] for r in (0, 1)}
@@ -206,6 +219,65 @@ def test_a_cache_aware_epoch_reads_each_ranks_cached_share_first(s3rver, gateway
     assert sorted(orders[0] + orders[1]) == list(range(n))
     # the decision is kept: asked again, and after a restart, the same order
     assert api(gw, "GET", "manifests/%s/order?epoch=1" % regs[0])[1]["indices"] == orders[0]
+    log = os.path.join(gw.cache_dir, "manifests", regs[0] + ".cached")
+    whole = os.path.getsize(log)
+    with open(log, "ab") as f:  # a record torn by a crash while it was appended
+        f.write(b"epoch 0 bytes 8\n\x01\x02")
     gw.restart()
     again = api(gw, "GET", "manifests/%s/order?epoch=1" % regs[1])[1]
     assert again["indices"] == orders[1] and again["cached_first"] == firsts[1]
+    assert os.path.getsize(log) == whole  # cut back, so later records are read
+
+
+MiB = 1024 * 1024
+
+
+def test_a_warm_job_does_not_starve_another_jobs_next_reads(s3rver, gateway):
+    # job A's plan is twice the cache and its window is warm, filling the cache, when job B
+    # registers. Both trainers are at their start, so B's first reads are needed before A's
+    # tail: the window is shared by need (oldest first, A's window took all the room and B
+    # got nothing before A's trainer moved)
+    gw = gateway(s3rver, cache_size="4M", policy="clairvoyant")
+    gw.require_real()
+    a = seed_objects(s3rver, "warm-a", 240, 32 * KiB)
+    b = seed_objects(s3rver, "warm-b", 16, 32 * KiB)
+    ma = api(gw, "POST", "manifests", {"bucket": s3rver.bucket, "keys": list(a)})[1]["id"]
+    before = wait_progress(gw, ma, lambda p: p["state"] == "warm")
+    assert before["objects_cached"] >= 100, before
+    mb = api(gw, "POST", "manifests", {"bucket": s3rver.bucket, "keys": list(b)})[1]["id"]
+    wait_progress(gw, mb, lambda p: p["objects_cached"] == 16, timeout=30)
+    after = wait_progress(gw, ma, lambda p: p["state"] == "warm")
+    # A gave up the room of B's 16 objects at its tail, and kept its next reads
+    assert before["objects_cached"] - 24 <= after["objects_cached"] <= before["objects_cached"]
+    client = gw.client()
+    for k in list(a)[:8]:
+        r = client.get_object(Bucket=s3rver.bucket, Key=k)
+        assert r["Body"].read() == a[k]
+        assert r["ResponseMetadata"]["HTTPHeaders"]["x-cache"] == "HIT"
+
+
+def test_a_restarted_gateway_does_not_warm_again_what_the_trainers_read(s3rver, gateway):
+    # a cache of 16 of the 48 objects, clairvoyant: the window ahead of the trainer is all it
+    # holds, so what was read and evicted would be fetched again from a position of 0
+    gw = gateway(s3rver, cache_size="1M", policy="clairvoyant", proxy=True)
+    gw.require_real()
+    objs = seed_objects(s3rver, "rewarm", 48, 64 * KiB)
+    keys = list(objs)
+    mid = api(gw, "POST", "manifests", {"bucket": s3rver.bucket, "keys": keys})[1]["id"]
+    for k in keys[:24]:
+        assert read(gw, s3rver.bucket, k) == objs[k]
+    wait_progress(gw, mid, lambda p: p["position"] == 24)
+    step_file = os.path.join(gw.cache_dir, "manifests", mid + ".step")
+    deadline = time.monotonic() + 30
+    while not (os.path.exists(step_file) and open(step_file).read().strip() == "24"):
+        assert time.monotonic() < deadline, "the step was never kept"
+        time.sleep(0.2)
+    wait_progress(gw, mid, lambda p: p["state"] == "warm")
+    gw.proxy.reset_counters()
+    gw.restart()
+    prog = wait_progress(gw, mid, lambda p: p["state"] == "warm")
+    assert prog["position"] == 24
+    fetched = {target.rsplit("/", 1)[-1] for method, target in gw.proxy.request_lines()
+               if method == "GET"}
+    read_before = {k.rsplit("/", 1)[-1] for k in keys[:24]}
+    assert not fetched & read_before, sorted(fetched & read_before)

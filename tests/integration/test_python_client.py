@@ -17,6 +17,7 @@ import pytest
 
 from harness import proc
 from harness import s3util
+from harness.optimum import belady_hits, lru_hits
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader, DistributedSampler  # noqa: E402
@@ -169,43 +170,6 @@ def wait_for(get, done, timeout=30.0):
 
 
 # ---- 1b. clairvoyant reaches what Belady allows; lru does not --------------------------
-
-
-def belady_hits(trace, capacity):
-    """Hits of Belady's MIN with bypass (the offline optimum) over a trace of equal-sized
-    objects, with room for `capacity` of them."""
-    nxt = [0] * len(trace)
-    last = {}
-    for p in range(len(trace) - 1, -1, -1):
-        nxt[p] = last.get(trace[p], float("inf"))
-        last[trace[p]] = p
-    cached, hits = {}, 0  # key -> its next use
-    for p, key in enumerate(trace):
-        if key in cached:
-            hits += 1
-            cached[key] = nxt[p]
-            continue
-        if len(cached) < capacity:
-            cached[key] = nxt[p]
-            continue
-        victim = max(cached, key=cached.get)
-        if nxt[p] < cached[victim]:
-            del cached[victim]
-            cached[key] = nxt[p]
-    return hits
-
-
-def lru_hits(trace, capacity):
-    cached, hits = collections.OrderedDict(), 0
-    for key in trace:
-        if key in cached:
-            hits += 1
-            cached.move_to_end(key)
-        else:
-            cached[key] = True
-            if len(cached) > capacity:
-                cached.popitem(last=False)
-    return hits
 
 
 class SettlingDataset(S3Dataset):

@@ -1,6 +1,7 @@
 """build/s3cached-trainsim, the DataLoader emulator (tools/trainsim): seeding a dataset,
 training epochs through the gateway (hit ratios from its stats), reading in a manifest's
-order, and the exit codes for corrupted bytes, failed requests and bad command lines.
+order, the ranks of one job reading their shares and stepping together, and the exit codes
+for corrupted bytes, failed requests and bad command lines.
 
 S3CACHED_TRAINSIM_BIN overrides the binary (default build/s3cached-trainsim).
 """
@@ -142,6 +143,95 @@ def test_gateway_order_reads_each_epoch_in_the_manifest_order(upstream, gateway,
             e["order_sha256"] for e in run["epochs"]]
         assert again["config"]["manifest_id"] == (mid if extra else None)
         assert [e["hit_ratio"] for e in again["epochs"]] == [1.0, 1.0]
+
+
+def test_ranks_read_their_share_and_step_together(s3rver, gateway, tmp_path):
+    gw = gateway(s3rver)
+    gw.require_real()
+    n, world, steps = 61, 4, 4  # 16 samples a rank and epoch (61 padded to 64), batches of 4
+    prefix = s3util.unique_key("trainsim-ranks") + "/"
+    data = ["--prefix", prefix, "--objects", n, "--size", "2K"]
+    ok(trainsim("seed", s3rver.endpoint, s3rver, *data, "--quiet"))
+    keys = ["%s%08d.bin" % (prefix, i) for i in range(n)]
+
+    def run_ranks(tag, *extra):
+        """Runs the 4 ranks at once; rank 0's model computes 100 ms a step, the others' 0."""
+        barrier = tmp_path / (tag + ".steps")
+        procs = []
+        for r in range(world):
+            argv = [binary(), "train", "--endpoint", gw.endpoint, "--bucket", s3rver.bucket] + [
+                str(a) for a in data + ["--epochs", 2, "--batch-size", 4, "--shuffle-seed", 11,
+                                        "--world-size", world, "--rank", r, "--step-barrier",
+                                        barrier, "--compute-ms", 100 if r == 0 else 0,
+                                        "--quiet", "--json", tmp_path / ("%s%d.json" % (tag, r))]
+                + list(extra)]
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "S3CACHED_"))}
+            env.update({"AWS_ACCESS_KEY_ID": s3rver.access_key,
+                        "AWS_SECRET_ACCESS_KEY": s3rver.secret_key})
+            procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+        for p in procs:
+            out, err = p.communicate(timeout=120)
+            assert p.returncode == 0, "exit %d\n%s\n%s" % (p.returncode, out, err)
+        return [json.loads((tmp_path / ("%s%d.json" % (tag, r))).read_text())
+                for r in range(world)]
+
+    runs = run_ranks("gw", "--gateway-order")
+    for e in range(2):
+        perm = documented_shuffle(n, e, 11)
+        padded = perm + perm[:world * 16 - n]
+        shares = [[keys[i] for i in padded[r::world]] for r in range(world)]
+        assert set(k for sh in shares for k in sh) == set(keys)
+        for r, run in enumerate(runs):
+            mid = run["config"]["manifest_id"]
+            assert (run["config"]["world_size"], run["config"]["rank"]) == (world, r)
+            assert admin(gw, "manifests/" + mid)["accesses"] == 2 * 16 * world  # one job
+            assert admin(gw, "manifests/%s/order?epoch=%d" % (mid, e))["keys"] == shares[r]
+            assert run["epochs"][e]["order_sha256"] == digest(shares[r])
+            assert run["epochs"][e]["objects"] == 16
+    assert len({run["config"]["manifest_id"] for run in runs}) == world
+    # the barrier: the ranks that compute nothing wait for rank 0's 100 ms steps
+    for e in range(2):
+        slow = runs[0]["epochs"][e]
+        assert slow["wall_s"] >= steps * 0.1
+        for run in runs[1:]:
+            fast = run["epochs"][e]
+            assert fast["wall_s"] >= 0.9 * steps * 0.1, fast
+            assert fast["sync_s"] >= 0.7 * steps * 0.1, fast
+            assert fast["sync_s"] > 5 * slow["sync_s"], (fast, slow)
+
+    # the tool's own split is the manifest's
+    own = run_ranks("own")
+    assert [[ep["order_sha256"] for ep in run["epochs"]] for run in own] == [
+        [ep["order_sha256"] for ep in run["epochs"]] for run in runs]
+    assert all(run["config"]["order"] == "shuffle" for run in own)
+    # a barrier file of an earlier run is refused (exit 1), not taken for a new one
+    stale = tmp_path / "gw.steps"
+    stale.write_bytes(b"\x01" * 8 * world)
+    res = trainsim("train", gw.endpoint, s3rver, *data, "--epochs", 1, "--world-size", world,
+                   "--rank", 0, "--step-barrier", stale, "--quiet")
+    assert res.returncode == 1 and "not this run's" in res.stderr, res.stderr
+
+
+def test_gateway_order_waits_while_the_gateway_parses_a_large_plan(s3rver, gateway, tmp_path):
+    gw = gateway(s3rver)
+    gw.require_real()
+    # keys of about 860 bytes: 1,300 of them make a manifest body over 1 MiB, which the
+    # gateway answers 202 and parses later (docs/manifests.md, "Large plans")
+    prefix = s3util.unique_key("trainsim-large") + "/" + ("x" * 200 + "/") * 4
+    data = ["--prefix", prefix, "--objects", 1300, "--size", 16]
+    ok(trainsim("seed", s3rver.endpoint, s3rver, *data, "--workers", 16, "--quiet"))
+    out = tmp_path / "large.json"
+    res = ok(trainsim("train", gw.endpoint, s3rver, *data, "--epochs", 1, "--batch-size", 64,
+                      "--compute-ms", 0, "--shuffle-seed", 3, "--gateway-order", "--json", out))
+    run = json.loads(out.read_text())
+    mid = run["config"]["manifest_id"]
+    assert "reading in the order of manifest %s" % mid in res.stderr
+    keys = ["%s%08d.bin" % (prefix, i) for i in range(1300)]
+    assert run["epochs"][0]["order_sha256"] == digest([keys[i] for i in
+                                                        documented_shuffle(1300, 0, 3)])
+    assert run["epochs"][0]["objects"] == 1300
+    assert admin(gw, "manifests/" + mid)["accesses"] == 1300
 
 
 def test_the_admin_token_comes_from_the_environment(upstream, gateway, tmp_path):

@@ -326,6 +326,31 @@ static void start_at_resumes_with_the_slack_behind(void **state)
     future_unref(f);
 }
 
+/* A plan built again: what the old one had read stays read, so a read of an item read before
+ * the rebuild is not taken for its next occurrence. */
+static void start_like_keeps_what_was_read(void **state)
+{
+    (void)state;
+    const uint64_t old_keys[] = {1, 2, 3, 4, 1, 2, 3, 4}, new_keys[] = {1, 2, 3, 4, 3, 4, 1, 2};
+    future *old = plan(old_keys, 8), *f = plan(new_keys, 8);
+    for (uint64_t k = 1; k <= 4; k++)
+        assert_true(future_consume(old, k)); /* epoch 1 read: position 4 */
+    future_start_like(f, old, 4);
+    assert_int_equal(future_position(f), 4);
+    assert_int_equal(future_next_use(f, 1), 6); /* its epoch-2 read, not the one done */
+    assert_int_equal(future_next_use(f, 3), 4);
+    assert_true(future_consume(f, 3));
+    assert_int_equal(future_position(f), 5);
+    future_unref(old);
+    future_unref(f);
+
+    /* with start_at alone the read of epoch 1 would still be open within the slack */
+    f = plan(new_keys, 8);
+    future_start_at(f, 4);
+    assert_int_equal(future_next_use(f, 1), 0);
+    future_unref(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +368,7 @@ int main(void)
         cmocka_unit_test(a_blocks_next_use_is_its_own_or_its_objects),
         cmocka_unit_test(slack_is_set_per_future),
         cmocka_unit_test(start_at_resumes_with_the_slack_behind),
+        cmocka_unit_test(start_like_keeps_what_was_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1074,9 +1074,14 @@ static void ranks_of_one_sampling_plan_make_one_job(void **state)
     joins("{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
           "{\"bucket\":\"b00\",\"prefix\":\"u/\",\"world_size\":2,\"rank\":1,\"job\":\"j\"}",
           "this plan cannot join job \"j\": its dataset differs");
-    joins("{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
-          "{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
-          "this plan cannot join job \"j\": one of its ranks is in the job already");
+    /* the next window of a named run, or a rank again: another job under the same name */
+    assert_false(joins("{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
+                       "{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
+                       NULL));
+    assert_false(joins("{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
+                       "{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"rank\":1,"
+                       "\"seed\":5,\"job\":\"j\"}",
+                       NULL));
     joins("{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":2,\"job\":\"j\"}",
           "{\"bucket\":\"b00\",\"prefix\":\"t/\",\"world_size\":3,\"rank\":1,\"job\":\"j\"}",
           "this plan cannot join job \"j\": its world_size differs");

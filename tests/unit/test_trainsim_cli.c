@@ -1,7 +1,8 @@
 /*
  * test_trainsim_cli.c - the emulator's command line (tools/trainsim/cli.c) and its
- * request building (s3req.c): defaults, every option, refusals with exit code 2,
- * byte counts with suffixes, and the URL and headers of signed and unsigned requests.
+ * request building (s3req.c): defaults, every option, a rank's options, refusals
+ * with exit code 2, byte counts with suffixes, and the URL and headers of signed
+ * and unsigned requests.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,6 +52,50 @@ static void train_defaults_match_the_documentation(void **state)
     assert_false(o.gateway_order);
     assert_string_equal(o.stats_url, "http://127.0.0.1:8080/_s3cached/stats");
     assert_null(o.csv_path);
+    assert_true(o.split.world_size == 1 && o.split.rank == 0);
+    assert_null(o.step_barrier);
+    ts_options_free(&o);
+}
+
+static void a_rank_of_a_job_takes_its_split_and_barrier(void **state)
+{
+    (void)state;
+    struct ts_options o;
+    char err[512] = "";
+    assert_int_equal(parse(&o, err, sizeof(err), "train", BASE, "--epochs", "3", "--world-size",
+                           "8", "--rank", "7", "--step-barrier", "/tmp/b", "--gateway-order", NULL),
+                     0);
+    assert_true(o.split.world_size == 8 && o.split.rank == 7);
+    assert_string_equal(o.step_barrier, "/tmp/b");
+    ts_options_free(&o);
+    const char *bad[][4] = {
+        {"--world-size", "8", "--rank", "8"}, /* ranks are 0..7 */
+        {"--world-size", "1", "--rank", "1"},        {"--world-size", "0", "--rank", "0"},
+        {"--world-size", "1000001", "--rank", "0"},  {"--world-size", "4", "--rank", "-1"},
+        {"--world-size", "4", "--step-barrier", ""},
+    };
+    const char *why[] = {"--rank must be below --world-size (8)",
+                         "--rank must be below --world-size (1)",
+                         "bad value for --world-size",
+                         "bad value for --world-size",
+                         "bad value for --rank",
+                         "bad value for --step-barrier"};
+    for (size_t k = 0; k < sizeof(bad) / sizeof(*bad); k++) {
+        memset(err, 0, sizeof(err));
+        assert_int_equal(parse(&o, err, sizeof(err), "train", BASE, "--epochs", "1", bad[k][0],
+                               bad[k][1], bad[k][2], bad[k][3], NULL),
+                         TS_EXIT_USAGE);
+        assert_non_null(strstr(err, why[k]));
+        ts_options_free(&o);
+    }
+    /* a rank alone, without --world-size, is rank 1 of 1 */
+    assert_int_equal(
+        parse(&o, err, sizeof(err), "train", BASE, "--epochs", "1", "--rank", "1", NULL),
+        TS_EXIT_USAGE);
+    ts_options_free(&o);
+    memset(err, 0, sizeof(err));
+    assert_int_equal(parse(&o, err, sizeof(err), "seed", BASE, "--rank", "0", NULL), TS_EXIT_USAGE);
+    assert_non_null(strstr(err, "--rank applies to train only"));
     ts_options_free(&o);
 }
 
@@ -82,6 +127,11 @@ static void every_train_option_is_applied(void **state)
     assert_string_equal(o.csv_path, "a.csv");
     assert_string_equal(o.json_path, "a.json");
     assert_true(o.quiet);
+    ts_options_free(&o);
+
+    assert_int_equal(
+        parse(&o, err, sizeof(err), "train", BASE, "--epochs", "2", "--cache-aware", NULL), SC_OK);
+    assert_true(o.gateway_order && o.split.cache_aware);
     ts_options_free(&o);
 }
 
@@ -221,6 +271,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(train_defaults_match_the_documentation),
         cmocka_unit_test(every_train_option_is_applied),
+        cmocka_unit_test(a_rank_of_a_job_takes_its_split_and_barrier),
         cmocka_unit_test(bad_command_lines_are_refused_with_2),
         cmocka_unit_test(byte_counts_take_binary_suffixes),
         cmocka_unit_test(unsigned_requests_are_path_style_with_the_key_encoded),

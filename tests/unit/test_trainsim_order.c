@@ -1,8 +1,9 @@
 /*
  * test_trainsim_order.c - the emulator's epoch orders (tools/trainsim/order.c): its
- * own shuffle is the manifest API's documented one, a gateway order is read
- * back into dataset indices, the manifest of a run lists every key with the
- * plan, and the order fingerprint is the SHA-256 of the keys.
+ * own shuffle is the manifest API's documented one, a rank's share of it is
+ * DistributedSampler's, a gateway order is read back into dataset indices, the
+ * manifest of a run lists every key with the plan (and the rank, in a job of
+ * several), and the order fingerprint is the SHA-256 of the keys.
  */
 #include <jansson.h>
 #include <setjmp.h>
@@ -105,7 +106,8 @@ static void manifest_body_lists_every_key_with_the_plan(void **state)
     (void)state;
     struct ts_dataset d = dataset(3);
     char *body = NULL;
-    assert_int_equal(ts_manifest_body(&d, "bkt", 4, 99, &body), SC_OK);
+    const struct ts_split one = {.world_size = 1, .rank = 0};
+    assert_int_equal(ts_manifest_body(&d, "bkt", 4, 99, &one, &body), SC_OK);
     json_error_t jerr;
     json_t *m = json_loads(body, 0, &jerr);
     assert_non_null(m);
@@ -119,8 +121,80 @@ static void manifest_body_lists_every_key_with_the_plan(void **state)
     assert_int_equal(json_object_size(m), 5);
     json_decref(m);
     free(body);
-    assert_int_equal(ts_manifest_body(&d, "bkt", 1, (uint64_t)INT64_MAX + 1, &body), SC_EINVAL);
+    assert_int_equal(ts_manifest_body(&d, "bkt", 1, (uint64_t)INT64_MAX + 1, &one, &body),
+                     SC_EINVAL);
     assert_null(body);
+}
+
+static void manifest_body_of_a_rank_names_its_split(void **state)
+{
+    (void)state;
+    struct ts_dataset d = dataset(3);
+    char *body = NULL;
+    const struct ts_split r3 = {.world_size = 8, .rank = 3};
+    assert_int_equal(ts_manifest_body(&d, "bkt", 2, 5, &r3, &body), SC_OK);
+    json_error_t jerr;
+    json_t *m = json_loads(body, 0, &jerr);
+    assert_non_null(m);
+    assert_int_equal(json_integer_value(json_object_get(m, "world_size")), 8);
+    assert_int_equal(json_integer_value(json_object_get(m, "rank")), 3);
+    assert_null(json_object_get(m, "cache_aware"));
+    assert_int_equal(json_array_size(json_object_get(m, "keys")), 3); /* the whole dataset */
+    assert_int_equal(json_object_size(m), 7);
+    json_decref(m);
+    free(body);
+    const struct ts_split aware = {.world_size = 1, .rank = 0, .cache_aware = true};
+    assert_int_equal(ts_manifest_body(&d, "bkt", 2, 5, &aware, &body), SC_OK);
+    m = json_loads(body, 0, &jerr);
+    assert_true(json_is_true(json_object_get(m, "cache_aware")));
+    assert_int_equal(json_object_size(m), 6);
+    json_decref(m);
+    free(body);
+}
+
+static void split_matches_the_documented_example(void **state)
+{
+    (void)state;
+    /* docs/manifests.md: n = 10, seed = 42, world_size = 3, epoch 0; padding repeats 0, 9 */
+    const uint32_t want[3][4] = {{0, 8, 7, 3}, {9, 6, 2, 0}, {5, 4, 1, 9}};
+    uint32_t perm[10], share[4];
+    ts_order_shuffle(10, 42, 0, perm);
+    for (uint32_t r = 0; r < 3; r++) {
+        const struct ts_split s = {.world_size = 3, .rank = r};
+        assert_int_equal(ts_split_len(10, &s), 4);
+        ts_split_take(perm, 10, &s, share);
+        assert_memory_equal(share, want[r], sizeof(want[r]));
+    }
+    const struct ts_split one = {.world_size = 1, .rank = 0};
+    uint32_t all[10];
+    assert_int_equal(ts_split_len(10, &one), 10);
+    ts_split_take(perm, 10, &one, all); /* one rank reads the whole permutation */
+    assert_memory_equal(all, perm, sizeof(all));
+}
+
+static void split_of_eight_ranks_reads_every_sample_once(void **state)
+{
+    (void)state;
+    enum { N = 1000, W = 8 };
+    uint32_t perm[N], share[N / W];
+    uint8_t seen[N] = {0};
+    ts_order_shuffle(N, 7, 2, perm);
+    for (uint32_t r = 0; r < W; r++) {
+        const struct ts_split s = {.world_size = W, .rank = r};
+        assert_int_equal(ts_split_len(N, &s), N / W);
+        ts_split_take(perm, N, &s, share);
+        for (uint32_t i = 0; i < N / W; i++) {
+            assert_int_equal(share[i], perm[i * W + r]); /* rank r's i-th beside the others' */
+            assert_false(seen[share[i]]);
+            seen[share[i]] = 1;
+        }
+    }
+    /* more ranks than samples: each reads one, the padding wraps around */
+    const struct ts_split last = {.world_size = 5, .rank = 4};
+    uint32_t one;
+    assert_int_equal(ts_split_len(2, &last), 1);
+    ts_split_take(perm, 2, &last, &one);
+    assert_int_equal(one, perm[0]);
 }
 
 static void order_digest_is_the_sha256_of_the_keys_with_newlines(void **state)
@@ -146,6 +220,9 @@ int main(void)
         cmocka_unit_test(gateway_order_keys_become_dataset_indices),
         cmocka_unit_test(gateway_order_with_foreign_keys_or_no_keys_is_refused),
         cmocka_unit_test(manifest_body_lists_every_key_with_the_plan),
+        cmocka_unit_test(manifest_body_of_a_rank_names_its_split),
+        cmocka_unit_test(split_matches_the_documented_example),
+        cmocka_unit_test(split_of_eight_ranks_reads_every_sample_once),
         cmocka_unit_test(order_digest_is_the_sha256_of_the_keys_with_newlines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,7 +13,9 @@
 #include "../../common/buf.h"
 #include "trainsim.h"
 
-#define MAX_REPLY (512u << 20) /* an order of 10M keys is about 200 MB */
+#define MAX_REPLY     (512u << 20) /* an order of 10M keys is about 200 MB */
+#define PARSE_POLLS   6000         /* a large plan may take 10 minutes to be parsed */
+#define PARSE_POLL_US 100000
 
 /* Collects the reply's body (into a struct sc_buf bounded by MAX_REPLY). */
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
@@ -142,15 +144,61 @@ static char *admin_url(const char *endpoint, const char *what)
     return url;
 }
 
+/* The "state" of a manifest's progress reply, or NULL; the reply is parsed into *root. */
+static const char *reply_state(const char *reply, json_t **root)
+{
+    json_error_t jerr;
+    *root = json_loads(reply, 0, &jerr);
+    return json_string_value(json_object_get(*root, "state"));
+}
+
+/*
+ * A large plan is answered 202 in state "parsing" and registered later by the
+ * gateway's registrar (docs/manifests.md, "Large plans"): polls the manifest until
+ * its state moves on. SC_EUPSTREAM (the answer on stderr) when it failed.
+ */
+static sc_code wait_parsed(const char *endpoint, const char *id)
+{
+    char what[160];
+    snprintf(what, sizeof(what), "manifests/%s", id);
+    char *url = admin_url(endpoint, what);
+    sc_code rc = url ? SC_ETIMEOUT : SC_ENOMEM;
+    for (int polls = 0; url && polls < PARSE_POLLS; polls++) {
+        long status = 0;
+        char *reply = NULL;
+        json_t *root = NULL;
+        rc = http_call(url, NULL, 60, &status, &reply);
+        const char *state = rc == SC_OK ? reply_state(reply, &root) : NULL;
+        bool parsing = status == 200 && state && strcmp(state, "parsing") == 0;
+        if (rc == SC_OK && !parsing &&
+            (status != 200 || state == NULL || strcmp(state, "failed") == 0 ||
+             strcmp(state, "canceled") == 0)) {
+            fprintf(stderr, "s3cached-trainsim: GET %s answered %ld: %.500s\n", url, status, reply);
+            rc = SC_EUPSTREAM;
+        }
+        json_decref(root);
+        free(reply);
+        if (rc != SC_OK || !parsing)
+            break;
+        rc = SC_ETIMEOUT;
+        usleep(PARSE_POLL_US);
+    }
+    if (rc == SC_ETIMEOUT)
+        fprintf(stderr, "s3cached-trainsim: manifest %s still parsing after 10 minutes\n", id);
+    free(url);
+    return rc;
+}
+
 sc_code ts_manifest_register(const char *endpoint, const struct ts_dataset *d, const char *bucket,
-                             uint32_t epochs, uint64_t seed, char *id, size_t id_len)
+                             uint32_t epochs, uint64_t seed, const struct ts_split *split, char *id,
+                             size_t id_len)
 {
     long status = 0;
     char *reply = NULL;
     json_t *root = NULL;
     char *body = NULL;
     char *url = admin_url(endpoint, "manifests");
-    sc_code rc = url ? ts_manifest_body(d, bucket, epochs, seed, &body) : SC_ENOMEM;
+    sc_code rc = url ? ts_manifest_body(d, bucket, epochs, seed, split, &body) : SC_ENOMEM;
     if (rc == SC_OK)
         rc = http_call(url, body, 300, &status, &reply);
     if (rc != SC_OK) {
@@ -160,12 +208,14 @@ sc_code ts_manifest_register(const char *endpoint, const struct ts_dataset *d, c
     json_error_t jerr;
     root = json_loads(reply, 0, &jerr);
     const char *got = json_string_value(json_object_get(root, "id"));
-    if (status != 201 || got == NULL || strlen(got) >= id_len) {
+    if ((status != 201 && status != 202) || got == NULL || strlen(got) >= id_len) {
         fprintf(stderr, "s3cached-trainsim: POST %s answered %ld: %.500s\n", url, status, reply);
         rc = SC_EUPSTREAM;
         goto out;
     }
     snprintf(id, id_len, "%s", got);
+    if (status == 202)
+        rc = wait_parsed(endpoint, id);
 out:
     json_decref(root);
     free(reply);

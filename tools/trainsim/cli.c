@@ -46,6 +46,13 @@ static void usage(FILE *to)
         "  --shuffle-seed S      seed of the per-epoch shuffle (default 0)\n"
         "  --gateway-order       register a manifest and read the gateway's order\n"
         "  --manifest-id ID      read the order of an existing manifest\n"
+        "  --cache-aware         --gateway-order, the manifest cache-aware: each epoch\n"
+        "                        reads what the gateway holds first\n"
+        "  --world-size W        trainers of one data-parallel job (default 1)\n"
+        "  --rank R              which of them this one is, 0..W-1 (default 0): it reads\n"
+        "                        DistributedSampler's share R of each epoch\n"
+        "  --step-barrier FILE   the ranks share FILE (new, or of this run) and every\n"
+        "                        compute step waits for all of them, as DDP's all-reduce\n"
         "output (train):\n"
         "  --stats-url URL       the gateway's stats (default ENDPOINT/_s3cached/stats;\n"
         "                        \"none\" to skip)\n"
@@ -127,6 +134,10 @@ enum {
     OPT_SHUFFLE_SEED,
     OPT_GATEWAY_ORDER,
     OPT_MANIFEST_ID,
+    OPT_CACHE_AWARE,
+    OPT_WORLD_SIZE,
+    OPT_RANK,
+    OPT_STEP_BARRIER,
     OPT_STATS_URL,
     OPT_CSV,
     OPT_JSON,
@@ -151,6 +162,10 @@ static const struct option longs[] = {
     {"shuffle-seed", required_argument, NULL, OPT_SHUFFLE_SEED},
     {"gateway-order", no_argument, NULL, OPT_GATEWAY_ORDER},
     {"manifest-id", required_argument, NULL, OPT_MANIFEST_ID},
+    {"cache-aware", no_argument, NULL, OPT_CACHE_AWARE},
+    {"world-size", required_argument, NULL, OPT_WORLD_SIZE},
+    {"rank", required_argument, NULL, OPT_RANK},
+    {"step-barrier", required_argument, NULL, OPT_STEP_BARRIER},
     {"stats-url", required_argument, NULL, OPT_STATS_URL},
     {"csv", required_argument, NULL, OPT_CSV},
     {"json", required_argument, NULL, OPT_JSON},
@@ -176,6 +191,7 @@ static void defaults(struct ts_options *o)
     o->batch = 32;
     o->prefetch = 2;
     o->compute_ms = 20;
+    o->split.world_size = 1;
     o->stats_url = "";
 }
 
@@ -235,10 +251,20 @@ static bool apply_train(struct ts_options *o, int c, const char *v)
     case OPT_GATEWAY_ORDER:
         o->gateway_order = true;
         return true;
+    case OPT_CACHE_AWARE:
+        o->gateway_order = o->split.cache_aware = true;
+        return true;
     case OPT_MANIFEST_ID:
         o->manifest_id = v;
         o->gateway_order = true;
         return *v != '\0' && strcspn(v, "/?#% ") == strlen(v);
+    case OPT_WORLD_SIZE:
+        return parse_u32(v, 1, TS_MAX_WORLD, &o->split.world_size);
+    case OPT_RANK:
+        return parse_u32(v, 0, TS_MAX_WORLD - 1, &o->split.rank);
+    case OPT_STEP_BARRIER:
+        o->step_barrier = v;
+        return *v != '\0';
     case OPT_STATS_URL:
         o->stats_url = strcmp(v, "none") == 0 ? NULL : v;
         return *v != '\0';
@@ -266,6 +292,11 @@ static bool check_whole(struct ts_options *o, FILE *err)
     }
     if (strncmp(o->endpoint, "http://", 7) != 0 && strncmp(o->endpoint, "https://", 8) != 0) {
         fprintf(err, "s3cached-trainsim: --endpoint must be an http:// or https:// URL\n");
+        return false;
+    }
+    if (o->split.rank >= o->split.world_size) {
+        fprintf(err, "s3cached-trainsim: --rank must be below --world-size (%u)\n",
+                o->split.world_size);
         return false;
     }
     if (o->gateway_order && o->manifest_id == NULL && o->epochs > MAX_GW_EPOCHS) {

@@ -7,7 +7,10 @@
  * k..k+P-1 may load; while it computes on batch k, batches k+1..k+P. The
  * consumer (the GPU) takes batch k once all its objects arrived and computes
  * for T ms while loading goes on. Data stall is the time the consumer spent
- * waiting for a batch that was not complete. Times are taken from when a
+ * waiting for a batch that was not complete. With a step barrier (the ranks of
+ * one job), each compute step ends with an arrival and the consumer takes no
+ * batch before every rank arrived, as DDP's all-reduce holds every rank until the
+ * slowest is done; that wait is sync time, not stall. Times are taken from when a
  * batch's last object arrived and when a compute step ends, not from when the
  * loop noticed, so the loop's own wake-ups do not count as stall.
  */
@@ -29,7 +32,10 @@ struct epoch_run {
     uint32_t next_pos;   /* next position of the order to fetch */
     uint32_t next_batch; /* the batch the consumer takes next */
     bool computing;
+    bool syncing; /* the step ended; the consumer waits at the barrier */
     int64_t compute_end_ns;
+    int64_t sync_ns;
+    int64_t end_ns;        /* when the last step (and its barrier) ended */
     int64_t idle_since_ns; /* the consumer waits since then (when not computing) */
     int64_t stall_ns;
     uint32_t *lat_us; /* one per finished GET */
@@ -46,7 +52,18 @@ static void consume(struct epoch_run *r, int64_t now)
             if (now < r->compute_end_ns)
                 return;
             r->computing = false;
-            r->idle_since_ns = r->compute_end_ns;
+            r->idle_since_ns = r->end_ns = r->compute_end_ns;
+            if (r->l->barrier) {
+                ts_barrier_arrive(r->l->barrier);
+                r->syncing = true;
+            }
+        }
+        if (r->syncing) {
+            if (!ts_barrier_passed(r->l->barrier))
+                return;
+            r->syncing = false;
+            r->sync_ns += now - r->idle_since_ns; /* now: when the loop saw it pass */
+            r->idle_since_ns = r->end_ns = now;
         }
         if (r->next_batch == r->n_batches || r->left[r->next_batch] > 0)
             return;
@@ -106,9 +123,14 @@ static void show_progress(struct epoch_run *r, struct ts_progress *pr, int64_t s
         s > 0 ? 100.0 * stall / s : 0.0, r->e->corrupt + r->e->failed ? "  ERRORS" : "");
 }
 
-/* How long the loop may sleep: until the compute step ends, or a progress tick. */
+#define BARRIER_POLL_MS 1
+
+/* How long the loop may sleep: until the compute step ends, the next look at the
+ * barrier, or a progress tick. */
 static int wait_ms(const struct epoch_run *r, int64_t now)
 {
+    if (r->syncing)
+        return BARRIER_POLL_MS;
     if (!r->computing)
         return PROGRESS_TICK_MS;
     int64_t ms = (r->compute_end_ns - now + 999999) / 1000000;
@@ -122,7 +144,7 @@ static sc_code run(struct epoch_run *r, ts_pool *p, struct ts_progress *pr, int6
     for (;;) {
         int64_t now = sc_now_ns();
         consume(r, now);
-        if (r->next_batch == r->n_batches && !r->computing)
+        if (r->next_batch == r->n_batches && !r->computing && !r->syncing)
             return SC_OK;
         rc = issue(r, p);
         if (rc != SC_OK)
@@ -152,11 +174,12 @@ sc_code ts_load_epoch(ts_pool *p, const struct ts_loader *l, const uint32_t *ord
     rc = run(&r, p, pr, start);
     if (rc != SC_OK)
         goto out;
-    int64_t end = r.compute_end_ns > start ? r.compute_end_ns : sc_now_ns();
+    int64_t end = r.end_ns > start ? r.end_ns : sc_now_ns();
     show_progress(&r, pr, start, true);
     ts_progress_done(pr);
     e->wall_s = (double)(end - start) / 1e9;
     e->stall_s = (double)r.stall_ns / 1e9;
+    e->sync_s = (double)r.sync_ns / 1e9;
     e->compute_s = (double)r.n_batches * l->compute_ms / 1e3;
     ts_latency_summary(r.lat_us, r.n_lat, e);
 out:

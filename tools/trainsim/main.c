@@ -15,6 +15,7 @@
 struct train {
     const struct ts_options *o;
     ts_pool *pool;
+    ts_barrier *barrier; /* NULL without --step-barrier */
     struct ts_progress pr;
     char manifest_id[128];
     struct ts_epoch *epochs;
@@ -38,19 +39,32 @@ static int run_seed(const struct ts_options *o, ts_pool *pool)
     return r.failed ? TS_EXIT_FAILED : TS_EXIT_OK;
 }
 
-/* The order of epoch e (0-based): the gateway's, or the tool's own shuffle. */
+/*
+ * The order of epoch e (0-based): the gateway's (a manifest's order is its rank's
+ * already), or this rank's share of the tool's own shuffle.
+ */
 static sc_code epoch_order(struct train *t, uint32_t e, uint32_t **order, uint32_t *len)
 {
     const struct ts_options *o = t->o;
+    uint32_t n = o->ds.objects;
     if (o->gateway_order)
         return ts_manifest_order(o->endpoint, t->manifest_id, e, &o->ds, order, len);
-    *order = malloc((size_t)o->ds.objects * sizeof(**order));
-    if (*order == NULL)
+    uint32_t *perm = malloc((size_t)n * sizeof(*perm));
+    *len = ts_split_len(n, &o->split);
+    *order = malloc((size_t)*len * sizeof(**order));
+    if (perm == NULL || *order == NULL) {
+        free(perm);
+        free(*order);
+        *order = NULL;
         return SC_ENOMEM;
-    *len = o->ds.objects;
-    ts_order_shuffle(o->ds.objects, o->shuffle_seed, e, *order);
+    }
+    ts_order_shuffle(n, o->shuffle_seed, e, perm);
+    ts_split_take(perm, n, &o->split, *order);
+    free(perm);
     return SC_OK;
 }
+
+#define BARRIER_SYNC_MS 600000 /* how long a rank waits for the others between epochs */
 
 /*
  * Reads the counters after an epoch of gets GETs. A reply's counters may be
@@ -84,8 +98,13 @@ static sc_code train_epoch(struct train *t, uint32_t e)
     if (rc != SC_OK)
         goto out;
     ts_order_digest(&o->ds, order, len, ep->order_sha256);
+    /* the ranks start each epoch together, as a job's ranks end the last one's final step */
+    if (t->barrier && (rc = ts_barrier_sync(t->barrier, BARRIER_SYNC_MS)) != SC_OK) {
+        fprintf(stderr, "s3cached-trainsim: the other ranks did not come to epoch %u\n", e + 1);
+        goto out;
+    }
     bool have = o->stats_url && ts_stats_fetch(o->stats_url, &before) == SC_OK;
-    struct ts_loader l = {o->batch, o->prefetch, o->compute_ms, e + 1, o->epochs};
+    struct ts_loader l = {o->batch, o->prefetch, o->compute_ms, e + 1, o->epochs, t->barrier};
     rc = ts_load_epoch(t->pool, &l, order, len, &t->pr, ep);
     if (rc != SC_OK)
         goto out;
@@ -140,6 +159,19 @@ static int finish_train(struct train *t, sc_code rc)
     return code ? code : werr;
 }
 
+/* The --step-barrier's barrier, or NULL without one; reports a failure. */
+static sc_code open_barrier(const struct ts_options *o, ts_barrier **b)
+{
+    *b = NULL;
+    if (o->step_barrier == NULL)
+        return SC_OK;
+    sc_code rc = ts_barrier_open(o->step_barrier, &o->split, b);
+    if (rc != SC_OK)
+        fprintf(stderr, "s3cached-trainsim: --step-barrier %s: %s\n", o->step_barrier,
+                rc == SC_EINVAL ? "not this run's (delete it between runs)" : sc_strerror(rc));
+    return rc;
+}
+
 static int run_train(const struct ts_options *o, ts_pool *pool)
 {
     struct train t = {.o = o, .pool = pool};
@@ -148,12 +180,12 @@ static int run_train(const struct ts_options *o, ts_pool *pool)
     t.epochs = calloc(o->epochs, sizeof(*t.epochs));
     if (t.epochs == NULL)
         goto out;
-    rc = SC_OK;
-    if (o->manifest_id)
+    rc = open_barrier(o, &t.barrier);
+    if (rc == SC_OK && o->manifest_id)
         snprintf(t.manifest_id, sizeof(t.manifest_id), "%s", o->manifest_id);
-    else if (o->gateway_order)
+    else if (rc == SC_OK && o->gateway_order)
         rc = ts_manifest_register(o->endpoint, &o->ds, o->bucket, o->epochs, o->shuffle_seed,
-                                  t.manifest_id, sizeof(t.manifest_id));
+                                  &o->split, t.manifest_id, sizeof(t.manifest_id));
     if (rc == SC_OK && o->gateway_order && !o->quiet)
         fprintf(stderr, "s3cached-trainsim: reading in the order of manifest %s\n", t.manifest_id);
     /* an epoch with a corrupted or failed object is the last one */
@@ -165,6 +197,7 @@ static int run_train(const struct ts_options *o, ts_pool *pool)
     if (rc != SC_OK)
         fprintf(stderr, "s3cached-trainsim: train: %s\n", sc_strerror(rc));
 out:;
+    ts_barrier_close(t.barrier); /* the other ranks wait no more for this one */
     int code = t.epochs ? finish_train(&t, rc) : TS_EXIT_ERROR;
     free(t.epochs);
     return code;

@@ -1,8 +1,8 @@
 /*
  * order.c - the order in which an epoch reads the dataset: the tool's own
  * shuffle (the gateway's documented one, so both sides agree on a seed), the
- * order a gateway manifest answers, the manifest that plans a run, and a
- * fingerprint of an order.
+ * order a gateway manifest answers, a rank's share of an epoch, the manifest
+ * that plans a run, and a fingerprint of an order.
  */
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -22,6 +22,18 @@ void ts_order_shuffle(uint32_t n, uint64_t seed, uint32_t epoch, uint32_t *perm)
         perm[i] = perm[j];
         perm[j] = t;
     }
+}
+
+uint32_t ts_split_len(uint32_t n, const struct ts_split *s)
+{
+    return (uint32_t)(((uint64_t)n + s->world_size - 1) / s->world_size);
+}
+
+void ts_split_take(const uint32_t *perm, uint32_t n, const struct ts_split *s, uint32_t *out)
+{
+    uint32_t len = ts_split_len(n, s);
+    for (uint32_t i = 0; i < len; i++)
+        out[i] = perm[(s->rank + (uint64_t)i * s->world_size) % n];
 }
 
 sc_code ts_order_parse(const struct ts_dataset *d, const char *json, uint32_t **order,
@@ -67,7 +79,7 @@ out:
 }
 
 sc_code ts_manifest_body(const struct ts_dataset *d, const char *bucket, uint32_t epochs,
-                         uint64_t seed, char **out)
+                         uint64_t seed, const struct ts_split *split, char **out)
 {
     char key[TS_MAX_KEY];
     sc_code rc = SC_EINVAL;
@@ -91,6 +103,12 @@ sc_code ts_manifest_body(const struct ts_dataset *d, const char *bucket, uint32_
     root = json_pack("{s:s, s:O, s:I, s:I, s:b}", "bucket", bucket, "keys", keys, "num_epochs",
                      (json_int_t)epochs, "seed", (json_int_t)seed, "shuffle", 1);
     if (root == NULL)
+        goto out;
+    if (split->world_size > 1 &&
+        (json_object_set_new(root, "world_size", json_integer(split->world_size)) != 0 ||
+         json_object_set_new(root, "rank", json_integer(split->rank)) != 0))
+        goto out;
+    if (split->cache_aware && json_object_set_new(root, "cache_aware", json_true()) != 0)
         goto out;
     *out = json_dumps(root, JSON_COMPACT);
     rc = *out ? SC_OK : SC_ENOMEM;

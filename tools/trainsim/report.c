@@ -112,7 +112,7 @@ static json_t *epoch_json(const struct ts_epoch *e)
     double ratio = ts_hit_ratio(e);
     return json_pack(
         "{s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f,"
-        " s:o, s:o, s:o, s:I, s:I, s:I, s:s}",
+        " s:o, s:o, s:o, s:I, s:I, s:I, s:s, s:f}",
         "epoch", (json_int_t)e->epoch, "objects", (json_int_t)e->objects, "bytes",
         (json_int_t)e->bytes, "wall_s", e->wall_s, "stall_s", e->stall_s, "stall_share", share(e),
         "compute_s", e->compute_s, "objects_per_s", per_s((double)e->objects, e->wall_s),
@@ -121,7 +121,7 @@ static json_t *epoch_json(const struct ts_epoch *e)
         "hits", maybe_int(e->have_hits, e->hits), "misses", maybe_int(e->have_hits, e->misses),
         "hit_ratio", ratio >= 0 ? json_real(ratio) : json_null(), "retries", (json_int_t)e->retries,
         "failed", (json_int_t)e->failed, "corrupt", (json_int_t)e->corrupt, "order_sha256",
-        e->order_sha256);
+        e->order_sha256, "sync_s", e->sync_s);
 }
 
 static json_t *config_json(const struct ts_options *o, const char *manifest_id)
@@ -129,7 +129,7 @@ static json_t *config_json(const struct ts_options *o, const char *manifest_id)
     const struct ts_dataset *d = &o->ds;
     return json_pack(
         "{s:s, s:s, s:s, s:I, s:I, s:s, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:o,"
-        " s:o}",
+        " s:o, s:I, s:I, s:o}",
         "endpoint", o->endpoint, "bucket", o->bucket, "prefix", d->prefix, "objects",
         (json_int_t)d->objects, "size", (json_int_t)d->size, "size_dist",
         d->dist == TS_SIZE_FIXED ? "fixed" : "lognormal", "sigma", d->sigma, "data_seed",
@@ -139,7 +139,9 @@ static json_t *config_json(const struct ts_options *o, const char *manifest_id)
         (json_int_t)o->compute_ms, "shuffle_seed", (json_int_t)o->shuffle_seed, "order",
         o->gateway_order ? "gateway" : "shuffle", "manifest_id",
         manifest_id ? json_string(manifest_id) : json_null(), "stats_url",
-        o->stats_url ? json_string(o->stats_url) : json_null());
+        o->stats_url ? json_string(o->stats_url) : json_null(), "world_size",
+        (json_int_t)o->split.world_size, "rank", (json_int_t)o->split.rank, "step_barrier",
+        o->step_barrier ? json_string(o->step_barrier) : json_null());
 }
 
 sc_code ts_report_json(FILE *out, const struct ts_options *o, const char *manifest_id,

@@ -4,7 +4,9 @@
  *
  *   cli.c      options, parsed and range-checked
  *   dataset.c  keys, sizes and bytes of the objects, and their verification (pure)
- *   order.c    the per-epoch order: own shuffle, or the gateway's manifest (pure)
+ *   order.c    the per-epoch order: own shuffle, or the gateway's manifest, and a
+ *              rank's share of it (pure)
+ *   barrier.c  the step barrier the ranks of one emulated job share (a mapped file)
  *   s3req.c    URLs and SigV4-signed headers of object requests
  *   admin.c    the gateway's admin API: stats, manifests, orders (blocking)
  *   pool.c     W concurrent transfers over one curl multi handle, with retries
@@ -36,7 +38,8 @@
 #define TS_MAX_OBJECTS    100000000u   /* keys are "%08u": eight digits */
 #define TS_MAX_SIZE       (1ull << 30) /* largest object, fixed or drawn */
 #define TS_MAX_KEY        1100         /* bytes of a key, NUL included */
-#define TS_RETRIES        3 /* retries of a failed transfer (transport error, 5xx, 429) */
+#define TS_RETRIES        3        /* retries of a failed transfer (transport error, 5xx, 429) */
+#define TS_MAX_WORLD      1000000u /* ranks of a job: the manifest API's limit on world_size */
 
 /* Exit codes. */
 enum {
@@ -119,6 +122,30 @@ bool ts_object_check(const struct ts_dataset *d, uint32_t i, uint64_t size, uint
 void ts_order_shuffle(uint32_t n, uint64_t seed, uint32_t epoch, uint32_t *perm);
 
 /*
+ * The distributed split of a run: this process is rank `rank` of `world_size`
+ * trainers of one data-parallel job, as PyTorch's DistributedSampler(num_replicas=
+ * world_size, rank=rank) without drop_last, and as a manifest's "world_size" and "rank".
+ */
+struct ts_split {
+    uint32_t world_size; /* 1..TS_MAX_WORLD */
+    uint32_t rank;       /* 0..world_size-1 */
+    bool cache_aware;    /* the manifest asks the gateway to read each epoch's share cached
+                            items first (docs/manifests.md, "Cache-aware order") */
+};
+
+/* @brief Samples each rank reads per epoch of n: ceil(n / world_size). Cannot fail. */
+uint32_t ts_split_len(uint32_t n, const struct ts_split *s);
+
+/*
+ * @brief This rank's share of an epoch's permutation perm (n entries):
+ * out[i] = perm[(rank + i * world_size) % n] for i < ts_split_len(n, s), which is
+ * DistributedSampler's split with the permutation padded by repeating it from its
+ * start (docs/manifests.md, "The deterministic order"). out holds ts_split_len(n, s)
+ * entries and does not overlap perm. Cannot fail.
+ */
+void ts_split_take(const uint32_t *perm, uint32_t n, const struct ts_split *s, uint32_t *out);
+
+/*
  * @brief Reads the "keys" of a GET .../order reply into dataset indices.
  * @param[out] order malloc'd array owned by the caller (free()), *len entries.
  * @param[out] why on SC_EINVAL, what is wrong (a key outside the dataset, ...).
@@ -130,12 +157,13 @@ sc_code ts_order_parse(const struct ts_dataset *d, const char *json, uint32_t **
 
 /*
  * @brief The body of POST /_s3cached/manifests that plans this run:
- * {"bucket","keys":[every key in index order],"num_epochs","seed","shuffle":true}.
+ * {"bucket","keys":[every key in index order],"num_epochs","seed","shuffle":true},
+ * plus "world_size" and "rank" when split->world_size > 1.
  * @param[out] out malloc'd NUL-terminated string owned by the caller.
  * @return SC_OK, SC_ENOMEM, SC_EINVAL (seed above 2^63-1).
  */
 sc_code ts_manifest_body(const struct ts_dataset *d, const char *bucket, uint32_t epochs,
-                         uint64_t seed, char **out);
+                         uint64_t seed, const struct ts_split *split, char **out);
 
 /*
  * @brief Lower-case hex SHA-256 of the order's keys, each followed by '\n': a
@@ -159,9 +187,11 @@ struct ts_options {
     uint32_t prefetch;   /* batches in flight ahead of the consumer */
     uint32_t compute_ms; /* simulated compute per batch */
     uint64_t shuffle_seed;
-    bool gateway_order;      /* read in the order of a manifest (set by --manifest-id too) */
-    const char *manifest_id; /* an existing manifest, or NULL to register one */
-    const char *stats_url;   /* NULL: none; default endpoint + "/_s3cached/stats" (owned) */
+    struct ts_split split;    /* --rank, --world-size: this trainer's share of each epoch */
+    const char *step_barrier; /* --step-barrier: the file the ranks' step barrier lives in */
+    bool gateway_order;       /* read in the order of a manifest (set by --manifest-id too) */
+    const char *manifest_id;  /* an existing manifest, or NULL to register one */
+    const char *stats_url;    /* NULL: none; default endpoint + "/_s3cached/stats" (owned) */
     char *stats_url_owned;
     const char *csv_path;  /* or NULL */
     const char *json_path; /* or NULL */
@@ -239,12 +269,16 @@ sc_code ts_stats_parse(const char *json, struct ts_counters *out);
 sc_code ts_stats_fetch(const char *url, struct ts_counters *out);
 
 /*
- * @brief Registers a manifest for this run with the gateway at endpoint.
+ * @brief Registers a manifest for this run (this rank's, of split) with the gateway at
+ * endpoint; a large plan, answered 202 while the gateway parses it, is waited for (up to
+ * 10 minutes) until it is registered.
  * @param[out] id the new manifest's id.
- * @return SC_OK, SC_EUPSTREAM (with the gateway's answer on stderr), SC_EINVAL, SC_ENOMEM.
+ * @return SC_OK, SC_EUPSTREAM (with the gateway's answer on stderr), SC_EINVAL, SC_ENOMEM,
+ *         SC_ETIMEOUT (still parsing).
  */
 sc_code ts_manifest_register(const char *endpoint, const struct ts_dataset *d, const char *bucket,
-                             uint32_t epochs, uint64_t seed, char *id, size_t id_len);
+                             uint32_t epochs, uint64_t seed, const struct ts_split *split, char *id,
+                             size_t id_len);
 
 /*
  * @brief The manifest's order for epoch (0-based) as dataset indices; waits up
@@ -254,6 +288,43 @@ sc_code ts_manifest_register(const char *endpoint, const struct ts_dataset *d, c
  */
 sc_code ts_manifest_order(const char *endpoint, const char *id, uint32_t epoch,
                           const struct ts_dataset *d, uint32_t **order, uint32_t *len);
+
+/* ---- barrier.c ------------------------------------------------------------------------------ */
+
+/*
+ * The step barrier of the ranks of one emulated data-parallel job: as DDP's
+ * all-reduce in every backward pass, no rank goes past its k-th arrival before
+ * every rank has arrived k times. The ranks share a file of world_size 64-bit
+ * counters (the arrivals of each rank), each mapped by every rank; a rank stores
+ * its own and reads the others', so a loop can poll it while transfers go on.
+ */
+typedef struct ts_barrier ts_barrier;
+
+#define TS_BARRIER_GONE UINT64_MAX /* a rank that ended: nobody waits for it */
+
+/*
+ * @brief Opens (creating it if need be) the barrier file at path for rank
+ * split->rank of split->world_size. The file must be new, or hold world_size
+ * counters with this rank's still 0 (a file of an earlier run is refused).
+ * @return SC_OK, SC_EINVAL (a file of another size, or this rank's counter not 0),
+ *         SC_EIO (open, resize or map failed), SC_ENOMEM; *out NULL on error.
+ */
+sc_code ts_barrier_open(const char *path, const struct ts_split *split, ts_barrier **out);
+
+/* @brief Marks this rank gone (TS_BARRIER_GONE) and frees b. NULL is fine. */
+void ts_barrier_close(ts_barrier *b);
+
+/* @brief Records one more arrival of this rank. Cannot fail. */
+void ts_barrier_arrive(ts_barrier *b);
+
+/* @brief Whether every rank has arrived as often as this one (or is gone). */
+bool ts_barrier_passed(const ts_barrier *b);
+
+/*
+ * @brief Arrives and waits (polling every millisecond) until the barrier passes.
+ * @return SC_OK, or SC_ETIMEOUT after timeout_ms (the arrival stays recorded).
+ */
+sc_code ts_barrier_sync(ts_barrier *b, int64_t timeout_ms);
 
 /* ---- pool.c --------------------------------------------------------------------------------- */
 
@@ -339,6 +410,7 @@ struct ts_epoch {
     uint32_t epoch; /* 1-based */
     uint64_t objects, bytes;
     double wall_s, stall_s, compute_s;
+    double sync_s; /* time waiting for the other ranks at the step barrier */
     double lat_p50_ms, lat_p99_ms, lat_max_ms, lat_mean_ms;
     bool have_hits; /* the gateway's stats were read before and after */
     uint64_t hits, misses;
@@ -383,11 +455,13 @@ struct ts_loader {
     uint32_t prefetch; /* batches in flight ahead of the consumer */
     uint32_t compute_ms;
     uint32_t epoch, epochs; /* for the progress line: 1-based, and the total */
+    ts_barrier *barrier;    /* borrowed; NULL: a single trainer. Else every compute step
+                               ends with an arrival, and the next waits for the others */
 };
 
 /*
  * @brief Runs one epoch over order (len dataset indices) with the pool.
- * @param[out] e objects, bytes, wall, stall and compute times, latencies,
+ * @param[out] e objects, bytes, wall, stall, sync and compute times, latencies,
  *             retries, failures and corruptions (e->epoch is the caller's).
  * @return SC_OK (failures and corruptions are counted in e, not returned),
  *         SC_ENOMEM, SC_EUPSTREAM (curl's multi interface failed).
