@@ -15,7 +15,7 @@
 #   CONVERGENCE_TEST [2000] held-out samples (in memory), CONVERGENCE_EPOCHS [12],
 #   CONVERGENCE_SEEDS ["1 2 3"] the shuffle and weight seeds, CONVERGENCE_CACHE_SHARE [50] the
 #   cache as a percentage of the training set's bytes, CONVERGENCE_PREFETCH [0] 1: the gateway
-#   prefetches ahead (with s3rver on loopback it keeps up, and every setup hits nearly always).
+#   prefetches ahead (the hits then depend on how far it races ahead of the trainer).
 # Needs /usr/bin/python3 with python3-torch and numpy (Debian), node_modules/.bin/s3rver and
 # build/s3cached; no root, no network namespace. Results: bench/results/convergence.json.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
