@@ -28,8 +28,6 @@ static const char *const state_names[] = {
     [MF_FAILED] = "failed",   [MF_JOINED] = "joined",   [MF_PARSING] = "parsing",
 };
 
-static void replay_decisions(const struct mf_registry *r, const char *id, struct plan *p);
-
 /* ---- one manifest ------------------------------------------------------------ */
 
 void mf_ref(struct mf *m)
@@ -66,329 +64,6 @@ void mf_unref(struct mf *m)
     free(m);
 }
 
-uint32_t mf_block_size(const struct mf_registry *r)
-{
-    return r->cfg.block_size ? r->cfg.block_size : STORE_DEFAULT_BLOCK_SIZE;
-}
-
-uint64_t mf_item_bytes(const struct mf *m, uint32_t idx)
-{
-    struct plan_range r;
-    uint64_t size = m->size[idx];
-    if (!plan_item_range(m->plan, idx, &r))
-        return size;
-    if (size == 0)
-        return r.length;
-    if (r.offset >= size)
-        return 0;
-    return r.length < size - r.offset ? r.length : size - r.offset;
-}
-
-void mf_learn_size(struct mf *m, uint32_t idx, uint64_t size)
-{
-    if (size == 0 || m->size[idx] != 0)
-        return;
-    bool ranged = plan_item_range(m->plan, idx, NULL);
-    uint64_t before = ranged ? mf_item_bytes(m, idx) : 0; /* a range counted its length */
-    m->size[idx] = size;
-    uint64_t after = mf_item_bytes(m, idx);
-    m->bytes_known = m->bytes_known - before + after;
-    if (!ranged) { /* a range's object is not a sample of the whole objects' sizes */
-        m->whole_bytes += size;
-        m->whole_known++;
-    }
-    if (m->obj[idx] == MF_OBJ_CACHED)
-        m->bytes_cached = m->bytes_cached - before + after;
-}
-
-void mf_mark_cached(struct mf *m, uint32_t idx, uint64_t size)
-{
-    if (m->obj[idx] == MF_OBJ_CACHED)
-        return;
-    mf_learn_size(m, idx, size);
-    m->obj[idx] = MF_OBJ_CACHED;
-    m->cached++;
-    m->bytes_cached += mf_item_bytes(m, idx);
-}
-
-/* Sizes from the listing, where the sorted dataset still matches the listing order. */
-static void take_listed_sizes(struct mf *m)
-{
-    if (m->list_sizes == NULL || m->n_listed != m->n)
-        return;
-    for (uint32_t i = 0; i < m->n; i++) {
-        m->size[i] = m->list_sizes[i];
-        m->whole_bytes += m->size[i]; /* a listing names whole objects only */
-        m->whole_known++;
-    }
-    free(m->list_sizes);
-    m->list_sizes = NULL;
-}
-
-/*
- * The blocks dataset index idx's range is planned by, at block size bs: those it covers, up
- * to MF_OBSERVE_BLOCKS (a read consumes no more; and a few bytes of body cannot make the
- * future millions of entries per access). False for a whole item.
- */
-static bool item_blocks(const struct mf *m, uint32_t idx, uint32_t bs, uint32_t *first,
-                        uint32_t *last)
-{
-    struct plan_range r;
-    if (!plan_item_range(m->plan, idx, &r))
-        return false;
-    *first = (uint32_t)(r.offset / bs); /* ranges end within 5 TiB: indices fit */
-    *last = (uint32_t)((r.offset + r.length - 1) / bs);
-    if (*last - *first >= MF_OBSERVE_BLOCKS)
-        *last = *first + MF_OBSERVE_BLOCKS - 1;
-    return true;
-}
-
-/*
- * With ranges: where each access starts in the future (fstart), and its length, which must
- * fit the limit on accesses (a future costs ~16 bytes per entry).
- */
-static sc_code map_ranged_positions(struct mf *m, uint64_t *length, struct api_err *err)
-{
-    uint32_t bs = mf_block_size(m->reg), first, last;
-    uint64_t at = 0;
-    *length = m->accesses;
-    if (!plan_has_ranges(m->plan))
-        return SC_OK;
-    m->fstart = malloc((m->accesses ? m->accesses : 1) * sizeof(*m->fstart));
-    if (m->fstart == NULL)
-        return SC_ENOMEM;
-    for (uint64_t pos = 0; pos < m->accesses; pos++) {
-        m->fstart[pos] = (uint32_t)at;
-        at += item_blocks(m, m->order[pos], bs, &first, &last) ? (uint64_t)last - first + 1 : 1;
-        if (at > PLAN_MAX_ACCESSES) {
-            api_err_set(err, API_TOO_LARGE,
-                        "the plan's ranges cover more blocks of %u bytes over this rank's "
-                        "accesses than a plan may read (%u)",
-                        bs, PLAN_MAX_ACCESSES);
-            return SC_ETOOBIG;
-        }
-    }
-    *length = at;
-    return SC_OK;
-}
-
-/* Access pos of the plan into the future: its key's hash, or its blocks' (see the top). */
-static sc_code append_access(struct mf *m, future *f, uint64_t pos, const uint64_t *hashes)
-{
-    uint32_t idx = m->order[pos], first, last;
-    if (!item_blocks(m, idx, mf_block_size(m->reg), &first, &last))
-        return future_append(f, hashes[idx]);
-    sc_code rc = SC_OK;
-    for (uint64_t b = first; rc == SC_OK && b <= last; b++)
-        rc = future_append(f, sc_block_key_hash(hashes[idx], (uint32_t)b));
-    return rc;
-}
-
-/* Names where an item of the object khash starts, at byte offset. */
-static uint64_t item_start(uint64_t khash, uint64_t offset)
-{
-    return sc_hash_mix(khash ^ sc_hash_mix(offset + 1));
-}
-
-static int by_value(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* m->starts: where the plan's ranged items start, for consume() to tell a read that starts
- * an item from one that continues it. */
-static sc_code map_item_starts(struct mf *m)
-{
-    if (!plan_has_ranges(m->plan))
-        return SC_OK;
-    m->starts = malloc((m->n ? m->n : 1) * sizeof(*m->starts));
-    if (m->starts == NULL)
-        return SC_ENOMEM;
-    struct plan_range r;
-    for (uint32_t idx = 0; idx < m->n; idx++)
-        if (plan_item_range(m->plan, idx, &r))
-            m->starts[m->n_starts++] = item_start(plan_key_hash(m->plan, idx), r.offset);
-    qsort(m->starts, m->n_starts, sizeof(*m->starts), by_value);
-    return SC_OK;
-}
-
-/*
- * The future, in access order. A plan with ranges keeps its items' key hashes for the walk
- * (m->khash). Its ranks advance together, so each may lag FUTURE_SLACK of its own reads.
- */
-static sc_code build_future(struct mf *m, struct api_err *err)
-{
-    future *f = NULL;
-    uint64_t *hashes = NULL;
-    uint64_t length;
-    sc_code rc = map_ranged_positions(m, &length, err);
-    if (rc == SC_OK)
-        rc = map_item_starts(m);
-    if (rc == SC_OK)
-        rc = plan_key_hashes(m->plan, &hashes);
-    if (rc == SC_OK)
-        rc = future_new(&f);
-    if (rc == SC_OK)
-        future_slack_to(f, (uint64_t)FUTURE_SLACK * plan_params(m->plan)->n_ranks);
-    for (uint64_t pos = 0; rc == SC_OK && pos < m->accesses; pos++)
-        rc = append_access(m, f, pos, hashes);
-    if (rc == SC_OK && m->fstart != NULL)
-        m->khash = hashes;
-    else
-        free(hashes);
-    if (rc == SC_OK)
-        rc = future_seal(f);
-    if (rc != SC_OK) {
-        future_unref(f);
-        return rc;
-    }
-    m->fut = f;
-    return SC_OK;
-}
-
-/* What build() makes from the plan for its ranks, so that a rebuild can swap it in. */
-struct built {
-    uint32_t *order, *fstart;
-    uint64_t *starts, *khash;
-    uint32_t n_starts;
-    uint64_t accesses;
-    future *fut;
-    uint8_t *used;  /* a bit per dataset index: read by the plan's ranks */
-    uint32_t ranks; /* how many ranks the order merges */
-};
-
-static struct built detach_built(struct mf *m)
-{
-    struct built b = {m->order,    m->fstart, m->starts,    m->khash,      m->n_starts,
-                      m->accesses, m->fut,    m->used_bits, m->built_ranks};
-    m->order = m->fstart = NULL;
-    m->starts = m->khash = NULL;
-    m->n_starts = 0;
-    m->accesses = 0;
-    m->fut = NULL;
-    m->used_bits = NULL;
-    m->built_ranks = 0;
-    return b;
-}
-
-static void attach_built(struct mf *m, const struct built *b)
-{
-    m->order = b->order;
-    m->fstart = b->fstart;
-    m->starts = b->starts;
-    m->khash = b->khash;
-    m->n_starts = b->n_starts;
-    m->accesses = b->accesses;
-    m->fut = b->fut;
-    m->used_bits = b->used;
-    m->built_ranks = b->ranks;
-}
-
-static void built_free(struct built *b)
-{
-    free(b->order);
-    free(b->fstart);
-    free(b->starts);
-    free(b->khash);
-    free(b->used);
-    future_unref(b->fut);
-    *b = (struct built){0};
-}
-
-/*
- * The counts of progress, from the items the plan's ranks read (m->used_bits): distinct
- * items, their bytes (a range's known before its object is seen), and of those cached. Run
- * when a built plan is attached (m->mu held). O(items).
- */
-static void recount(struct mf *m)
-{
-    m->used = m->cached = 0;
-    m->bytes_known = m->bytes_cached = 0;
-    for (uint32_t idx = 0; idx < m->n; idx++) {
-        if (!((m->used_bits[idx / 8] >> (idx % 8)) & 1))
-            continue;
-        m->used++;
-        m->bytes_known += mf_item_bytes(m, idx);
-        if (m->obj[idx] == MF_OBJ_CACHED) {
-            m->cached++;
-            m->bytes_cached += mf_item_bytes(m, idx);
-        }
-    }
-    memset(m->stamp, 0, (size_t)m->n * sizeof(*m->stamp));
-    m->walk = 0;
-}
-
-uint64_t mf_position(struct mf *m)
-{
-    uint64_t fpos = future_position(m->fut);
-    if (m->fstart == NULL)
-        return fpos;
-    /* the last access starting at or before fpos; past the future's end, all of them */
-    if (fpos >= future_length(m->fut))
-        return m->accesses;
-    uint64_t lo = 0, hi = m->accesses;
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (m->fstart[mid] <= fpos)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Where step (reads of each rank) lies in m's future: step * ranks accesses in. */
-static uint64_t future_pos_of_step(const struct mf *m, uint32_t ranks, uint64_t step)
-{
-    uint64_t pos = step < m->accesses / ranks ? step * ranks : m->accesses;
-    if (pos == m->accesses)
-        return future_length(m->fut);
-    return m->fstart != NULL ? m->fstart[pos] : pos;
-}
-
-/* The items the order reads, a bit each. */
-static uint8_t *used_bits(const uint32_t *order, uint64_t accesses, uint32_t n)
-{
-    uint8_t *bits = calloc(((size_t)n + 7) / 8 + 1, 1);
-    for (uint64_t pos = 0; bits && pos < accesses; pos++)
-        bits[order[pos] / 8] |= (uint8_t)(1u << (order[pos] % 8));
-    return bits;
-}
-
-/*
- * Builds job m's order and future for the plan's ranks into b, the trainers at step. Reads
- * only the plan (which changes under the registry's reg_mu alone) and m's constants, so it
- * runs without the list lock or m->mu: readers and fills go on meanwhile.
- */
-static sc_code build_into(const struct mf *m, uint64_t step, struct built *b, struct api_err *err)
-{
-    struct mf shell = {.reg = m->reg, .plan = m->plan, .n = m->n};
-    shell.accesses = plan_accesses(m->plan);
-    shell.order = malloc((shell.accesses ? shell.accesses : 1) * sizeof(*shell.order));
-    sc_code rc = shell.order != NULL ? SC_OK : SC_ENOMEM;
-    struct plan_iter it;
-    plan_iter_init(&it, m->plan);
-    uint32_t idx;
-    uint64_t pos;
-    while (rc == SC_OK && (rc = plan_iter_next(&it, &idx, &pos)) == SC_OK)
-        shell.order[pos] = idx;
-    plan_iter_free(&it);
-    rc = rc == SC_ENOTFOUND ? build_future(&shell, err) : rc;
-    uint32_t ranks = plan_params(m->plan)->n_ranks;
-    if (rc == SC_OK && m->fut != NULL) /* a rebuild: what was read stays read */
-        future_start_like(shell.fut, m->fut, future_pos_of_step(&shell, ranks, step));
-    else if (rc == SC_OK && step > 0)
-        future_start_at(shell.fut, future_pos_of_step(&shell, ranks, step));
-    if (rc == SC_OK && (shell.used_bits = used_bits(shell.order, shell.accesses, m->n)) == NULL)
-        rc = SC_ENOMEM;
-    shell.built_ranks = ranks;
-    *b = detach_built(&shell);
-    if (rc != SC_OK)
-        built_free(b);
-    return rc;
-}
-
 /*
  * Makes a job of m, whose plan is ready: its item state, and its order and future built at
  * step m->resume. With `listed`, m is in the registry already (a prefix whose listing ended):
@@ -397,7 +72,7 @@ static sc_code build_into(const struct mf *m, uint64_t step, struct built *b, st
 static sc_code activate(struct mf *m, bool listed, struct api_err *err)
 {
     struct mf_registry *r = m->reg;
-    struct built b;
+    struct mf_built b;
     pthread_mutex_lock(&m->mu);
     m->n = plan_objects(m->plan);
     m->obj = calloc(m->n ? m->n : 1, sizeof(*m->obj));
@@ -405,19 +80,19 @@ static sc_code activate(struct mf *m, bool listed, struct api_err *err)
     m->stamp = calloc(m->n ? m->n : 1, sizeof(*m->stamp));
     sc_code rc = m->obj && m->size && m->stamp ? SC_OK : SC_ENOMEM;
     if (rc == SC_OK) {
-        take_listed_sizes(m);
-        replay_decisions(r, m->id, m->plan);
+        mf_take_listed_sizes(m);
+        mf_replay_decisions(r, m->id, m->plan);
     }
     pthread_mutex_unlock(&m->mu);
     if (rc == SC_OK)
-        rc = build_into(m, m->resume, &b, err);
+        rc = mf_build_into(m, m->resume, &b, err);
     if (rc != SC_OK)
         return rc;
     if (listed)
         pthread_rwlock_wrlock(&r->list_lock);
     pthread_mutex_lock(&m->mu);
-    attach_built(m, &b);
-    recount(m);
+    mf_built_attach(m, &b);
+    mf_recount(m);
     m->state = plan_params(m->plan)->prefetch ? MF_WARMING : MF_PLANNED;
     pthread_mutex_unlock(&m->mu);
     if (listed) {
@@ -432,32 +107,27 @@ sc_code mf_activate(struct mf *m, struct api_err *err)
     return activate(m, true, err);
 }
 
-uint64_t mf_step(struct mf *m)
-{
-    return mf_position(m) / (m->built_ranks ? m->built_ranks : 1);
-}
-
 /*
  * Builds job j again for its plan's current ranks and decisions, at step j->resume, and
  * swaps it in: the build runs without locks, the swap under the list lock. reg_mu held.
  */
 static sc_code rebuild(struct mf_registry *r, struct mf *j, struct api_err *err)
 {
-    struct built b, was;
-    sc_code rc = build_into(j, j->resume, &b, err);
+    struct mf_built b, was;
+    sc_code rc = mf_build_into(j, j->resume, &b, err);
     if (rc != SC_OK)
         return rc;
     pthread_rwlock_wrlock(&r->list_lock);
     pthread_mutex_lock(&j->mu);
-    was = detach_built(j);
-    attach_built(j, &b);
-    recount(j);
+    was = mf_built_detach(j);
+    mf_built_attach(j, &b);
+    mf_recount(j);
     j->rate = 0; /* positions of the new plan: measured anew */
     j->rate_n = 0;
     pthread_mutex_unlock(&j->mu);
     mf_refresh_hint(r);
     pthread_rwlock_unlock(&r->list_lock);
-    built_free(&was);
+    mf_built_free(&was);
     return SC_OK;
 }
 
@@ -514,20 +184,15 @@ void mf_kick_registrar(struct mf_registry *r)
     pthread_mutex_unlock(&r->wake_mu);
 }
 
-static bool active(const struct mf *m)
-{
-    return m->state != MF_CANCELED && m->state != MF_FAILED && m->fut != NULL;
-}
-
 /* Fills futs (if not NULL) with the active jobs' futures, oldest first; returns how many. */
 static size_t active_futures(struct mf_registry *r, future **futs)
 {
     size_t n = 0;
     for (struct mf *m = r->list; m; m = m->next)
-        n += active(m);
+        n += mf_active(m);
     size_t i = n;
     for (struct mf *m = r->list; futs && m; m = m->next)
-        if (active(m)) {
+        if (mf_active(m)) {
             futs[--i] = m->fut;
             m->slot = i;
         }
@@ -558,7 +223,7 @@ void mf_refresh_hint(struct mf_registry *r)
     }
     free(futs);
     for (struct mf *m = r->list; set && m; m = m->next)
-        if (active(m))
+        if (mf_active(m))
             future_set_rate(set, m->slot, m->rate);
     struct policy_hint h = {.kind = POLICY_HINT_FUTURE, .futures = set};
     if (store_hint(r->cfg.st, &h) != SC_OK)
@@ -586,7 +251,7 @@ void mf_measure_rates(struct mf_registry *r)
     double now = sc_now_seconds();
     pthread_rwlock_rdlock(&r->list_lock);
     for (struct mf *m = r->list; m; m = m->next) {
-        if (!active(m))
+        if (!mf_active(m))
             continue;
         unsigned at = m->rate_n % MF_RATE_WINDOW;
         m->rate_t[at] = now;
@@ -608,12 +273,6 @@ static struct mf *find(struct mf_registry *r, const char *id)
     return NULL;
 }
 
-/* The job a registration belongs to: the one it joined, or itself. */
-static struct mf *job_of(struct mf *m)
-{
-    return m->job != NULL ? m->job : m;
-}
-
 void mf_unlink(struct mf_registry *r, struct mf *m)
 {
     struct mf **pp = &r->list;
@@ -621,143 +280,6 @@ void mf_unlink(struct mf_registry *r, struct mf *m)
         pp = &(*pp)->next;
     if (*pp)
         *pp = m->next;
-}
-
-/* The path of registration id's file with this suffix in the cache directory; false if none. */
-static bool file_of(const struct mf_registry *r, const char *id, const char *suffix, char *path,
-                    size_t cap)
-{
-    return r->cfg.dir != NULL && snprintf(path, cap, "%s/%s%s", r->cfg.dir, id, suffix) < (int)cap;
-}
-
-/* Keeps the body in the cache directory, so the manifest outlives a restart. */
-static void persist(struct mf_registry *r, const char *id, const char *body, size_t len)
-{
-    char path[4096];
-    if (!file_of(r, id, ".json", path, sizeof(path)))
-        return;
-    FILE *f = fopen(path, "wbx");
-    bool ok = f && fwrite(body, 1, len, f) == len;
-    if (f && fclose(f) != 0)
-        ok = false;
-    if (!ok)
-        sc_warn("cannot keep manifest %s in %s: %s", id, r->cfg.dir, strerror(errno));
-}
-
-void mf_forget(struct mf_registry *r, const char *id)
-{
-    char path[4096];
-    if (file_of(r, id, ".json", path, sizeof(path)))
-        unlink(path);
-    if (file_of(r, id, ".step", path, sizeof(path)))
-        unlink(path);
-    if (file_of(r, id, ".cached", path, sizeof(path)))
-        unlink(path);
-}
-
-/*
- * The state log of a cache-aware job (<id>.cached, one per registration): a record per
- * decided epoch, "epoch E bytes N\n" then the N bytes of plan_epoch_decision() and "\n",
- * appended when decided. A torn last record is ignored.
- */
-static void log_decision(const struct mf_registry *r, const char *id, uint32_t e,
-                         const uint8_t *bits, size_t len)
-{
-    char path[4096];
-    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "ab") : NULL;
-    bool ok = f && fprintf(f, "epoch %u bytes %zu\n", e, len) > 0 &&
-              fwrite(bits, 1, len, f) == len && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0)
-        ok = false;
-    if (!ok && r->cfg.dir != NULL)
-        sc_warn("cannot log the cache-aware order of manifest %s, epoch %u: %s", id, e,
-                strerror(errno));
-}
-
-/*
- * Decides again, in plan p, the epochs registration id's log holds (p not built yet). A torn
- * last record (a crash while appending) is cut off, so that records appended later are read.
- */
-static void replay_decisions(const struct mf_registry *r, const char *id, struct plan *p)
-{
-    char path[4096];
-    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "r+b") : NULL;
-    size_t want = ((size_t)plan_objects(p) + 7) / 8, len;
-    unsigned e;
-    long good = 0;
-    uint8_t *bits = malloc(want ? want : 1);
-    while (f && bits && fscanf(f, "epoch %u bytes %zu", &e, &len) == 2 && fgetc(f) == '\n' &&
-           len == want && fread(bits, 1, len, f) == len && fgetc(f) == '\n') {
-        plan_decide_epoch(p, e, bits); /* a repeat or a wrong epoch is refused, harmlessly */
-        good = ftell(f);
-    }
-    if (f && bits && fseek(f, 0, SEEK_END) == 0 && ftell(f) > good && good >= 0 &&
-        ftruncate(fileno(f), good) != 0)
-        sc_warn("manifest %s: cannot cut the torn end of %s: %s", id, path, strerror(errno));
-    free(bits);
-    if (f)
-        fclose(f);
-}
-
-/* Copies job j's decided epochs into registration id's log, so it holds them when it becomes
- * the job's first registration (after the others withdrew, and a restart). */
-static void log_decisions_of(const struct mf_registry *r, const struct mf *j, const char *id)
-{
-    size_t len = ((size_t)plan_objects(j->plan) + 7) / 8;
-    for (uint32_t e = 0; e < plan_epochs(j->plan); e++)
-        if (plan_epoch_decision(j->plan, e) != NULL)
-            log_decision(r, id, e, plan_epoch_decision(j->plan, e), len);
-}
-
-/* The step kept for registration id's job (0: none), so a restart resumes there. */
-static uint64_t read_step(const struct mf_registry *r, const char *id)
-{
-    char path[4096], line[32];
-    unsigned long long step = 0;
-    FILE *f = file_of(r, id, ".step", path, sizeof(path)) ? fopen(path, "r") : NULL;
-    if (f && (fgets(line, sizeof(line), f) == NULL || line[0] < '0' || line[0] > '9' ||
-              sscanf(line, "%llu", &step) != 1))
-        step = 0; /* unreadable: from the start */
-    if (f)
-        fclose(f);
-    return step;
-}
-
-/* Writes step as registration id's, whole or not at all (a new file renamed over the old). */
-static void write_step(const struct mf_registry *r, const char *id, uint64_t step)
-{
-    char path[4096], tmp[4096];
-    if (!file_of(r, id, ".step", path, sizeof(path)) ||
-        !file_of(r, id, ".step.new", tmp, sizeof(tmp)))
-        return;
-    FILE *f = fopen(tmp, "w");
-    bool ok = f && fprintf(f, "%llu\n", (unsigned long long)step) > 0;
-    if (f && fclose(f) != 0)
-        ok = false;
-    if (!ok || rename(tmp, path) != 0) {
-        sc_warn("cannot keep the position of manifest %s in %s: %s", id, r->cfg.dir,
-                strerror(errno));
-        unlink(tmp);
-    }
-}
-
-void mf_save_steps(struct mf_registry *r)
-{
-    if (r->cfg.dir == NULL)
-        return;
-    pthread_rwlock_rdlock(&r->list_lock);
-    for (struct mf *j = r->list; j; j = j->next) {
-        if (j->job != NULL || !active(j))
-            continue;
-        uint64_t step = mf_step(j);
-        if (step == j->saved)
-            continue;
-        j->saved = step;
-        for (struct mf *m = r->list; m; m = m->next)
-            if (m->n_own > 0 && job_of(m) == j)
-                write_step(r, m->id, step);
-    }
-    pthread_rwlock_unlock(&r->list_lock);
 }
 
 /* A job plan p may join, or NULL; SC_EINVAL when p names a job it cannot join (reg_mu). */
@@ -809,7 +331,7 @@ static sc_code join(struct mf_registry *r, struct mf *j, struct mf *m, uint64_t 
     mf_ref(j);
     m->job = j;
     m->state = MF_JOINED;
-    log_decisions_of(r, j, m->id);
+    mf_log_decisions_of(r, j, m->id);
     return SC_OK;
 }
 
@@ -934,7 +456,7 @@ sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, 
         rc = add(r, id, body, len, 0, &m, err);
     if (rc == SC_OK) {
         r->next_id++;
-        persist(r, id, body, len);
+        mf_persist(r, id, body, len);
         pthread_rwlock_rdlock(&r->list_lock);
         *reply = registration_progress(m, false);
         pthread_rwlock_unlock(&r->list_lock);
@@ -1018,7 +540,7 @@ static json_t *progress_locked(struct mf *m, bool failures)
  */
 static json_t *registration_progress(struct mf *m, bool failures)
 {
-    struct mf *j = job_of(m);
+    struct mf *j = mf_job_of(m);
     pthread_mutex_lock(&j->mu);
     json_t *o = progress_locked(j, failures);
     json_t *sampling = o ? json_object_get(o, "sampling") : NULL;
@@ -1119,7 +641,7 @@ static void mark_cached_items(struct mf *m, uint8_t *bits)
 static void decide_epoch(struct mf_registry *r, const char *id, uint32_t e)
 {
     pthread_mutex_lock(&r->reg_mu);
-    struct mf *m = find(r, id), *j = m ? job_of(m) : NULL;
+    struct mf *m = find(r, id), *j = m ? mf_job_of(m) : NULL;
     struct plan *p = j ? j->plan : NULL;
     if (p == NULL || !plan_params(p)->cache_aware || j->fut == NULL || e >= plan_epochs(p) ||
         plan_epoch_decision(p, e) != NULL) {
@@ -1138,8 +660,8 @@ static void decide_epoch(struct mf_registry *r, const char *id, uint32_t e)
         pthread_rwlock_unlock(&r->list_lock);
     }
     for (struct mf *x = r->list; rc == SC_OK && x; x = x->next)
-        if (x->n_own > 0 && job_of(x) == j)
-            log_decision(r, x->id, e, bits, len);
+        if (x->n_own > 0 && mf_job_of(x) == j)
+            mf_log_decision(r, x->id, e, bits, len);
     if (rc == SC_OK)
         rc = rebuild(r, j, &err);
     if (rc != SC_OK)
@@ -1156,13 +678,13 @@ json_t *mf_order(mf_registry *r, const char *id, uint32_t e, uint32_t rank, stru
     decide_epoch(r, id, e);
     pthread_rwlock_rdlock(&r->list_lock);
     struct mf *m = find(r, id);
-    const struct plan *p = m ? job_of(m)->plan : NULL;
+    const struct plan *p = m ? mf_job_of(m)->plan : NULL;
     rank = m ? rank_asked(m, rank) : rank;
     bool ready = false;
     if (p != NULL) { /* a listing ends under the job's mu */
-        pthread_mutex_lock(&job_of(m)->mu);
+        pthread_mutex_lock(&mf_job_of(m)->mu);
         ready = plan_ready(p);
-        pthread_mutex_unlock(&job_of(m)->mu);
+        pthread_mutex_unlock(&mf_job_of(m)->mu);
     }
     if (m == NULL)
         api_err_set(err, API_NOT_FOUND, "no manifest \"%s\"", id);
@@ -1249,7 +771,7 @@ json_t *mf_cancel(mf_registry *r, const char *id)
     }
     if (m != NULL && m->n_own == 0)
         m = NULL; /* a job whose own registration left already */
-    struct mf *j = m ? job_of(m) : NULL;
+    struct mf *j = m ? mf_job_of(m) : NULL;
     bool ended = m != NULL && withdraw(r, j, m);
     if (m) {
         pthread_rwlock_wrlock(&r->list_lock);
@@ -1270,15 +792,6 @@ json_t *mf_cancel(mf_registry *r, const char *id)
     return o;
 }
 
-/* Whether a read from byte `first` of the object khash starts an item of m's plan: a whole
- * object at byte 0, a range at its offset. */
-static bool starts_an_item(const struct mf *m, uint64_t khash, uint64_t first)
-{
-    uint64_t name = item_start(khash, first);
-    return first == 0 || (m->starts != NULL && bsearch(&name, m->starts, m->n_starts,
-                                                       sizeof(*m->starts), by_value) != NULL);
-}
-
 /*
  * A ranged read's blocks, in a plan that names ranges. One that starts an item takes its
  * first block's next occurrence and the others' within that occurrence; one that continues
@@ -1295,7 +808,7 @@ static bool consume_blocks(struct mf *m, uint64_t khash, const struct mf_read *r
     bool any = false;
     for (uint64_t b = first; b <= last && b <= UINT32_MAX; b++) {
         uint64_t h = sc_block_key_hash(khash, (uint32_t)b);
-        if (b == first && starts_an_item(m, khash, range->first)) {
+        if (b == first && mf_starts_an_item(m, khash, range->first)) {
             uint64_t at = future_take(m->fut, h, FUTURE_NEVER, false);
             if (at != FUTURE_NEVER)
                 limit = at + span;
@@ -1358,7 +871,7 @@ static void reload_one(struct mf_registry *r, const char *name)
     struct api_err err = {0};
     struct mf *m = NULL;
     if (body && fread(body, 1, (size_t)len, f) == (size_t)len &&
-        add(r, id, body, (size_t)len, read_step(r, id), &m, &err) == SC_OK)
+        add(r, id, body, (size_t)len, mf_read_step(r, id), &m, &err) == SC_OK)
         sc_info("manifest %s registered again from %s", id, path);
     else
         sc_warn("cannot register manifest %s again: %s", path,

@@ -147,6 +147,77 @@ struct mf_registry {
 void mf_ref(struct mf *m);
 void mf_unref(struct mf *m);
 
+/* Whether m is a job at work: its plan known, not canceled or failed. */
+static inline bool mf_active(const struct mf *m)
+{
+    return m->state != MF_CANCELED && m->state != MF_FAILED && m->fut != NULL;
+}
+
+/* The job a registration belongs to: the one it joined, or itself. */
+static inline struct mf *mf_job_of(struct mf *m)
+{
+    return m->job != NULL ? m->job : m;
+}
+
+/* ---- build.c: a job's plan made into an order and a future ---- */
+
+/* What a build makes of a plan for its ranks, so that a rebuild can swap it in. */
+struct mf_built {
+    uint32_t *order, *fstart;
+    uint64_t *starts, *khash;
+    uint32_t n_starts;
+    uint64_t accesses;
+    future *fut;
+    uint8_t *used;  /* a bit per dataset index: read by the plan's ranks */
+    uint32_t ranks; /* how many ranks the order merges */
+};
+
+/*
+ * @brief Builds job m's order and future for its plan's ranks into b, the trainers at step
+ * (a rebuild keeps what m's current future had read: future_start_like). Reads only the plan
+ * (which changes under reg_mu alone) and m's constants: call it with reg_mu, no other lock.
+ * @return SC_OK; SC_ENOMEM; SC_ETOOBIG (the ranges cover more blocks than a plan may read:
+ *         err says so). On error b holds nothing.
+ */
+sc_code mf_build_into(const struct mf *m, uint64_t step, struct mf_built *b, struct api_err *err);
+
+/* @brief Takes m's built parts out (m holds none after). */
+struct mf_built mf_built_detach(struct mf *m);
+
+/* @brief Gives m the built parts b (m holds none before). */
+void mf_built_attach(struct mf *m, const struct mf_built *b);
+
+/* @brief Frees built parts and clears b. */
+void mf_built_free(struct mf_built *b);
+
+/* @brief Counts again the items the plan reads, their bytes, and those cached (m->mu held). */
+void mf_recount(struct mf *m);
+
+/* @brief Takes the sizes a prefix's listing gave, once its dataset matches the listing. */
+void mf_take_listed_sizes(struct mf *m);
+
+/* @brief Whether a read from byte `first` of the object khash starts an item of m's plan: a
+ * whole object at byte 0, a range at its offset. */
+bool mf_starts_an_item(const struct mf *m, uint64_t khash, uint64_t first);
+
+/* ---- keep.c: what outlives a restart, in the cache directory ---- */
+
+/* @brief Keeps registration id's body (<id>.json). */
+void mf_persist(struct mf_registry *r, const char *id, const char *body, size_t len);
+
+/* @brief The step kept for registration id's job (0: none or unreadable). */
+uint64_t mf_read_step(const struct mf_registry *r, const char *id);
+
+/* @brief Appends epoch e's decision (len bytes of bits) to registration id's log. */
+void mf_log_decision(const struct mf_registry *r, const char *id, uint32_t e, const uint8_t *bits,
+                     size_t len);
+
+/* @brief Decides again in plan p (not built yet) the epochs id's log holds; cuts a torn end. */
+void mf_replay_decisions(const struct mf_registry *r, const char *id, struct plan *p);
+
+/* @brief Logs every epoch job j decided for registration id (which joins j). */
+void mf_log_decisions_of(const struct mf_registry *r, const struct mf *j, const char *id);
+
 /* @brief Wakes the prefetcher for another walk. */
 void mf_kick(struct mf_registry *r);
 

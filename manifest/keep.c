@@ -1,0 +1,151 @@
+/*
+ * keep.c - what the registry keeps in the cache directory (<cache-dir>/manifests/), so that a
+ * restart resumes where the trainers are: each registration's body (<id>.json), its job's step
+ * (<id>.step, written whole by rename) and a cache-aware job's decisions (<id>.cached,
+ * appended, a torn end cut off).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "manifest_int.h"
+
+/* The path of registration id's file with this suffix in the cache directory; false if none. */
+static bool file_of(const struct mf_registry *r, const char *id, const char *suffix, char *path,
+                    size_t cap)
+{
+    return r->cfg.dir != NULL && snprintf(path, cap, "%s/%s%s", r->cfg.dir, id, suffix) < (int)cap;
+}
+
+/* Keeps the body in the cache directory, so the manifest outlives a restart. */
+void mf_persist(struct mf_registry *r, const char *id, const char *body, size_t len)
+{
+    char path[4096];
+    if (!file_of(r, id, ".json", path, sizeof(path)))
+        return;
+    FILE *f = fopen(path, "wbx");
+    bool ok = f && fwrite(body, 1, len, f) == len;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok)
+        sc_warn("cannot keep manifest %s in %s: %s", id, r->cfg.dir, strerror(errno));
+}
+
+void mf_forget(struct mf_registry *r, const char *id)
+{
+    char path[4096];
+    if (file_of(r, id, ".json", path, sizeof(path)))
+        unlink(path);
+    if (file_of(r, id, ".step", path, sizeof(path)))
+        unlink(path);
+    if (file_of(r, id, ".cached", path, sizeof(path)))
+        unlink(path);
+}
+
+/*
+ * The state log of a cache-aware job (<id>.cached, one per registration): a record per
+ * decided epoch, "epoch E bytes N\n" then the N bytes of plan_epoch_decision() and "\n",
+ * appended when decided. A torn last record is ignored.
+ */
+void mf_log_decision(const struct mf_registry *r, const char *id, uint32_t e, const uint8_t *bits,
+                     size_t len)
+{
+    char path[4096];
+    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "ab") : NULL;
+    bool ok = f && fprintf(f, "epoch %u bytes %zu\n", e, len) > 0 &&
+              fwrite(bits, 1, len, f) == len && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok && r->cfg.dir != NULL)
+        sc_warn("cannot log the cache-aware order of manifest %s, epoch %u: %s", id, e,
+                strerror(errno));
+}
+
+/*
+ * Decides again, in plan p, the epochs registration id's log holds (p not built yet). A torn
+ * last record (a crash while appending) is cut off, so that records appended later are read.
+ */
+void mf_replay_decisions(const struct mf_registry *r, const char *id, struct plan *p)
+{
+    char path[4096];
+    FILE *f = file_of(r, id, ".cached", path, sizeof(path)) ? fopen(path, "r+b") : NULL;
+    size_t want = ((size_t)plan_objects(p) + 7) / 8, len;
+    unsigned e;
+    long good = 0;
+    uint8_t *bits = malloc(want ? want : 1);
+    while (f && bits && fscanf(f, "epoch %u bytes %zu", &e, &len) == 2 && fgetc(f) == '\n' &&
+           len == want && fread(bits, 1, len, f) == len && fgetc(f) == '\n') {
+        plan_decide_epoch(p, e, bits); /* a repeat or a wrong epoch is refused, harmlessly */
+        good = ftell(f);
+    }
+    if (f && bits && fseek(f, 0, SEEK_END) == 0 && ftell(f) > good && good >= 0 &&
+        ftruncate(fileno(f), good) != 0)
+        sc_warn("manifest %s: cannot cut the torn end of %s: %s", id, path, strerror(errno));
+    free(bits);
+    if (f)
+        fclose(f);
+}
+
+/* Copies job j's decided epochs into registration id's log, so it holds them when it becomes
+ * the job's first registration (after the others withdrew, and a restart). */
+void mf_log_decisions_of(const struct mf_registry *r, const struct mf *j, const char *id)
+{
+    size_t len = ((size_t)plan_objects(j->plan) + 7) / 8;
+    for (uint32_t e = 0; e < plan_epochs(j->plan); e++)
+        if (plan_epoch_decision(j->plan, e) != NULL)
+            mf_log_decision(r, id, e, plan_epoch_decision(j->plan, e), len);
+}
+
+/* The step kept for registration id's job (0: none), so a restart resumes there. */
+uint64_t mf_read_step(const struct mf_registry *r, const char *id)
+{
+    char path[4096], line[32];
+    unsigned long long step = 0;
+    FILE *f = file_of(r, id, ".step", path, sizeof(path)) ? fopen(path, "r") : NULL;
+    if (f && (fgets(line, sizeof(line), f) == NULL || line[0] < '0' || line[0] > '9' ||
+              sscanf(line, "%llu", &step) != 1))
+        step = 0; /* unreadable: from the start */
+    if (f)
+        fclose(f);
+    return step;
+}
+
+/* Writes step as registration id's, whole or not at all (a new file renamed over the old). */
+static void write_step(const struct mf_registry *r, const char *id, uint64_t step)
+{
+    char path[4096], tmp[4096];
+    if (!file_of(r, id, ".step", path, sizeof(path)) ||
+        !file_of(r, id, ".step.new", tmp, sizeof(tmp)))
+        return;
+    FILE *f = fopen(tmp, "w");
+    bool ok = f && fprintf(f, "%llu\n", (unsigned long long)step) > 0;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok || rename(tmp, path) != 0) {
+        sc_warn("cannot keep the position of manifest %s in %s: %s", id, r->cfg.dir,
+                strerror(errno));
+        unlink(tmp);
+    }
+}
+
+void mf_save_steps(struct mf_registry *r)
+{
+    if (r->cfg.dir == NULL)
+        return;
+    pthread_rwlock_rdlock(&r->list_lock);
+    for (struct mf *j = r->list; j; j = j->next) {
+        if (j->job != NULL || !mf_active(j))
+            continue;
+        uint64_t step = mf_step(j);
+        if (step == j->saved)
+            continue;
+        j->saved = step;
+        for (struct mf *m = r->list; m; m = m->next)
+            if (m->n_own > 0 && mf_job_of(m) == j)
+                write_step(r, m->id, step);
+    }
+    pthread_rwlock_unlock(&r->list_lock);
+}
