@@ -89,7 +89,8 @@ static bool item_blocks(const struct mf *m, uint32_t idx, uint32_t bs, uint32_t 
 
 /*
  * With ranges: where each access starts in the future (fstart), and its length, which must
- * fit the limit on accesses (a future costs ~16 bytes per entry).
+ * fit the limit on accesses (a future costs 8 to 20 bytes per entry: docs/manifests.md,
+ * "What a large plan costs").
  */
 static sc_code map_ranged_positions(struct mf *m, uint64_t *length, struct api_err *err)
 {
