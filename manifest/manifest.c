@@ -662,11 +662,13 @@ static void decide_epoch(struct mf_registry *r, const char *id, uint32_t e)
     for (struct mf *x = r->list; rc == SC_OK && x; x = x->next)
         if (x->n_own > 0 && mf_job_of(x) == j)
             mf_log_decision(r, x->id, e, bits, len);
-    if (rc == SC_OK)
+    bool decided = rc == SC_OK;
+    if (decided)
         rc = rebuild(r, j, &err);
-    if (rc != SC_OK)
-        sc_warn("manifest %s: epoch %u: %s", j->id, e,
-                err.code ? err.message : "out of memory; its seeded order stands");
+    if (rc != SC_OK) /* decided: the trainers get the decided order, the policy plans by the
+                        seeded one until the next rebuild */
+        sc_warn("manifest %s: epoch %u: %s; %s", j->id, e, err.code ? err.message : "out of memory",
+                decided ? "the policy plans by its seeded order" : "its seeded order stands");
     pthread_mutex_unlock(&r->reg_mu);
     free(bits);
 }
