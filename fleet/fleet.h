@@ -29,13 +29,13 @@
 
 #include "../common/sc_err.h"
 
-#define FLEET_URL_MAX    96 /* "http://[v6 address]:port" fits */
-#define FLEET_MAX_PEERS  256
+#define FLEET_URL_MAX 96 /* "http://[v6 address]:port" fits */
+#define FLEET_MAX_PEERS 256
 #define FLEET_SECRET_MIN 16 /* bytes */
 
 /* The headers of a peer request (fleet_sign), besides the request's own. */
-#define FLEET_H_DATE      "x-s3cached-fleet-date"      /* seconds since the epoch, decimal */
-#define FLEET_H_IDENTITY  "x-s3cached-fleet-identity"  /* whose request: fleet_identity */
+#define FLEET_H_DATE "x-s3cached-fleet-date"           /* seconds since the epoch, decimal */
+#define FLEET_H_IDENTITY "x-s3cached-fleet-identity"   /* whose request: fleet_identity */
 #define FLEET_H_SIGNATURE "x-s3cached-fleet-signature" /* lowercase hex HMAC-SHA256 */
 /* A peer's answer to a request whose fleet signature it refused carries this header. */
 #define FLEET_H_REFUSED "x-s3cached-fleet-refused"
@@ -45,14 +45,14 @@
 typedef struct fleet fleet;
 
 struct fleet_config {
-    const char *peers;           /* "URL,URL,..." (--peers), or NULL */
-    const char *peers_dns;       /* "NAME:PORT" (--peers-dns), or NULL; exactly one of the two */
-    const char *self;            /* this gateway's URL as its peers reach it, or NULL: detected */
+    const char *peers;     /* "URL,URL,..." (--peers), or NULL */
+    const char *peers_dns; /* "NAME:PORT" (--peers-dns), or NULL; exactly one of the two */
+    const char *self;      /* this gateway's URL as its peers reach it, or NULL: detected */
     const unsigned char *secret; /* the fleet secret, copied; at least FLEET_SECRET_MIN bytes */
     size_t secret_len;
-    unsigned resolve_ms;  /* DNS re-resolution period; 0: 5000 */
-    unsigned down_min_ms; /* first backoff of a failed peer; 0: 1000 */
-    unsigned down_max_ms; /* longest backoff; 0: 30000 */
+    unsigned resolve_ms;   /* DNS re-resolution period; 0: 5000 */
+    unsigned down_min_ms;  /* first backoff of a failed peer; 0: 1000 */
+    unsigned down_max_ms;  /* longest backoff; 0: 30000 */
 };
 
 /*
@@ -73,8 +73,8 @@ const char *fleet_self(const fleet *f);
 
 /* Who owns a name. */
 struct fleet_owner {
-    bool self;               /* this gateway (also when no other peer is live) */
-    char url[FLEET_URL_MAX]; /* the owner's URL, without a trailing '/' */
+    bool self;                /* this gateway (also when no other peer is live) */
+    char url[FLEET_URL_MAX];  /* the owner's URL, without a trailing '/' */
 };
 
 /* @brief The live peer that owns name (see above). */
