@@ -60,7 +60,7 @@ class Gateway:
 
     def __init__(self, upstream, upstream_endpoint=None, cache_size="64M", extra_args=(),
                  cache_dir=None, secret_key=None, policy="lru", admin_token=None, binary_path=None,
-                 client_keys=None, gateway_credentials=True):
+                 client_keys=None, gateway_credentials=True, port=None):
         self.upstream = upstream
         self.upstream_endpoint = upstream_endpoint or upstream.endpoint
         self.access_key = upstream.access_key
@@ -86,7 +86,7 @@ class Gateway:
                 json.dump({"keys": list(client_keys)}, f)
         self.gateway_credentials = gateway_credentials
         self.cache_dir = cache_dir or os.path.join(self.workdir, "cache")
-        self.port = None
+        self.port = port  # None: a free port is taken at the first start
         self.proc = None
         self.runs = 0
         self.problems = []
