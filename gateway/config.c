@@ -144,6 +144,8 @@ static const struct opt options[] = {
     {"peers-dns", "S3CACHED_PEERS_DNS", OPT_STR, OFF(peers_dns), 0, 0, "NAME:PORT",
      "the fleet is every A/AAAA record of NAME (a Kubernetes headless Service), at PORT, "
      "re-resolved every few seconds (instead of --peers)"},
+    {"peers-dns-interval", "S3CACHED_PEERS_DNS_INTERVAL", OPT_UINT, OFF(peers_dns_interval), 1,
+     3600, "SECONDS", "how often --peers-dns is resolved again (default 5)"},
     {"self", "S3CACHED_SELF", OPT_STR, OFF(self), 0, 0, "URL",
      "this gateway's URL as its peers reach it (default: the peer whose address is one of "
      "this host's)"},
@@ -357,6 +359,7 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->auth_cache_ttl = 60;
     cfg->auth_cache_size = 10000;
     cfg->peer_timeout_ms = 50; /* a LAN connects in well under a millisecond */
+    cfg->peers_dns_interval = 5;
     if (set_string(&cfg->listen_host, "127.0.0.1") || set_string(&cfg->identity, "gateway") ||
         set_string(&cfg->fleet_copy, "none") || set_string(&cfg->cache_dir, "s3cached-cache") ||
         set_string(&cfg->policy, "s3fifo") || set_string(&cfg->log_format, "json"))

@@ -38,7 +38,8 @@ static int clear_env(void **state)
                           "S3CACHED_FLEET_SECRET_FILE",
                           "S3CACHED_FLEET_LISTEN",
                           "S3CACHED_FLEET_COPY",
-                          "S3CACHED_PEER_TIMEOUT"};
+                          "S3CACHED_PEER_TIMEOUT",
+                          "S3CACHED_PEERS_DNS_INTERVAL"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;
@@ -371,6 +372,7 @@ static void no_fleet_by_default(void **state)
     assert_null(cfg.fleet_listen_host);
     assert_string_equal(cfg.fleet_copy, "none");
     assert_int_equal(cfg.peer_timeout_ms, 50);
+    assert_int_equal(cfg.peers_dns_interval, 5);
     gw_config_free(&cfg);
 }
 
@@ -413,12 +415,14 @@ static void fleet_comes_from_the_environment(void **state)
     setenv("S3CACHED_PEERS_DNS", "s3cached-fleet.default.svc:8080", 1);
     setenv("S3CACHED_FLEET_SECRET_FILE", path, 1);
     setenv("S3CACHED_FLEET_COPY", "all", 1);
+    setenv("S3CACHED_PEERS_DNS_INTERVAL", "1", 1);
     struct gw_config cfg;
     char *argv[] = {"s3cached"};
     assert_int_equal(parse(&cfg, 1, argv), SC_OK);
     assert_string_equal(cfg.peers_dns, "s3cached-fleet.default.svc:8080");
     assert_int_equal(cfg.fleet_secret_len, 32);
     assert_string_equal(cfg.fleet_copy, "all");
+    assert_int_equal(cfg.peers_dns_interval, 1);
     gw_config_free(&cfg);
     unlink(path);
 }
