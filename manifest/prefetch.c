@@ -37,12 +37,12 @@
 #include "../upstream/list.h"
 #include "../upstream/range_prefetch.h"
 
-#define WALK_PERIOD_MS 50
-#define WALK_SHARE     0.9             /* of the capacity a walk may plan for */
-#define NEAR_CHECK     64              /* cached objects next to the trainer checked per walk */
-#define DEFAULT_SIZE   (1024u * 1024u) /* assumed size of an object not seen yet */
-#define MAX_LAUNCH     256             /* fills started per manifest per walk */
-#define FLEET_REPLAN_MS 5000          /* at least this long between replans for the fleet */
+#define WALK_PERIOD_MS  50
+#define WALK_SHARE      0.9             /* of the capacity a walk may plan for */
+#define NEAR_CHECK      64              /* cached objects next to the trainer checked per walk */
+#define DEFAULT_SIZE    (1024u * 1024u) /* assumed size of an object not seen yet */
+#define MAX_LAUNCH      256             /* fills started per manifest per walk */
+#define FLEET_REPLAN_MS 5000            /* at least this long between replans for the fleet */
 
 /* A prefetch in flight: what its completion updates. */
 struct fetch {
