@@ -165,6 +165,7 @@ static sc_code start_manifests(struct gw *g)
         .concurrency = g->cfg->prefetch_concurrency,
         .dir = dir,
         .stats = &g->stats,
+        .fleet = g->fleet,
     };
     sc_code rc = mf_registry_start(&mc, &g->manifests);
     if (rc != SC_OK)
