@@ -372,3 +372,38 @@ def test_a_fleet_needs_its_secret_file_checked(s3rver, tmp_path):
         r = subprocess.run(base + extra, capture_output=True, text=True, timeout=30)
         assert r.returncode == 2 and want in r.stderr, (r.returncode, r.stderr)
         assert text not in r.stderr + r.stdout
+
+
+def test_a_peer_reading_range_after_range_starts_no_read_ahead(s3rver, gateway, tmp_path):
+    """Read-ahead is the asking gateway's, for its own reader: the blocks a peer asks for one
+    after the other are fetched, and none beyond them; a client reading the same way gets the
+    blocks after its range fetched ahead (the control). A fleet of one: it owns every name."""
+    secret = tmp_path / "fleet-secret"
+    secret.write_text("0123456789abcdef0123456789abcdef\n")
+    secret.chmod(0o600)
+    MiB = 1024 * KiB
+    me = proc.free_port()
+    url = "http://127.0.0.1:%d" % me
+    g = gateway(s3rver, port=me, extra_args=[
+        "--peers", url, "--self", url, "--fleet-secret-file", str(secret),
+        "--block-size", "1M", "--fetch-parallelism", "2"])
+    g.require_real()
+    fetched = []
+    for who in ("peer", "client"):
+        key = s3util.unique_key("fleet-ahead-" + who)
+        body = s3util.data(16 * MiB, seed=key)
+        put(s3rver, key, body)
+        before = g.stats()["block_fetches"]
+        for b in range(4):
+            rng = "bytes=%d-%d" % (b * MiB, (b + 1) * MiB - 1)
+            if who == "peer":
+                status, _, got = peer_get(me, secret.read_bytes().strip(), target_of(s3rver, key),
+                                          extra={"Range": rng})
+            else:
+                status, _, got = send(me, "GET", target_of(s3rver, key), {"Range": rng})
+            assert status == 206 and got == body[b * MiB:(b + 1) * MiB], (who, b, status)
+        time.sleep(0.5)  # fetches started ahead are counted as they start
+        fetched.append(g.stats()["block_fetches"] - before)
+    peer, client = fetched
+    assert peer == 4, fetched
+    assert client > 4, fetched
