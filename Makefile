@@ -32,21 +32,23 @@ SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-r
 # Each folder is a layer and a static library; it may use only the layers named in its USES_
 # (docs/architecture.md). A unit test links its layer and those below, so a file that reaches up
 # fails to link; `make layers` (part of lint) links every library alone and checks every include.
-LAYERS        := common policy store proto sigv4 upstream manifest gateway
+LAYERS        := common policy store proto sigv4 fleet upstream manifest gateway
 USES_common   :=
 USES_policy   := common
 USES_store    := policy common
 USES_proto    := common
 USES_sigv4    := proto common
-USES_upstream := sigv4 proto store policy common
-USES_manifest := upstream sigv4 proto store policy common
-USES_gateway  := manifest upstream sigv4 proto store policy common
+USES_fleet    := sigv4 proto common
+USES_upstream := fleet sigv4 proto store policy common
+USES_manifest := upstream fleet sigv4 proto store policy common
+USES_gateway  := manifest upstream fleet sigv4 proto store policy common
 
 SRC_common   := $(wildcard common/*.c)
 SRC_policy   := $(wildcard policy/*.c)
 SRC_store    := $(wildcard store/*.c)
 SRC_proto    := $(wildcard proto/*.c)
 SRC_sigv4    := $(wildcard sigv4/*.c)
+SRC_fleet    := $(wildcard fleet/*.c)
 SRC_upstream := $(wildcard upstream/*.c)
 SRC_manifest := $(wildcard manifest/*.c)
 SRC_gateway  := $(filter-out gateway/main.c,$(wildcard gateway/*.c gateway/admin/*.c))
