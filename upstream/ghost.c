@@ -15,7 +15,7 @@ struct ghost_entry {
 struct ghost_set {
     pthread_mutex_t mu;
     double window;
-    size_t mask; /* sets - 1 */
+    size_t mask;                 /* sets - 1 */
     struct ghost_entry *entries; /* sets x GHOST_WAYS */
 };
 

@@ -145,8 +145,7 @@ sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key
 
 sc_code origin_bucket_range(struct origin *o, const char *bucket, const char *key,
                             const struct up_identity *as, uint64_t first, uint64_t last,
-                            const char *etag, const struct up_handler *h, void *arg,
-                            up_req **out)
+                            const char *etag, const struct up_handler *h, void *arg, up_req **out)
 {
     return fetch_range(o, bucket, key, as, first, last, etag, NULL, h, arg, out);
 }

@@ -91,8 +91,7 @@ sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key
  */
 sc_code origin_bucket_range(struct origin *o, const char *bucket, const char *key,
                             const struct up_identity *as, uint64_t first, uint64_t last,
-                            const char *etag, const struct up_handler *h, void *arg,
-                            up_req **out);
+                            const char *etag, const struct up_handler *h, void *arg, up_req **out);
 
 /*
  * @brief Asks for an object's head (HEAD), signed as `as`, of the bucket: after a block's

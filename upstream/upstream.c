@@ -58,8 +58,8 @@ struct upstream {
     atomic_uint_fast64_t retries;    /* attempts scheduled again */
     atomic_uint_fast64_t failures;   /* requests that ended in an error (not canceled) */
     atomic_uint_fast64_t peer_attempts, peer_fallbacks, peer_resumes; /* see up_metrics */
-    struct sc_hist head_latency;     /* from an attempt's start to its response head */
-    struct upsock_table socks;       /* every open upstream socket (loop thread only) */
+    struct sc_hist head_latency; /* from an attempt's start to its response head */
+    struct upsock_table socks;   /* every open upstream socket (loop thread only) */
 };
 
 struct up_req {
@@ -130,9 +130,9 @@ bool up_identity_same(const struct up_identity *a, const struct up_identity *b)
 
 sc_code up_identity_name(const struct up_identity *as, char *out, size_t cap)
 {
-    int n = as->anonymous          ? snprintf(out, cap, "anonymous")
-            : as->creds == NULL    ? snprintf(out, cap, "gateway")
-                                   : snprintf(out, cap, "key:%s", creds_access_key(as->creds));
+    int n = as->anonymous       ? snprintf(out, cap, "anonymous")
+            : as->creds == NULL ? snprintf(out, cap, "gateway")
+                                : snprintf(out, cap, "key:%s", creds_access_key(as->creds));
     return n > 0 && (size_t)n < cap ? SC_OK : SC_EINVAL;
 }
 
@@ -586,8 +586,8 @@ static bool check_resume_head(up_req *r, long status)
     const char *etag = http_header_get(r->resp, r->n_resp, "ETag");
     const char *cl = http_header_get(r->resp, r->n_resp, "Content-Length");
     int64_t length = cl != NULL ? strtoll(cl, NULL, 10) : -1;
-    r->resume_ok = up_resume_proves(&r->span, (uint64_t)r->body_seen, r->etag, status, cr, length,
-                                    etag);
+    r->resume_ok =
+        up_resume_proves(&r->span, (uint64_t)r->body_seen, r->etag, status, cr, length, etag);
     r->resume_bad = !r->resume_ok;
     if (r->resume_bad)
         sc_warn("upstream %s %s: resuming at byte %lld after the peer failed, the bucket "
@@ -807,8 +807,8 @@ static bool leave_peer(up_req *r, CURLcode cc)
     tell_fleet(r, true);
     r->at_peer = false;
     if (!r->delivered) {
-        sc_debug("upstream %s %s: the peer %s failed (%s), asking the bucket", r->method,
-                 r->path, r->peer, r->peer_bad ? "its answer" : curl_easy_strerror(cc));
+        sc_debug("upstream %s %s: the peer %s failed (%s), asking the bucket", r->method, r->path,
+                 r->peer, r->peer_bad ? "its answer" : curl_easy_strerror(cc));
         atomic_fetch_add_explicit(&up->peer_fallbacks, 1, memory_order_relaxed);
         start_attempt(r);
         return true;

@@ -50,10 +50,10 @@ struct up_config {
     unsigned retries;          /* extra attempts for idempotent requests */
     bool insecure_tls;         /* skip certificate verification */
     long connect_timeout_ms;
-    long stall_timeout_s; /* abort when no byte moves for this long */
-    fleet *fleet;         /* signs peer requests and learns their outcomes; NULL: no fleet,
-                             and requests naming a peer go to the bucket only. Borrowed: it
-                             must outlive the client */
+    long stall_timeout_s;         /* abort when no byte moves for this long */
+    fleet *fleet;                 /* signs peer requests and learns their outcomes; NULL: no fleet,
+                                     and requests naming a peer go to the bucket only. Borrowed: it
+                                     must outlive the client */
     long peer_connect_timeout_ms; /* a peer attempt's connect timeout; 0: 50 */
     long peer_stall_timeout_ms;   /* a peer attempt moving no byte this long fails; 0: 2000 */
 };

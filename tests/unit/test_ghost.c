@@ -40,8 +40,8 @@ static void the_set_forgets_the_oldest_and_stays_its_size(void **state)
     for (uint64_t n = 1; n <= GHOST_WAYS; n++)
         assert_true(ghost_seen(g, n, 10.0 + (double)n)); /* all remembered, refreshed */
     assert_false(ghost_seen(g, 1000, 100.0));            /* evicts the oldest: name 1 */
-    assert_false(ghost_seen(g, 1, 101.0));                /* forgotten (evicts name 2) */
-    assert_true(ghost_seen(g, GHOST_WAYS, 102.0));        /* the youngest stayed */
+    assert_false(ghost_seen(g, 1, 101.0));               /* forgotten (evicts name 2) */
+    assert_true(ghost_seen(g, GHOST_WAYS, 102.0));       /* the youngest stayed */
     ghost_set_free(g);
 }
 

@@ -32,15 +32,15 @@ static void a_206_spans_its_content_range(void **state)
 static void heads_that_name_no_span_are_not_resumable(void **state)
 {
     struct up_span s;
-    assert_false(up_span_of_head(200, NULL, 0, &s));                     /* empty */
-    assert_false(up_span_of_head(200, NULL, -1, &s));                    /* unannounced */
-    assert_false(up_span_of_head(404, NULL, 100, &s));                   /* not a body */
-    assert_false(up_span_of_head(206, NULL, 100, &s));                   /* no Content-Range */
-    assert_false(up_span_of_head(206, "bytes 100-199/1000", 99, &s));    /* disagrees */
-    assert_false(up_span_of_head(206, "bytes 100-199/*", 100, &s));      /* '*' form */
-    assert_false(up_span_of_head(206, "bytes 200-100/1000", 101, &s));   /* backwards */
-    assert_false(up_span_of_head(206, "bytes 0-1000/1000", 1001, &s));   /* past the end */
-    assert_false(up_span_of_head(206, "bytes  0-9/10", 10, &s));         /* two spaces */
+    assert_false(up_span_of_head(200, NULL, 0, &s));                   /* empty */
+    assert_false(up_span_of_head(200, NULL, -1, &s));                  /* unannounced */
+    assert_false(up_span_of_head(404, NULL, 100, &s));                 /* not a body */
+    assert_false(up_span_of_head(206, NULL, 100, &s));                 /* no Content-Range */
+    assert_false(up_span_of_head(206, "bytes 100-199/1000", 99, &s));  /* disagrees */
+    assert_false(up_span_of_head(206, "bytes 100-199/*", 100, &s));    /* '*' form */
+    assert_false(up_span_of_head(206, "bytes 200-100/1000", 101, &s)); /* backwards */
+    assert_false(up_span_of_head(206, "bytes 0-1000/1000", 1001, &s)); /* past the end */
+    assert_false(up_span_of_head(206, "bytes  0-9/10", 10, &s));       /* two spaces */
     assert_false(up_span_of_head(206, "bytes 0-9/99999999999999999999", 10, &s)); /* > 2^64 */
 }
 
@@ -76,8 +76,8 @@ static void only_the_exact_rest_of_that_version_proves_the_resume(void **state)
 {
     struct up_span s = {0, 999, 1000};
     assert_true(up_resume_proves(&s, 400, ETAG, 206, "bytes 400-999/1000", 600, ETAG));
-    assert_false(up_resume_proves(&s, 400, ETAG, 200, NULL, 1000, ETAG));       /* whole */
-    assert_false(up_resume_proves(&s, 400, ETAG, 412, NULL, 0, NULL));          /* changed */
+    assert_false(up_resume_proves(&s, 400, ETAG, 200, NULL, 1000, ETAG)); /* whole */
+    assert_false(up_resume_proves(&s, 400, ETAG, 412, NULL, 0, NULL));    /* changed */
     assert_false(up_resume_proves(&s, 400, ETAG, 206, "bytes 400-999/1000", 600, "\"x\""));
     assert_false(up_resume_proves(&s, 400, ETAG, 206, "bytes 400-999/1000", 600, NULL));
     assert_false(up_resume_proves(&s, 400, ETAG, 206, "bytes 401-999/1000", 599, ETAG));
