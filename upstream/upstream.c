@@ -588,7 +588,7 @@ static bool check_resume_head(up_req *r, long status)
     int64_t length = cl != NULL ? strtoll(cl, NULL, 10) : -1;
     r->resume_ok =
         up_resume_proves(&r->span, (uint64_t)r->body_seen, r->etag, status, cr, length, etag);
-    r->resume_bad = !r->resume_ok;
+    r->resume_bad = !r->resume_ok && status < 500; /* a 5xx left after retries: no verdict */
     if (r->resume_bad)
         sc_warn("upstream %s %s: resuming at byte %lld after the peer failed, the bucket "
                 "answered status %ld that is not the rest of version %s",
