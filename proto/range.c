@@ -149,3 +149,35 @@ sc_code range_content_range(uint64_t start, uint64_t len, uint64_t size,
              (unsigned long long)(start + len - 1), (unsigned long long)size);
     return SC_OK;
 }
+
+/* Reads the decimal number at *p (digits only), advancing *p. False without one or past 2^64. */
+static bool parse_u64(const char **p, uint64_t *v)
+{
+    const char *c = *p;
+    uint64_t n = 0;
+    if (*c < '0' || *c > '9')
+        return false;
+    for (; *c >= '0' && *c <= '9'; c++) {
+        if (n > (UINT64_MAX - (uint64_t)(*c - '0')) / 10)
+            return false;
+        n = n * 10 + (uint64_t)(*c - '0');
+    }
+    *p = c;
+    *v = n;
+    return true;
+}
+
+bool range_parse_content_range(const char *cr, uint64_t *first, uint64_t *last, uint64_t *size)
+{
+    uint64_t a = 0, b = 0, n = 0;
+    if (cr == NULL || strncmp(cr, "bytes ", 6) != 0)
+        return false;
+    cr += 6;
+    if (!(parse_u64(&cr, &a) && *cr++ == '-' && parse_u64(&cr, &b) && *cr++ == '/' &&
+          parse_u64(&cr, &n) && *cr == '\0' && a <= b && b < n))
+        return false;
+    *first = a;
+    *last = b;
+    *size = n;
+    return true;
+}

@@ -76,4 +76,13 @@ bool range_span(const char *header, uint64_t *first, uint64_t *last);
 sc_code range_content_range(uint64_t start, uint64_t len, uint64_t size,
                             char buf[RANGE_CONTENT_RANGE_LEN]);
 
+/*
+ * @brief Parses a Content-Range value of a 206 exactly: "bytes a-b/size", digits only, one
+ * space, no '*' forms.
+ * @param[in] cr the value, or NULL.
+ * @param[out] first,last,size a, b and size; set only on true.
+ * @return true when it is that form with a <= b < size and every number fits in 64 bits.
+ */
+bool range_parse_content_range(const char *cr, uint64_t *first, uint64_t *last, uint64_t *size);
+
 #endif

@@ -16,6 +16,7 @@
 
 #include "../common/hash.h"
 #include "../common/log.h"
+#include "../proto/range.h"
 
 #define N_SLOTS 256
 
@@ -39,6 +40,9 @@ struct block_fetch {
     long check_status;    /* the HEAD's status */
     bool listed;          /* table lock */
     bool part;            /* a span for one reader (block_fetch_part): never stored */
+    bool keep;            /* the fleet's copy rule lets the block be stored here (set before its
+                             transfer starts: origin_fetch_range) */
+    atomic_bool wanted;   /* a prefetch joined it: stored whatever the copy rule says */
     bool opening;         /* asked without If-Match (block_fetch_open): etag and size are NULL and 0
                              until its head names them (written under the table lock, on the upstream
                              thread, which alone reads it unlocked) */
@@ -196,33 +200,6 @@ static bool proves_block(block_fetch *f, const struct http_head *h)
            h->content_length == (int64_t)f->len;
 }
 
-/* Reads the decimal number at *p (digits only), advancing *p. False without one or past 2^64. */
-static bool parse_u64(const char **p, uint64_t *v)
-{
-    const char *c = *p;
-    uint64_t n = 0;
-    if (*c < '0' || *c > '9')
-        return false;
-    for (; *c >= '0' && *c <= '9'; c++) {
-        if (n > (UINT64_MAX - (uint64_t)(*c - '0')) / 10)
-            return false;
-        n = n * 10 + (uint64_t)(*c - '0');
-    }
-    *p = c;
-    *v = n;
-    return true;
-}
-
-/* Content-Range "bytes a-b/size" exactly (no '*' forms, no spaces but the one). */
-static bool parse_content_range(const char *cr, uint64_t *a, uint64_t *b, uint64_t *size)
-{
-    if (cr == NULL || strncmp(cr, "bytes ", 6) != 0)
-        return false;
-    cr += 6;
-    return parse_u64(&cr, a) && *cr++ == '-' && parse_u64(&cr, b) && *cr++ == '/' &&
-           parse_u64(&cr, size) && *cr == '\0' && *a <= *b && *b < *size;
-}
-
 /*
  * An opening's head (upstream thread): it names a version when it is a 206 with an ETag whose
  * Content-Range is the span asked, clipped to the end of a large object (larger than a
@@ -235,7 +212,7 @@ static bool opening_named(block_fetch *f, const struct http_head *h)
     const char *cr = http_header_get(h->headers, h->n_headers, "Content-Range");
     uint64_t a = 0, b = 0, size = 0;
     if (h->status != 206 || etag == NULL || etag[0] == '\0' ||
-        !parse_content_range(cr, &a, &b, &size) || a != f->start || size <= f->block_size ||
+        !range_parse_content_range(cr, &a, &b, &size) || a != f->start || size <= f->block_size ||
         size > f->max_size)
         return false;
     uint64_t block_end = (uint64_t)(f->idx + 1) * f->block_size; /* past the block's last byte */
@@ -371,7 +348,7 @@ static void deliver(block_fetch *f)
     const char *body = NULL;
     uint64_t len = 0;
     relay_finish(f->relay, SC_OK);
-    if (f->part) {
+    if (f->part || !(f->keep || atomic_load(&f->wanted))) { /* relayed, not stored */
         finish(f, SC_OK);
         return;
     }
@@ -580,8 +557,8 @@ static void probe_if_match(block_table *t, const block_fetch *f)
         return;
     up_req *req = NULL;
     /* Two bytes: s3rver answers "bytes=0-0" with the whole object. */
-    if (origin_fetch_range(t->ctx->origin, f->bucket, f->key, &f->as, 0, 1, IF_MATCH_PROBE_ETAG,
-                           &probe_handler, t, &req) != SC_OK) {
+    if (origin_bucket_range(t->ctx->origin, f->bucket, f->key, &f->as, 0, 1, IF_MATCH_PROBE_ETAG,
+                            &probe_handler, t, &req) != SC_OK) {
         atomic_store(&t->if_match, IF_MATCH_UNKNOWN);
         return;
     }
@@ -593,14 +570,17 @@ static void probe_if_match(block_table *t, const block_fetch *f)
     pthread_mutex_unlock(&t->mu);
 }
 
-/* Starts the transfer of a fetch just listed, which holds a reference for it. */
-static void start_transfer(block_table *t, block_fetch *f)
+/* Starts the transfer of a fetch just listed, which holds a reference for it. A reader's block
+ * is stored as the fleet's copy rule says (by_rule); a prefetched one always, a part never. */
+static void start_transfer(block_table *t, block_fetch *f, bool by_rule)
 {
     atomic_fetch_add(&t->running, 1);
     sc_stat_add(t->ctx->stats->block_fetches, 1);
     up_req *req = NULL;
+    f->keep = true;
     sc_code rc = origin_fetch_range(t->ctx->origin, f->bucket, f->key, &f->as, f->start,
-                                    f->start + f->len - 1, f->etag, &block_handler, f, &req);
+                                    f->start + f->len - 1, f->etag, by_rule ? &f->keep : NULL,
+                                    &block_handler, f, &req);
     if (rc != SC_OK) {
         atomic_store(&f->outcome, rc);
         relay_finish(f->relay, rc);
@@ -627,7 +607,7 @@ sc_code block_fetch_part(block_table *t, const struct block_ref *b, uint32_t fro
     f->len = to - from;
     atomic_fetch_add(&f->refs, 1); /* the transfer's; fetch_new's is the caller's */
     atomic_fetch_add(&f->readers, 1);
-    start_transfer(t, f);
+    start_transfer(t, f, false);
     *out = f;
     return SC_OK;
 }
@@ -686,7 +666,7 @@ sc_code block_fetch_open(block_table *t, const struct block_opener *o, const str
     if (whole)
         list_locked(t, f);
     pthread_mutex_unlock(&t->mu);
-    start_transfer(t, f);
+    start_transfer(t, f, whole);
     *out = f;
     return SC_OK;
 }
@@ -749,7 +729,7 @@ sc_code block_fetch_join(block_table *t, const struct block_ref *b, const struct
     if (f == NULL)
         return SC_ENOMEM;
     if (fresh)
-        start_transfer(t, f);
+        start_transfer(t, f, true);
     if (started)
         *started = fresh;
     *out = f;
@@ -757,7 +737,8 @@ sc_code block_fetch_join(block_table *t, const struct block_ref *b, const struct
 }
 
 block_fetch *block_fetch_adopt(block_table *t, const struct block_ref *b,
-                               const struct up_identity *as, const struct http_head *head)
+                               const struct up_identity *as, const struct http_head *head,
+                               bool keep)
 {
     if (!valid_ref(b))
         return NULL;
@@ -770,6 +751,7 @@ block_fetch *block_fetch_adopt(block_table *t, const struct block_ref *b,
     fetch_unref(f); /* join_locked's for a caller; the feeder holds the transfer's */
     if (!fresh)
         return NULL; /* being fetched already: it goes on, the feeder's GET is not needed */
+    f->keep = keep;
     atomic_fetch_add(&t->running, 1);
     sc_stat_add(t->ctx->stats->block_fetches, 1);
     atomic_store(&f->status, head->status);
@@ -820,11 +802,13 @@ sc_code block_fetch_prefetch(block_table *t, const struct block_ref *b,
         f->done = done;
         f->done_arg = arg;
     }
+    if (f != NULL)
+        atomic_store(&f->wanted, true); /* stored, whoever owns the block */
     pthread_mutex_unlock(&t->mu);
     if (f == NULL)
         return SC_ENOMEM;
     if (fresh)
-        start_transfer(t, f);
+        start_transfer(t, f, false);
     fetch_unref(f);
     if (!reported && done)
         done(arg, SC_OK); /* already being fetched: whoever started it stores it */

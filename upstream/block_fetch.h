@@ -13,6 +13,11 @@
  * b - a + 1, and the same ETag. Anything else fails the relay without a head, so no
  * reader ever gets a byte of it; block_fetch_outcome() tells why (block_fetch_changed():
  * the object is no longer that version).
+ *
+ * On a fleet (origin.h), a block is asked of its owner first. One another peer owns is stored
+ * here only as the fleet's copy rule says (--fleet-copy); otherwise it is checked and relayed
+ * to its readers all the same, and not stored. A block prefetched (block_fetch_prefetch:
+ * read-ahead beside a span, a manifest's warm-up) is stored whoever owns it.
  */
 #ifndef GW_BLOCK_FETCH_H
 #define GW_BLOCK_FETCH_H
@@ -168,14 +173,16 @@ void block_fetch_leave(block_fetch *f);
  * own: a whole-object GET of b's ETag whose head revealed a large object (fill.c) hands its
  * first bytes to the readers of block 0, who so wait for no second round trip. head is that
  * GET's head. The block is checked and stored as any fetched block (its version checked with
- * a HEAD after its last byte unless the upstream honors If-Match). Upstream thread.
+ * a HEAD after its last byte unless the upstream honors If-Match), if keep (the GET's copy
+ * rule, origin_fetch). Upstream thread.
  * The feeder then passes the body to block_fetch_feed() as it arrives, and calls
  * block_fetch_fed() if the GET ends before the block is whole.
  * @return the fetch, the feeder's until block_fetch_feed() sets *whole or block_fetch_fed()
  *         is called; NULL when the block is being fetched already, or out of memory.
  */
 block_fetch *block_fetch_adopt(block_table *t, const struct block_ref *b,
-                               const struct up_identity *as, const struct http_head *head);
+                               const struct up_identity *as, const struct http_head *head,
+                               bool keep);
 
 /*
  * @brief Feeds the next body bytes of the adopted GET.

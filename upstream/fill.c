@@ -55,6 +55,8 @@ struct fill {
     bool listed;      /* in the table (table lock) */
     bool invalidated; /* must not be stored (table lock) */
     bool cacheable;   /* decided at the head (upstream thread) */
+    bool keep;        /* the fleet's copy rule lets it be stored here (origin_fetch: set before
+                         the transfer starts); a prefetcher watching it keeps it anyway */
     char *hdrs;       /* replayable headers, for the store */
     size_t hdrs_len;
     struct body_check check;    /* the body's length and digest (digest.h) */
@@ -338,7 +340,7 @@ static void adopt_block0(fill *f, const struct http_head *head)
         return; /* each holds its block in memory: as many as readers may start ahead */
     struct block_ref ref = {f->bucket,       f->key, f->etag, (uint64_t)head->content_length,
                             ctx->block_size, 0};
-    f->block0 = block_fetch_adopt(ctx->blocks, &ref, &f->as, head);
+    f->block0 = block_fetch_adopt(ctx->blocks, &ref, &f->as, head, f->keep);
     f->adopted = f->block0 != NULL;
     atomic_store(&f->feeding, f->adopted);
 }
@@ -447,7 +449,8 @@ static void on_done(void *arg, sc_code rc)
     uint64_t len = 0;
     bool complete = f->cacheable && relay_body(f->relay, &body, &len) == SC_OK;
     pthread_mutex_lock(&f->t->mu);
-    bool store_it = complete && !f->invalidated;
+    /* Not kept (a peer's name, --fleet-copy): verified and relayed all the same. */
+    bool store_it = complete && !f->invalidated && (f->keep || f->watches != NULL);
     /* Queued under the table lock: a write beginning now removes after this put. */
     bool queued = store_it && store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len,
                                         on_stored, f) == SC_OK;
@@ -455,7 +458,7 @@ static void on_done(void *arg, sc_code rc)
         unlist(f);
     pthread_mutex_unlock(&f->t->mu);
     if (!store_it) {
-        if (f->cacheable && !f->invalidated)
+        if (f->cacheable && !f->invalidated && !complete)
             sc_stat_add(ctx->stats->fills_failed, 1);
         notify(f, failure_of(f, rc));
         fill_unref(f);
@@ -522,12 +525,15 @@ static fill *fill_new(fill_table *t, const char *bucket, const char *key,
     return f;
 }
 
-/* Starts the transfer of a fill just listed, which holds a reference for it. */
-static void start_transfer(fill_table *t, fill *f)
+/* Starts the transfer of a fill just listed, which holds a reference for it. A prefetch's is
+ * stored whoever owns the name (keep NULL: no copy rule); a reader's as the rule says. */
+static void start_transfer(fill_table *t, fill *f, bool prefetch)
 {
     sc_stat_add(t->ctx->stats->upstream_fetches, 1);
     up_req *req = NULL;
-    sc_code rc = origin_fetch(t->ctx->origin, f->bucket, f->key, &f->as, &fill_handler, f, &req);
+    f->keep = true;
+    sc_code rc = origin_fetch(t->ctx->origin, f->bucket, f->key, &f->as, prefetch ? NULL : &f->keep,
+                              &fill_handler, f, &req);
     if (rc != SC_OK) {
         relay_finish(f->relay, rc);
         unlist_locked(f);
@@ -580,7 +586,7 @@ static sc_code join_reader(fill_table *t, const char *bucket, const char *key,
     if (f == NULL)
         return create ? SC_ENOMEM : SC_ENOTFOUND;
     if (*started)
-        start_transfer(t, f);
+        start_transfer(t, f, false);
     *out = f;
     return SC_OK;
 }
@@ -619,7 +625,7 @@ sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_w
         return SC_ENOMEM;
     }
     if (started)
-        start_transfer(t, f);
+        start_transfer(t, f, true);
     fill_unref(f); /* the watch needs no reference: the fill notifies before it goes */
     return SC_OK;
 }

@@ -10,6 +10,12 @@
  * its readers as a failed transfer: the last byte of every 200 fill waits for
  * that verdict (relay_hold_tail). Concurrent misses for one object join one fill.
  *
+ * On a fleet, a fill asks the name's owner first (origin.h). A fill of a name another peer owns
+ * is stored only as the fleet's copy rule says (--fleet-copy: none, hot, all); otherwise it is
+ * verified and relayed to its readers as any fill (concurrent misses join it, the last byte
+ * waits for the verdict), and not stored. A fill a prefetcher started or joined is stored
+ * whoever owns the name.
+ *
  * A fill is fetched with the credentials of whoever started it (struct
  * up_identity: a client's key with --identity client, else the gateway's);
  * fill_identity() tells whom, so that a reader of another identity can be

@@ -22,6 +22,7 @@
 #include "../proto/digest.h"
 #include "../sigv4/sigv4.h"
 #include "../common/histogram.h"
+#include "resume.h"
 #include "upsock.h"
 
 #define EMPTY_SHA256     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -56,9 +57,9 @@ struct upstream {
     atomic_long last_unreachable_ms; /* when a request last failed without any response */
     atomic_uint_fast64_t retries;    /* attempts scheduled again */
     atomic_uint_fast64_t failures;   /* requests that ended in an error (not canceled) */
-    struct sc_hist head_latency;     /* from an attempt's start to its response head */
-    struct upsock_table socks;       /* every open upstream socket (loop thread only) */
-    bool plain_http; /* the upstream is http://: its sockets carry the bytes as sent */
+    atomic_uint_fast64_t peer_attempts, peer_fallbacks, peer_resumes; /* see up_metrics */
+    struct sc_hist head_latency; /* from an attempt's start to its response head */
+    struct upsock_table socks;   /* every open upstream socket (loop thread only) */
 };
 
 struct up_req {
@@ -106,11 +107,33 @@ struct up_req {
     long retry_at_ms;
     up_req *next_waiting;
     up_req *prev_live, *next_live;
+    /* The fleet peer asked first (upstream.h). */
+    char *peer;         /* its base URL, or NULL */
+    char *peer_path;    /* the path-style path it is sent ("/bucket/key", encoded) */
+    bool at_peer;       /* this attempt goes to the peer */
+    bool peer_bad;      /* this peer attempt's head says the peer failed (5xx, refused) */
+    bool peer_told;     /* the peer's outcome went to the fleet */
+    double peer_head_s; /* seconds from the peer attempt's start to its head */
+    /* Resuming from the bucket after the peer died mid-body. */
+    bool resumable;      /* the head handed over names a span and a version (span, etag) */
+    struct up_span span; /* the bytes that head announced */
+    char *etag;          /* its ETag */
+    bool resuming;       /* this attempt is the resume: its head is checked, not handed over */
+    bool resume_ok;      /* this attempt's head proved the rest of the span */
+    bool resume_bad;     /* it did not: the transfer fails (SC_EMISMATCH) */
 };
 
 bool up_identity_same(const struct up_identity *a, const struct up_identity *b)
 {
     return a->anonymous == b->anonymous && (a->anonymous || a->creds == b->creds);
+}
+
+sc_code up_identity_name(const struct up_identity *as, char *out, size_t cap)
+{
+    int n = as->anonymous       ? snprintf(out, cap, "anonymous")
+            : as->creds == NULL ? snprintf(out, cap, "gateway")
+                                : snprintf(out, cap, "key:%s", creds_access_key(as->creds));
+    return n > 0 && (size_t)n < cap ? SC_OK : SC_EINVAL;
 }
 
 sc_code up_global_init(void)
@@ -145,6 +168,9 @@ static void req_free(up_req *r)
     free(r->method);
     free(r->path);
     free(r->query);
+    free(r->peer);
+    free(r->peer_path);
+    free(r->etag);
     free(r);
 }
 
@@ -188,11 +214,15 @@ static void unlink_watching(upstream *up, up_req *r)
         }
 }
 
+static void tell_fleet(up_req *r, bool failed);
+
 static void req_finish(up_req *r, sc_code rc)
 {
     if (r->finished)
         return;
     r->finished = true;
+    if (r->at_peer && r->delivered)
+        tell_fleet(r, rc != SC_OK && rc != SC_ECANCELED); /* canceled: the caller left */
     unlink_live(r);
     if (r->in_watch)
         unlink_watching(r->up, r);
@@ -234,10 +264,68 @@ static bool header_is_signed(const char *name)
            strcasecmp(name, "content-type") == 0;
 }
 
-/* Builds the header list of one attempt: forwarded headers plus date, payload hash and signature.
+/* Appends "Expect:" with nothing after the colon: curl sends no Expect, so no 100-continue
+ * round trip. */
+static sc_code add_no_expect(struct curl_slist **list)
+{
+    struct curl_slist *grown = curl_slist_append(*list, "Expect:");
+    if (grown == NULL)
+        return SC_ENOMEM;
+    *list = grown;
+    return SC_OK;
+}
+
+/*
+ * The header list of a peer attempt: the forwarded headers and the fleet's (fleet.h), signed
+ * over exactly the path, query, Range and If-Match sent. No Host of ours (curl names the
+ * peer's) and no SigV4: the peer signs its own request to the bucket, as the identity says.
  */
+static sc_code build_peer_headers(up_req *r, struct curl_slist **list)
+{
+    char identity[160], date[24], sig[65];
+    sc_code rc = up_identity_name(&r->as, identity, sizeof(identity));
+    if (rc != SC_OK)
+        return rc;
+    int64_t now = (int64_t)time(NULL);
+    snprintf(date, sizeof(date), "%lld", (long long)now);
+    struct fleet_signed what = {
+        .method = r->method,
+        .path = r->peer_path,
+        .query = r->query,
+        .identity = identity,
+        .range = http_header_get(r->fwd, r->n_fwd, "Range"),
+        .if_match = http_header_get(r->fwd, r->n_fwd, "If-Match"),
+        .date = now,
+    };
+    rc = fleet_sign(r->up->cfg.fleet, &what, sig);
+    if (rc == SC_OK)
+        rc = add_header(list, FLEET_H_DATE, date);
+    if (rc == SC_OK)
+        rc = add_header(list, FLEET_H_IDENTITY, identity);
+    if (rc == SC_OK)
+        rc = add_header(list, FLEET_H_SIGNATURE, sig);
+    for (size_t i = 0; rc == SC_OK && i < r->n_fwd; i++)
+        rc = add_header(list, r->fwd[i].name, r->fwd[i].value);
+    if (rc == SC_OK)
+        rc = add_no_expect(list);
+    return rc;
+}
+
+/* Builds the header list of one attempt: forwarded headers plus date, payload hash and signature
+ * (to the bucket), or the fleet's (to a peer). */
 static sc_code build_headers(up_req *r)
 {
+    if (r->at_peer) {
+        struct curl_slist *list = NULL;
+        sc_code rc = build_peer_headers(r, &list);
+        if (rc != SC_OK) {
+            curl_slist_free_all(list);
+            return rc;
+        }
+        curl_slist_free_all(r->send_headers);
+        r->send_headers = list;
+        return SC_OK;
+    }
     upstream *up = r->up;
     struct curl_slist *list = NULL;
     char date[17];
@@ -264,13 +352,8 @@ static sc_code build_headers(up_req *r)
         if (sign && header_is_signed(r->fwd[i].name) && n_signed < SIGV4_MAX_HEADERS)
             signed_h[n_signed++] = (struct sigv4_header){r->fwd[i].name, r->fwd[i].value};
     }
-    if (rc == SC_OK) {
-        /* "Expect:" with nothing after the colon: curl sends no Expect, so no 100-continue
-         * round trip. */
-        struct curl_slist *grown = curl_slist_append(list, "Expect:");
-        rc = grown ? SC_OK : SC_ENOMEM;
-        list = grown ? grown : list;
-    }
+    if (rc == SC_OK)
+        rc = add_no_expect(&list);
     if (rc == SC_OK && sign) {
         char *auth = NULL;
         struct sigv4_request sr = {r->method, r->path, r->query, signed_h, n_signed, payload};
@@ -307,7 +390,8 @@ static int on_curl_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, cur
         r->last_progress_ms = now;
         return 0;
     }
-    return now - r->last_progress_ms > r->up->cfg.stall_timeout_s * 1000 ? 1 : 0;
+    long limit = r->at_peer ? r->up->cfg.peer_stall_timeout_ms : r->up->cfg.stall_timeout_s * 1000;
+    return now - r->last_progress_ms > limit ? 1 : 0;
 }
 
 /* Learns which socket this attempt uses, just before the request goes out. */
@@ -338,11 +422,14 @@ static sc_code setup_easy(up_req *r)
     sc_code rc = build_headers(r);
     if (rc != SC_OK)
         return rc;
-    size_t len = strlen(up->base_url) + strlen(r->path) + strlen(r->query) + 2;
+    const char *base = r->at_peer ? r->peer : up->base_url;
+    const char *path = r->at_peer ? r->peer_path : r->path;
+    bool plain_http = strncasecmp(base, "http://", 7) == 0;
+    size_t len = strlen(base) + strlen(path) + strlen(r->query) + 2;
     url = malloc(len);
     if (url == NULL)
         return SC_ENOMEM;
-    snprintf(url, len, "%s%s%s%s", up->base_url, r->path, *r->query ? "?" : "", r->query);
+    snprintf(url, len, "%s%s%s%s", base, path, *r->query ? "?" : "", r->query);
     if (r->easy == NULL)
         r->easy = curl_easy_init();
     else
@@ -366,7 +453,8 @@ static sc_code setup_easy(up_req *r)
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_curl_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, up->cfg.connect_timeout_ms);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                     r->at_peer ? up->cfg.peer_connect_timeout_ms : up->cfg.connect_timeout_ms);
     curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_curl_progress);
     curl_easy_setopt(e, CURLOPT_XFERINFODATA, r);
@@ -381,7 +469,7 @@ static sc_code setup_easy(up_req *r)
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, &up->socks);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, upsock_close);
     curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, &up->socks);
-    if (r->exact_length && up->plain_http) {
+    if (r->exact_length && plain_http) {
         curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_curl_prereq);
         curl_easy_setopt(e, CURLOPT_PREREQDATA, r);
     }
@@ -412,6 +500,9 @@ static void start_attempt(up_req *r)
 {
     clock_gettime(CLOCK_MONOTONIC, &r->attempt_start);
     r->discard = false;
+    r->peer_bad = false;
+    r->resume_ok = false;
+    r->resume_bad = false;
     free_resp_headers(r);
     sc_code rc = setup_easy(r);
     if (rc == SC_OK && curl_multi_add_handle(r->up->multi, r->easy) != CURLM_OK)
@@ -430,9 +521,30 @@ static bool status_is_retryable(long status)
     return status == 500 || status == 502 || status == 503 || status == 504;
 }
 
+/* Retries go to the bucket, before any head was handed over, or before a resume's head
+ * proved the rest of the body (nothing of it handed over yet). */
 static bool may_retry(const up_req *r)
 {
-    return r->idempotent && !r->delivered && r->attempt < r->up->cfg.retries;
+    return r->idempotent && (!r->delivered || (r->resuming && !r->resume_ok)) &&
+           r->attempt < r->up->cfg.retries;
+}
+
+/* A peer attempt's head that says the peer failed, not the object: a 5xx (it could not ask
+ * the bucket, or is going away) or a refused fleet signature. A 404, 403 or 412 is the bucket's
+ * answer through its owner. */
+static bool peer_head_failed(const up_req *r, long status)
+{
+    return status >= 500 || http_header_get(r->resp, r->n_resp, FLEET_H_REFUSED) != NULL;
+}
+
+/* Notes what a head handed over says for a resume: the span of its body and its version. */
+static void note_resumable(up_req *r, const struct http_head *head)
+{
+    const char *etag = http_header_get(head->headers, head->n_headers, "ETag");
+    const char *cr = http_header_get(head->headers, head->n_headers, "Content-Range");
+    r->resumable = strcmp(r->method, "GET") == 0 && etag != NULL && *etag != '\0' &&
+                   up_span_of_head(head->status, cr, head->content_length, &r->span) &&
+                   (r->etag = strdup(etag)) != NULL;
 }
 
 static void deliver_head(up_req *r, long status)
@@ -446,13 +558,61 @@ static void deliver_head(up_req *r, long status)
             length = v;
     }
     struct http_head head = {status, r->resp, r->n_resp, length};
-    atomic_store(&r->up->last_answer_ms, sc_now_ms());
-    sc_hist_observe(&r->up->head_latency, sc_seconds_since(&r->attempt_start));
+    if (r->at_peer) {
+        r->peer_head_s = sc_seconds_since(&r->attempt_start);
+        note_resumable(r, &head);
+    } else {
+        atomic_store(&r->up->last_answer_ms, sc_now_ms());
+        sc_hist_observe(&r->up->head_latency, sc_seconds_since(&r->attempt_start));
+    }
     r->delivered = true;
     r->body_expected = length;
     r->body_seen = 0;
     r->watch_tail = r->exact_length && length > 0 && !digest_offered(r->resp, r->n_resp);
     r->h.on_head(r->arg, &head);
+}
+
+/*
+ * A resume's head: exactly the rest of the span of the version handed over, or a retryable
+ * status to try again; anything else (a 412: the object changed) fails the transfer.
+ */
+static bool check_resume_head(up_req *r, long status)
+{
+    if (status_is_retryable(status) && may_retry(r)) {
+        r->discard = true;
+        return true;
+    }
+    const char *cr = http_header_get(r->resp, r->n_resp, "Content-Range");
+    const char *etag = http_header_get(r->resp, r->n_resp, "ETag");
+    const char *cl = http_header_get(r->resp, r->n_resp, "Content-Length");
+    int64_t length = cl != NULL ? strtoll(cl, NULL, 10) : -1;
+    r->resume_ok =
+        up_resume_proves(&r->span, (uint64_t)r->body_seen, r->etag, status, cr, length, etag);
+    r->resume_bad = !r->resume_ok && status < 500; /* a 5xx left after retries: no verdict */
+    if (r->resume_bad)
+        sc_warn("upstream %s %s: resuming at byte %lld after the peer failed, the bucket "
+                "answered status %ld that is not the rest of version %s",
+                r->method, r->path, (long long)r->body_seen, status, r->etag);
+    return r->resume_ok;
+}
+
+/* The final head of an attempt: thrown away (a peer failure, a status to retry), checked (a
+ * resume), or handed over. False aborts the transfer. */
+static bool on_final_head(up_req *r, long status)
+{
+    if (r->at_peer && peer_head_failed(r, status)) {
+        r->peer_bad = true;
+        r->discard = true;
+        return true;
+    }
+    if (r->resuming)
+        return check_resume_head(r, status);
+    if (status_is_retryable(status) && may_retry(r)) {
+        r->discard = true;
+        return true;
+    }
+    deliver_head(r, status);
+    return true;
 }
 
 /* Collects one header line; at the blank line after a final status, hands the head over. */
@@ -469,12 +629,7 @@ static size_t on_curl_header(char *p, size_t size, size_t n, void *arg)
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
         if (status < 200)
             return len; /* interim response: the final one follows */
-        if (status_is_retryable(status) && may_retry(r)) {
-            r->discard = true;
-            return len;
-        }
-        deliver_head(r, status);
-        return len;
+        return on_final_head(r, status) ? len : 0;
     }
     const char *colon = memchr(p, ':', len);
     if (colon == NULL)
@@ -520,7 +675,7 @@ static size_t on_curl_write(char *p, size_t size, size_t n, void *arg)
     size_t len = size * n;
     if (r->discard || r->tail_held)
         return len; /* thrown away, or the held last bytes handed back by curl_easy_pause */
-    if (!r->delivered)
+    if (!r->delivered || (r->resuming && !r->resume_ok))
         return 0; /* body before a head: impossible with HTTP, refuse */
     if (r->h.on_body(r->arg, p, len)) {
         r->body_seen += (int64_t)len;
@@ -602,11 +757,79 @@ static bool excess_pending(up_req *r)
     return r->fd != CURL_SOCKET_BAD && recv(r->fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT) == 1;
 }
 
+/* Tells the fleet how the peer attempt went, once. */
+static void tell_fleet(up_req *r, bool failed)
+{
+    if (r->peer_told)
+        return;
+    r->peer_told = true;
+    if (failed)
+        fleet_peer_failed(r->up->cfg.fleet, r->peer);
+    else
+        fleet_peer_answered(r->up->cfg.fleet, r->peer, r->peer_head_s, (uint64_t)r->body_seen);
+}
+
+/* Replaces the forwarded Range and If-Match (and the checksum mode, which a range does not
+ * answer) with the resume's: the rest of the span, of the version handed over. */
+static sc_code resume_headers(up_req *r)
+{
+    char range[UP_RESUME_RANGE_LEN];
+    if (!up_resume_range(&r->span, (uint64_t)r->body_seen, range, sizeof(range)))
+        return SC_EINVAL;
+    struct http_header kept[r->n_fwd + 2];
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_fwd; i++)
+        if (strcasecmp(r->fwd[i].name, "Range") != 0 &&
+            strcasecmp(r->fwd[i].name, "If-Match") != 0 &&
+            strcasecmp(r->fwd[i].name, DIGEST_MODE_HEADER) != 0)
+            kept[n++] = r->fwd[i];
+    kept[n++] = (struct http_header){"Range", range};
+    kept[n++] = (struct http_header){"If-Match", r->etag};
+    struct http_header *fwd = NULL;
+    size_t n_fwd = 0;
+    sc_code rc = http_headers_copy(kept, n, &fwd, &n_fwd);
+    if (rc != SC_OK)
+        return rc;
+    http_headers_free(r->fwd, r->n_fwd);
+    r->fwd = fwd;
+    r->n_fwd = n_fwd;
+    return SC_OK;
+}
+
+/*
+ * A peer attempt ended in a failure (cc, or a head that says the peer failed). Before a head
+ * was handed over, the request goes on to the bucket at once; after, a resumable body is
+ * resumed from the bucket where it stopped. True when a bucket attempt was started.
+ */
+static bool leave_peer(up_req *r, CURLcode cc)
+{
+    upstream *up = r->up;
+    tell_fleet(r, true);
+    r->at_peer = false;
+    if (!r->delivered) {
+        sc_debug("upstream %s %s: the peer %s failed (%s), asking the bucket", r->method, r->path,
+                 r->peer, r->peer_bad ? "its answer" : curl_easy_strerror(cc));
+        atomic_fetch_add_explicit(&up->peer_fallbacks, 1, memory_order_relaxed);
+        start_attempt(r);
+        return true;
+    }
+    if (!r->resumable || r->excess || resume_headers(r) != SC_OK)
+        return false;
+    sc_info("upstream %s %s: the peer %s failed at byte %lld (%s), resuming from the bucket",
+            r->method, r->path, r->peer, (long long)r->body_seen, curl_easy_strerror(cc));
+    atomic_fetch_add_explicit(&up->peer_resumes, 1, memory_order_relaxed);
+    r->resuming = true;
+    start_attempt(r);
+    return true;
+}
+
 static void on_transfer_done(up_req *r, CURLcode cc)
 {
     curl_multi_remove_handle(r->up->multi, r->easy);
     r->in_multi = false;
     bool failed = cc != CURLE_OK || r->discard;
+    if (r->at_peer && failed && leave_peer(r, cc))
+        return;
     if (failed && may_retry(r)) {
         sc_debug("upstream %s %s: attempt %u failed (%s), retrying", r->method, r->path,
                  r->attempt + 1, r->discard ? "retryable status" : curl_easy_strerror(cc));
@@ -614,7 +837,7 @@ static void on_transfer_done(up_req *r, CURLcode cc)
         schedule_retry(r);
         return;
     }
-    if (cc == CURLE_OK && !r->delivered) {
+    if (cc == CURLE_OK && !r->delivered && !r->at_peer) {
         /* The retried status was the last word: hand it over as is. */
         long status = 0;
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
@@ -623,6 +846,8 @@ static void on_transfer_done(up_req *r, CURLcode cc)
     if (cc != CURLE_OK)
         sc_warn("upstream %s %s failed: %s", r->method, r->path, curl_easy_strerror(cc));
     sc_code rc = translate_curl(cc);
+    if (r->resuming && !r->resume_ok) /* the bucket's answer was not the rest of the body */
+        rc = r->resume_bad ? SC_EMISMATCH : rc == SC_OK ? SC_EUPSTREAM : rc;
     if (rc != SC_OK && !r->delivered)
         atomic_store(&r->up->last_unreachable_ms, sc_now_ms());
     if (rc != SC_OK || r->excess)
@@ -773,6 +998,9 @@ void up_get_metrics(upstream *up, struct up_metrics *m)
 {
     m->retries = atomic_load_explicit(&up->retries, memory_order_relaxed);
     m->failures = atomic_load_explicit(&up->failures, memory_order_relaxed);
+    m->peer_attempts = atomic_load_explicit(&up->peer_attempts, memory_order_relaxed);
+    m->peer_fallbacks = atomic_load_explicit(&up->peer_fallbacks, memory_order_relaxed);
+    m->peer_resumes = atomic_load_explicit(&up->peer_resumes, memory_order_relaxed);
     m->head_latency = &up->head_latency;
 }
 
@@ -819,30 +1047,48 @@ void up_req_cancel(up_req *r)
 }
 
 /* The wire path: base path, then the bucket and key percent-encoded as S3 canonicalizes them. */
-static sc_code build_path(const upstream *up, const struct up_request *q, char **out)
+static sc_code build_path(const char *base_path, const struct up_request *q, char **out)
 {
     char *bucket = NULL, *key = NULL;
     sc_code rc = uri_encode(q->bucket, strlen(q->bucket), false, &bucket);
     if (rc == SC_OK && q->key && *q->key)
         rc = uri_encode(q->key, strlen(q->key), true, &key);
     if (rc == SC_OK) {
-        size_t len = strlen(up->base_path) + strlen(bucket) + (key ? strlen(key) : 0) + 3;
+        size_t len = strlen(base_path) + strlen(bucket) + (key ? strlen(key) : 0) + 3;
         *out = malloc(len);
         if (*out == NULL)
             rc = SC_ENOMEM;
         else if (*bucket)
-            snprintf(*out, len, "%s/%s%s%s", up->base_path, bucket, key ? "/" : "", key ? key : "");
+            snprintf(*out, len, "%s/%s%s%s", base_path, bucket, key ? "/" : "", key ? key : "");
         else
-            snprintf(*out, len, "%s/", up->base_path);
+            snprintf(*out, len, "%s/", base_path);
     }
     free(bucket);
     free(key);
     return rc;
 }
 
+/* The fleet peer to ask first, path-style on its base URL: only a GET or HEAD without a body
+ * of a named bucket, and only with a fleet to sign it. */
+static sc_code copy_peer(up_req *r, const struct up_request *q)
+{
+    bool askable = q->peer != NULL && *q->peer != '\0' && r->up->cfg.fleet != NULL &&
+                   q->body_length < 0 && *q->bucket != '\0' &&
+                   (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0);
+    if (!askable)
+        return SC_OK;
+    r->peer = strdup(q->peer);
+    if (r->peer == NULL)
+        return SC_ENOMEM;
+    r->at_peer = true;
+    return build_path("", q, &r->peer_path);
+}
+
 static sc_code copy_request(up_req *r, const struct up_request *q)
 {
-    sc_code rc = build_path(r->up, q, &r->path);
+    sc_code rc = build_path(r->up->base_path, q, &r->path);
+    if (rc == SC_OK)
+        rc = copy_peer(r, q);
     if (rc != SC_OK)
         return rc;
     rc = sigv4_forwarded_query(q->query ? q->query : "", &r->query);
@@ -880,6 +1126,8 @@ sc_code up_submit(upstream *up, const struct up_request *q, const struct up_hand
         atomic_fetch_add(&r->refs, 1);
         *out = r;
     }
+    if (r->at_peer)
+        atomic_fetch_add_explicit(&up->peer_attempts, 1, memory_order_relaxed);
     rc = queue_cmd(up, CMD_SUBMIT, r);
     if (rc != SC_OK) {
         if (out) {
@@ -905,7 +1153,6 @@ static sc_code parse_base(upstream *up, const char *url)
     up->base_url = strndup(url, (size_t)(auth - url) + auth_len);
     up->host = strndup(auth, auth_len);
     up->base_path = strdup(slash ? slash : "");
-    up->plain_http = strncasecmp(url, "http://", 7) == 0;
     if (!up->base_url || !up->host || !up->base_path)
         return SC_ENOMEM;
     size_t n = strlen(up->base_path);
@@ -951,6 +1198,10 @@ sc_code upstream_start(const struct up_config *cfg, upstream **out)
         up->cfg.base_url = up->base_url;
         up->cfg.region = up->region;
         up->cfg.creds = NULL;
+        if (up->cfg.peer_connect_timeout_ms <= 0)
+            up->cfg.peer_connect_timeout_ms = UP_PEER_CONNECT_TIMEOUT_MS;
+        if (up->cfg.peer_stall_timeout_ms <= 0)
+            up->cfg.peer_stall_timeout_ms = UP_PEER_STALL_TIMEOUT_MS;
         curl_multi_setopt(up->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 256L);
         curl_multi_setopt(up->multi, CURLMOPT_MAXCONNECTS, 256L);
         if (pthread_create(&up->thread, NULL, upstream_thread, up) != 0)

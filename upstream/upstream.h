@@ -12,6 +12,16 @@
  * key pair or unsigned; the client's own Authorization never reaches this
  * module.
  *
+ * A request may name a fleet peer to ask first (up_request.peer, fleet.h): that attempt goes
+ * path-style to the peer, unsigned by SigV4 and signed with the fleet secret instead
+ * (fleet_sign), under the short peer timeouts. Any failure of it before the response head
+ * was handed to the caller (no connection, a timeout, a 5xx, a refused fleet signature)
+ * marks the peer down (fleet_peer_failed) and the same request goes on to the bucket at once,
+ * signed as it says, with no backoff: the caller sees one response. A peer that dies after
+ * its head was handed over (mid-body) is resumed from the bucket with "Range: bytes=NEXT-LAST"
+ * and "If-Match: ETAG" of the head already given, and the caller's body goes on; an answer
+ * that is not exactly that range of that version fails the transfer (SC_EMISMATCH).
+ *
  * Callbacks run on the upstream thread and must not block. Flow control
  * works both ways: on_body may refuse data (the transfer pauses) and
  * read_body may report that no data is ready yet; either side restarts the
@@ -28,6 +38,7 @@
 #include "../proto/http_header.h"
 #include "../sigv4/creds.h"
 #include "../common/histogram.h"
+#include "../fleet/fleet.h"
 
 typedef struct upstream upstream;
 typedef struct up_req up_req;
@@ -39,8 +50,16 @@ struct up_config {
     unsigned retries;          /* extra attempts for idempotent requests */
     bool insecure_tls;         /* skip certificate verification */
     long connect_timeout_ms;
-    long stall_timeout_s; /* abort when no byte moves for this long */
+    long stall_timeout_s;         /* abort when no byte moves for this long */
+    fleet *fleet;                 /* signs peer requests and learns their outcomes; NULL: no fleet,
+                                     and requests naming a peer go to the bucket only. Borrowed: it
+                                     must outlive the client */
+    long peer_connect_timeout_ms; /* a peer attempt's connect timeout; 0: 50 */
+    long peer_stall_timeout_ms;   /* a peer attempt moving no byte this long fails; 0: 2000 */
 };
+
+#define UP_PEER_CONNECT_TIMEOUT_MS 50
+#define UP_PEER_STALL_TIMEOUT_MS   2000
 
 /* Whose credentials sign a request. Zeroed: the gateway's own. */
 struct up_identity {
@@ -48,6 +67,11 @@ struct up_identity {
                                   borrowed: they must outlive the request (retries sign again) */
     bool anonymous;            /* send the request unsigned, whatever the gateway has */
 };
+
+/* @brief Whose request it is, as a peer request carries it (FLEET_H_IDENTITY): "anonymous",
+ * "gateway" (the gateway's own credentials), or "key:" and the access key id of as->creds.
+ * @return SC_OK, SC_EINVAL (the text does not fit in cap bytes). */
+sc_code up_identity_name(const struct up_identity *as, char *out, size_t cap);
 
 /* @brief True when a and b sign the same way (same key pair, or both anonymous). */
 bool up_identity_same(const struct up_identity *a, const struct up_identity *b);
@@ -67,6 +91,9 @@ struct up_request {
                               than its Content-Length (cache fills); when neither
                               the ETag nor a checksum can check the body (digest.h),
                               the connection is watched a moment after the last byte */
+    const char *peer;      /* a fleet peer's base URL ("http://host:port") to ask first, or
+                              NULL; only for an idempotent GET or HEAD without a body, and
+                              ignored when the client has no fleet (see above) */
 };
 
 #define UP_READ_PAUSE ((size_t)-1)
@@ -114,6 +141,9 @@ sc_code up_submit(upstream *up, const struct up_request *req, const struct up_ha
 struct up_metrics {
     uint64_t retries;             /* attempts made again after a retryable failure */
     uint64_t failures;            /* requests that ended in an error, retries exhausted */
+    uint64_t peer_attempts;       /* requests sent to a fleet peer first */
+    uint64_t peer_fallbacks;      /* of those, the ones gone on to the bucket (peer failed) */
+    uint64_t peer_resumes;        /* peers that failed mid-body, resumed from the bucket */
     struct sc_hist *head_latency; /* seconds from an attempt's start to its response head */
 };
 
