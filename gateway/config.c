@@ -18,6 +18,7 @@
 
 #include "../common/log.h"
 #include "../common/secret_file.h"
+#include "../upstream/origin.h"
 
 enum opt_type {
     OPT_STR,
@@ -555,8 +556,8 @@ static sc_code read_fleet_secret(struct gw_config *cfg, char *err, size_t err_le
 /* Checks that the fleet's options fit together, and reads its secret. */
 static sc_code finish_fleet(struct gw_config *cfg, char *err, size_t err_len)
 {
-    if (strcmp(cfg->fleet_copy, "none") != 0 && strcmp(cfg->fleet_copy, "hot") != 0 &&
-        strcmp(cfg->fleet_copy, "all") != 0) {
+    enum fleet_copy copy;
+    if (fleet_copy_parse(cfg->fleet_copy, &copy) != SC_OK) {
         snprintf(err, err_len, "--fleet-copy must be none, hot or all");
         return SC_EINVAL;
     }

@@ -126,11 +126,19 @@ static sc_code start_upstream(struct gw *g, const struct creds *creds)
         .insecure_tls = cfg->allow_insecure_tls,
         .connect_timeout_ms = (long)cfg->upstream_connect_timeout * 1000,
         .stall_timeout_s = (long)cfg->upstream_stall_timeout,
+        .fleet = g->fleet,
+        .peer_connect_timeout_ms = (long)cfg->peer_timeout_ms,
     };
     sc_code rc = upstream_start(&uc, &g->up);
-    if (rc != SC_OK)
+    if (rc != SC_OK) {
         sc_err("cannot start the upstream client for %s: %s", cfg->upstream, sc_strerror(rc));
-    g->origin.bucket = g->up;
+        return rc;
+    }
+    enum fleet_copy copy = FLEET_COPY_NONE;
+    (void)fleet_copy_parse(cfg->fleet_copy, &copy); /* checked by config.c */
+    rc = origin_init(&g->origin, g->up, g->fleet, copy, cfg->block_size);
+    if (rc != SC_OK)
+        sc_err("cannot set up the origin of fills: %s", sc_strerror(rc));
     return rc;
 }
 
@@ -287,6 +295,7 @@ out:
     fill_table_free(g->fills);
     block_table_free(g->block_fetches);
     upstream_free(g->up);
+    origin_cleanup(&g->origin); /* after every fill and block fetch: they read its hot set */
     creds_free(creds);
     authz_cache_free(g->authz);
     ckeys_free(g->keys);  /* after the upstream: its requests borrowed the client keys */
