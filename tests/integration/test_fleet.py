@@ -128,11 +128,15 @@ def test_peer_requests_are_refused_without_a_good_signature_on_both_listeners(up
         assert_refused(send(port, "GET", target, ranged), "an unsigned Range")
         bad_date = dict(good, **{"x-s3cached-fleet-date": "%d.0" % now})
         assert_refused(send(port, "GET", target, bad_date), "a malformed date")
+        # identities this gateway (no --client-credentials) cannot hold to the bucket's rights
+        assert_refused(peer_get(port, secret, target, identity="anonymous"), "anonymous")
+        assert_refused(peer_get(port, secret, target, identity="key:" + upstream.access_key),
+                       "a key")
         status, headers, got = send(port, "GET", target, good)
         assert status == 200 and got == body, (port, status, got[:200])
         assert REFUSED not in headers
         assert not any(k.startswith("x-s3cached-fleet") for k in headers), headers
-    assert metric(g, "s3cached_peer_requests_refused_total") - refused_before == 12
+    assert metric(g, "s3cached_peer_requests_refused_total") - refused_before == 16
     # a plain client request on the main listener is still a client's
     c = g.client()
     assert c.get_object(Bucket=upstream.bucket, Key=key)["Body"].read() == body
@@ -221,6 +225,13 @@ def test_a_client_cannot_smuggle_fleet_headers(s3rver, make_fleet):
         # unsigned (an anonymous client), on both listeners
         for port in (g.port, fleet.peer_ports[0]):
             assert_refused(send(port, "GET", target_of(s3rver, key), smuggled), smuggled)
+    # signed by a peer, a key is refused here: --identity gateway would read it with the
+    # gateway's credentials; anonymous is checked (--allow-anonymous) and served
+    secret, target = secret_of(fleet), target_of(s3rver, key)
+    assert_refused(peer_get(fleet.peer_ports[0], secret, target, identity="key:" + other_ak),
+                   "a key where the gateway signs as itself")
+    status, _, got = peer_get(fleet.peer_ports[0], secret, target, identity="anonymous")
+    assert status == 200 and got == body, status
     # the other key, which may read the bucket, reads it as itself
     c = s3util.client(g.endpoint, other_ak, other_sk)
     assert c.get_object(Bucket=s3rver.bucket, Key=key)["Body"].read() == body
