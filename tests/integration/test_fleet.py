@@ -21,6 +21,7 @@ import pytest
 from harness import proc
 from harness import s3util
 from harness.fleet import Fleet
+from test_metrics import scrape
 
 KiB = 1024
 REFUSED = "x-s3cached-fleet-refused"
@@ -322,12 +323,14 @@ def test_metrics_and_stats_show_the_fleet(s3rver, make_fleet):
     assert sorted(p["url"] for p in st["peers"]) == sorted(fleet.urls)
     assert [p["url"] for p in st["peers"] if p["self"]] == [fleet.urls[1]]
     assert all(p["state"] == "up" for p in st["peers"])
+    samples = scrape(g)  # every line well formed, every counter named *_total
+    assert samples[("s3cached_peer_up", frozenset({("peer", fleet.urls[0])}))] == 1
     text = metrics(g)
     for url in fleet.urls:
         line = 's3cached_peer_up{peer="%s"} 1' % url
         assert (line in text) == (url != fleet.urls[1]), (url, text[-2000:])
         for name in ("s3cached_peer_requests_total", "s3cached_peer_errors_total",
-                     "s3cached_peer_bytes_total", "s3cached_peer_seconds"):
+                     "s3cached_peer_bytes_total", "s3cached_peer_seconds_total"):
             assert ('%s{peer="%s"}' % (name, url) in text) == (url != fleet.urls[1]), name
 
 
