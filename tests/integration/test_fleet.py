@@ -306,6 +306,12 @@ def test_only_the_owner_caches_a_name_peers_ask(upstream, make_fleet):
                                         target_of(upstream, key))
         assert status == 200 and got == body and headers.get("x-cache") == "HIT", headers
     assert len(set(owners)) > 1, owners  # rendezvous spreads the names
+    # the bucket got one GET from each gateway asked (the owner's fill, the others' passes),
+    # and never a fleet header
+    assert len(fleet.upstream_gets(prefix)) == 3 * 12, fleet.upstream_gets(prefix)
+    with fleet.proxy.lock:
+        sent = [bytes(b).lower() for b in fleet.proxy.sent]
+    assert sent and not any(b"x-s3cached-fleet" in b for b in sent)
     passed = sum(metric(g, "s3cached_peer_requests_passed_total") for g in fleet.gateways)
     assert passed == 24
     held = [g.stats_when(lambda st: st["objects"] >= owners.count(i))["objects"]
