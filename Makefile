@@ -170,8 +170,10 @@ tool_objs = $(patsubst %.c,build/asan/obj/%.o,$(if $(filter test_latency_relay,$
               $(if $(filter test_trainsim_%,$(1)),$(TRAINSIM_LIB_SRC)))
 # The layer a tool's pieces stand on (see the programs above).
 tool_layer = $(if $(filter test_sim,$(1)),policy,$(if $(filter test_trainsim_%,$(1)),sigv4))
-# test_s3_auth wraps CRYPTO_memcmp, to see that signatures are compared in constant time.
+# test_s3_auth and test_fleet_auth wrap CRYPTO_memcmp, to see that signatures are compared in
+# constant time.
 LDEXTRA_test_s3_auth := -Wl,--wrap=CRYPTO_memcmp
+LDEXTRA_test_fleet_auth := -Wl,--wrap=CRYPTO_memcmp
 
 define unit_test
 build/asan/tests/$(1): tests/unit/$(1).c $$(call tool_objs,$(1)) \

@@ -4,7 +4,7 @@
 # bench/results/NAME.json; the plots go to docs/img/. The budget is 15 minutes on 2 cores;
 # bench/results/all.json records how long each step took.
 #
-# Usage: bench/all.sh [STEP...]     (default: relay hit miss warmup epochs churn large plots)
+# Usage: bench/all.sh [STEP...]     (default: relay hit miss warmup epochs churn large fleet plots)
 # Needs root (the emulated cloud is a network namespace), build/s3cached, build/s3cached-sim,
 # build/s3cached-trainsim and build/latency-relay (make bench builds them).
 set -euo pipefail
@@ -13,7 +13,7 @@ cd "$REPO"
 RESULTS="${BENCH_RESULTS_DIR:-$REPO/bench/results}"
 mkdir -p "$RESULTS"
 STEPS=("$@")
-[ "${#STEPS[@]}" -gt 0 ] || STEPS=(relay hit miss warmup epochs churn large plots)
+[ "${#STEPS[@]}" -gt 0 ] || STEPS=(relay hit miss warmup epochs churn large fleet plots)
 BUDGET_S=900
 
 declare -A ARGS=(
@@ -24,6 +24,7 @@ declare -A ARGS=(
     [epochs]=""    # every setup
     [churn]=""     # chunk sizes 64K 256K 1M
     [large]=""     # parts a b c, 3 runs each (LARGE_* settings)
+    [fleet]=""     # 3 independent gateways, then 3 as a fleet (--fleet-copy none, hot, all)
     [plots]=""
 )
 for s in "${STEPS[@]}"; do

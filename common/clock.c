@@ -42,3 +42,10 @@ struct timespec sc_deadline_in_ns(long ns)
     }
     return t;
 }
+
+struct timespec sc_deadline_in_ms(int64_t ms)
+{
+    struct timespec t = sc_deadline_in_ns((long)(ms % 1000) * 1000000L);
+    t.tv_sec += (time_t)(ms / 1000);
+    return t;
+}

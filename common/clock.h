@@ -27,4 +27,7 @@ int64_t sc_now_ns(void);
  */
 struct timespec sc_deadline_in_ns(long ns);
 
+/* @brief The moment ms milliseconds from now (ms >= 0), for the same kind of wait. */
+struct timespec sc_deadline_in_ms(int64_t ms);
+
 #endif

@@ -29,13 +29,13 @@
 
 #include "../common/sc_err.h"
 
-#define FLEET_URL_MAX 96 /* "http://[v6 address]:port" fits */
-#define FLEET_MAX_PEERS 256
+#define FLEET_URL_MAX    96 /* "http://[v6 address]:port" fits */
+#define FLEET_MAX_PEERS  256
 #define FLEET_SECRET_MIN 16 /* bytes */
 
 /* The headers of a peer request (fleet_sign), besides the request's own. */
-#define FLEET_H_DATE "x-s3cached-fleet-date"           /* seconds since the epoch, decimal */
-#define FLEET_H_IDENTITY "x-s3cached-fleet-identity"   /* whose request: fleet_identity */
+#define FLEET_H_DATE      "x-s3cached-fleet-date"      /* seconds since the epoch, decimal */
+#define FLEET_H_IDENTITY  "x-s3cached-fleet-identity"  /* whose request: fleet_signed.identity */
 #define FLEET_H_SIGNATURE "x-s3cached-fleet-signature" /* lowercase hex HMAC-SHA256 */
 /* A peer's answer to a request whose fleet signature it refused carries this header. */
 #define FLEET_H_REFUSED "x-s3cached-fleet-refused"
@@ -45,39 +45,51 @@
 typedef struct fleet fleet;
 
 struct fleet_config {
-    const char *peers;     /* "URL,URL,..." (--peers), or NULL */
-    const char *peers_dns; /* "NAME:PORT" (--peers-dns), or NULL; exactly one of the two */
-    const char *self;      /* this gateway's URL as its peers reach it, or NULL: detected */
+    const char *peers;           /* "URL,URL,..." (--peers), or NULL */
+    const char *peers_dns;       /* "NAME:PORT" (--peers-dns), or NULL; exactly one of the two */
+    const char *self;            /* this gateway's URL as its peers reach it, or NULL: detected */
     const unsigned char *secret; /* the fleet secret, copied; at least FLEET_SECRET_MIN bytes */
     size_t secret_len;
-    unsigned resolve_ms;   /* DNS re-resolution period; 0: 5000 */
-    unsigned down_min_ms;  /* first backoff of a failed peer; 0: 1000 */
-    unsigned down_max_ms;  /* longest backoff; 0: 30000 */
+    unsigned resolve_ms;  /* DNS re-resolution period; 0: 5000 */
+    unsigned down_min_ms; /* first backoff of a failed peer; 0: 1000 */
+    unsigned down_max_ms; /* longest backoff; 0: 30000 */
 };
 
 /*
- * @brief Parses the peers, resolves the DNS name once (an answer without this host is not
- * an error: the fleet is then only this gateway until the next resolution finds it), and
- * starts the re-resolution thread when there is a name.
+ * @brief Parses the peers, resolves the DNS name once (an answer without this host, or no
+ * answer, is not an error: the fleet is then only this gateway until a later resolution finds
+ * it), and starts the re-resolution thread when there is a name.
+ *
+ * URLs are "http://HOST:PORT" or "https://HOST:PORT" (HOST a name, an IPv4 address or an
+ * [IPv6] address; the port required; a trailing '/' allowed, nothing else), at most
+ * FLEET_URL_MAX - 1 bytes, compared in a canonical form (lower case, addresses as inet_ntop
+ * writes them). A DNS record becomes "http://ADDR:PORT" or "http://[V6]:PORT".
+ * This gateway's entry: the one equal to --self; without --self, in a static list the one
+ * entry whose address is one of this host's (getifaddrs); from DNS every such record.
+ * The reason for an SC_EINVAL is logged (sc_err); the secret never is.
  * @param[out] out the fleet; release with fleet_free().
- * @return SC_OK, SC_EINVAL (a malformed URL or NAME:PORT, both or neither given, a
- *         secret too short, --self not in a static list, no entry is this host), SC_ENOMEM.
+ * @return SC_OK, SC_EINVAL (a malformed URL or NAME:PORT, an empty or repeated entry, more
+ *         than FLEET_MAX_PEERS, both or neither given, a secret too short, --self not in a
+ *         static list, no entry or several are this host), SC_ENOMEM.
  */
 sc_code fleet_start(const struct fleet_config *cfg, fleet **out);
 
-/* @brief Stops the thread and frees the fleet. NULL is a no-op. */
+/* @brief Stops the thread (at once, unless it is inside a DNS lookup) and frees the fleet.
+ * NULL is a no-op. */
 void fleet_free(fleet *f);
 
-/* @brief This gateway's URL in the fleet. */
+/* @brief This gateway's URL in the fleet (canonical, see fleet_start); "" while a DNS
+ * fleet without --self has not yet found this host among its records. */
 const char *fleet_self(const fleet *f);
 
 /* Who owns a name. */
 struct fleet_owner {
-    bool self;                /* this gateway (also when no other peer is live) */
-    char url[FLEET_URL_MAX];  /* the owner's URL, without a trailing '/' */
+    bool self;               /* this gateway (also when no other peer is live) */
+    char url[FLEET_URL_MAX]; /* the owner's URL, without a trailing '/' */
 };
 
-/* @brief The live peer that owns name (see above). */
+/* @brief The live peer that owns name (see above): no allocation, one pass over the members
+ * under a read lock (it runs on every miss). */
 void fleet_owner_of(fleet *f, uint64_t name, struct fleet_owner *out);
 
 /* @brief Whether this gateway owns name now. */
@@ -87,7 +99,9 @@ bool fleet_owns(fleet *f, uint64_t name);
  * down or comes back), so that what was planned by ownership can be planned again. */
 uint64_t fleet_generation(fleet *f);
 
-/* @brief Records that a request to the peer at url failed (it is down for its backoff). */
+/* @brief Records that a request to the peer at url failed (it is down for its backoff; a peer
+ * already down stays down for what is left of it). A url not in the fleet, or this gateway's,
+ * is ignored. */
 void fleet_peer_failed(fleet *f, const char *url);
 
 /* @brief Records a request to url that was answered: seconds to its head, bytes of its body;
@@ -123,14 +137,19 @@ struct fleet_signed {
 };
 
 /* @brief The signature of what, as lowercase hex (65 bytes with the NUL), with f's secret:
- * HMAC-SHA256 over the fields joined by '\n' in the order of struct fleet_signed.
- * @return SC_OK, SC_ECRYPTO. */
+ * HMAC-SHA256 over the fields joined by '\n' in the order of struct fleet_signed (the date
+ * in decimal). A field holding '\n' would let text move between fields, so none may.
+ * @param[out] sig the signature; "" on error.
+ * @return SC_OK, SC_EINVAL (a field holds '\n'), SC_ETOOBIG (over 64 KiB), SC_ENOMEM,
+ *         SC_ECRYPTO. */
 sc_code fleet_sign(const fleet *f, const struct fleet_signed *what, char sig[65]);
 
 /*
  * @brief Checks a peer request's signature (constant time) and date (within
- * FLEET_MAX_SKEW of now).
- * @return SC_OK, or SC_EACCES (missing, malformed, wrong or out of date).
+ * FLEET_MAX_SKEW of now, seconds since the epoch: the caller's wall clock).
+ * @param sig the FLEET_H_SIGNATURE header: 64 lowercase hex digits, or NULL when missing.
+ * @return SC_OK, or SC_EACCES (missing, malformed, wrong or out of date, or a field holding
+ *         '\n').
  */
 sc_code fleet_verify(const fleet *f, const struct fleet_signed *what, const char *sig, int64_t now);
 

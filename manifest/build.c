@@ -88,23 +88,57 @@ static bool item_blocks(const struct mf *m, uint32_t idx, uint32_t bs, uint32_t 
 }
 
 /*
- * With ranges: where each access starts in the future (fstart), and its length, which must
- * fit the limit on accesses (a future costs 8 to 20 bytes per entry: docs/manifests.md,
- * "What a large plan costs").
+ * Which items this gateway plans for, a bit each: every item without a fleet; on a fleet, the
+ * items whose name it owns (a ranged item by its first block's), decided once per build so
+ * that fstart and the future agree. NULL: all (no fleet), or out of memory (*rc says).
  */
-static sc_code map_ranged_positions(struct mf *m, uint64_t *length, struct api_err *err)
+static uint8_t *items_planned_here(const struct mf *m, const uint64_t *hashes, sc_code *rc)
+{
+    fleet *f = m->reg->cfg.fleet;
+    *rc = SC_OK;
+    if (f == NULL)
+        return NULL;
+    uint8_t *mine = calloc(((size_t)m->n + 7) / 8 + 1, 1);
+    if (mine == NULL) {
+        *rc = SC_ENOMEM;
+        return NULL;
+    }
+    uint32_t bs = mf_block_size(m->reg), first, last;
+    for (uint32_t idx = 0; idx < m->n; idx++) {
+        bool ranged = item_blocks(m, idx, bs, &first, &last);
+        uint64_t name = ranged ? sc_block_key_hash(hashes[idx], first) : hashes[idx];
+        if (fleet_owns(f, name))
+            mine[idx / 8] |= (uint8_t)(1u << (idx % 8));
+    }
+    return mine;
+}
+
+static bool is_mine(const uint8_t *mine, uint32_t idx)
+{
+    return mine == NULL || ((mine[idx / 8] >> (idx % 8)) & 1);
+}
+
+/*
+ * With ranges, or on a fleet: where each access starts in the future (fstart). An access
+ * takes one entry per block its range covers, one for a whole item, none for an item another
+ * gateway of the fleet plans for. The future must fit the limit on accesses (a future costs
+ * 8 to 20 bytes per entry: docs/manifests.md, "What a large plan costs").
+ */
+static sc_code map_future_positions(struct mf *m, const uint8_t *mine, struct api_err *err)
 {
     uint32_t bs = mf_block_size(m->reg), first, last;
     uint64_t at = 0;
-    *length = m->accesses;
-    if (!plan_has_ranges(m->plan))
+    if (!plan_has_ranges(m->plan) && mine == NULL)
         return SC_OK;
     m->fstart = malloc((m->accesses ? m->accesses : 1) * sizeof(*m->fstart));
     if (m->fstart == NULL)
         return SC_ENOMEM;
     for (uint64_t pos = 0; pos < m->accesses; pos++) {
+        uint32_t idx = m->order[pos];
         m->fstart[pos] = (uint32_t)at;
-        at += item_blocks(m, m->order[pos], bs, &first, &last) ? (uint64_t)last - first + 1 : 1;
+        if (!is_mine(mine, idx))
+            continue;
+        at += item_blocks(m, idx, bs, &first, &last) ? (uint64_t)last - first + 1 : 1;
         if (at > PLAN_MAX_ACCESSES) {
             api_err_set(err, API_TOO_LARGE,
                         "the plan's ranges cover more blocks of %u bytes over this rank's "
@@ -113,14 +147,17 @@ static sc_code map_ranged_positions(struct mf *m, uint64_t *length, struct api_e
             return SC_ETOOBIG;
         }
     }
-    *length = at;
     return SC_OK;
 }
 
-/* Access pos of the plan into the future: its key's hash, or its blocks' (see the top). */
-static sc_code append_access(struct mf *m, future *f, uint64_t pos, const uint64_t *hashes)
+/* Access pos of the plan into the future: its key's hash, or its blocks' (see the top); none
+ * for an item another gateway of the fleet plans for. */
+static sc_code append_access(struct mf *m, future *f, uint64_t pos, const uint64_t *hashes,
+                             const uint8_t *mine)
 {
     uint32_t idx = m->order[pos], first, last;
+    if (!is_mine(mine, idx))
+        return SC_OK;
     if (!item_blocks(m, idx, mf_block_size(m->reg), &first, &last))
         return future_append(f, hashes[idx]);
     sc_code rc = SC_OK;
@@ -166,19 +203,22 @@ static sc_code build_future(struct mf *m, struct api_err *err)
 {
     future *f = NULL;
     uint64_t *hashes = NULL;
-    uint64_t length;
-    sc_code rc = map_ranged_positions(m, &length, err);
+    uint8_t *mine = NULL;
+    sc_code rc = plan_key_hashes(m->plan, &hashes);
+    if (rc == SC_OK)
+        mine = items_planned_here(m, hashes, &rc);
+    if (rc == SC_OK)
+        rc = map_future_positions(m, mine, err);
     if (rc == SC_OK)
         rc = map_item_starts(m);
-    if (rc == SC_OK)
-        rc = plan_key_hashes(m->plan, &hashes);
     if (rc == SC_OK)
         rc = future_new(&f);
     if (rc == SC_OK)
         future_slack_to(f, (uint64_t)FUTURE_SLACK * plan_params(m->plan)->n_ranks);
     for (uint64_t pos = 0; rc == SC_OK && pos < m->accesses; pos++)
-        rc = append_access(m, f, pos, hashes);
-    if (rc == SC_OK && m->fstart != NULL)
+        rc = append_access(m, f, pos, hashes, mine);
+    free(mine);
+    if (rc == SC_OK && plan_has_ranges(m->plan))
         m->khash = hashes;
     else
         free(hashes);
@@ -326,6 +366,14 @@ sc_code mf_build_into(const struct mf *m, uint64_t step, struct mf_built *b, str
 uint64_t mf_step(struct mf *m)
 {
     return mf_position(m) / (m->built_ranks ? m->built_ranks : 1);
+}
+
+bool mf_planned_here(const struct mf *m, uint64_t pos)
+{
+    if (m->fstart == NULL || pos >= m->accesses)
+        return true;
+    uint64_t next = pos + 1 < m->accesses ? m->fstart[pos + 1] : future_length(m->fut);
+    return m->fstart[pos] != next;
 }
 
 /* Whether a read from byte `first` of the object khash starts an item of m's plan: a whole

@@ -166,6 +166,40 @@ static sc_code set_ranks(struct mf_registry *r, struct mf *j, const uint32_t *ra
     return rc;
 }
 
+/*
+ * On a fleet each job's future names only what this gateway owns (build.c); when the live
+ * set of peers changes, ownership moved, so every job is built again at its trainers' step.
+ * Prefetch thread; takes reg_mu.
+ */
+void mf_replan_for_fleet(struct mf_registry *r)
+{
+    pthread_mutex_lock(&r->reg_mu);
+    pthread_rwlock_rdlock(&r->list_lock);
+    size_t n = 0;
+    for (struct mf *m = r->list; m; m = m->next)
+        n++;
+    struct mf **jobs = calloc(n ? n : 1, sizeof(*jobs));
+    size_t k = 0;
+    for (struct mf *m = r->list; jobs && m; m = m->next)
+        if (m->job == NULL && mf_active(m)) {
+            mf_ref(m);
+            jobs[k++] = m;
+        }
+    pthread_rwlock_unlock(&r->list_lock);
+    for (size_t i = 0; i < k; i++) {
+        struct api_err err = {0};
+        pthread_rwlock_wrlock(&r->list_lock);
+        keep_step(jobs[i], 0);
+        pthread_rwlock_unlock(&r->list_lock);
+        if (rebuild(r, jobs[i], &err) != SC_OK)
+            sc_log(SC_LOG_WARN, "manifest %s: not planned again for the fleet's new members: %s",
+                   jobs[i]->id, err.message);
+        mf_unref(jobs[i]);
+    }
+    free(jobs);
+    pthread_mutex_unlock(&r->reg_mu);
+}
+
 /* ---- the registry ------------------------------------------------------------ */
 
 void mf_kick(struct mf_registry *r)
@@ -830,7 +864,7 @@ static bool consume_blocks(struct mf *m, uint64_t khash, const struct mf_read *r
 static bool consume(struct mf *m, uint64_t khash, const struct mf_read *range)
 {
     uint64_t bs = mf_block_size(m->reg);
-    if (range != NULL && m->fstart != NULL && range->first / bs <= UINT32_MAX &&
+    if (range != NULL && plan_has_ranges(m->plan) && range->first / bs <= UINT32_MAX &&
         consume_blocks(m, khash, range))
         return true;
     return future_take(m->fut, khash, FUTURE_NEVER, range != NULL) != FUTURE_NEVER;

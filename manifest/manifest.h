@@ -27,6 +27,7 @@
 #include "../upstream/fill.h"
 #include "../common/stats.h"
 #include "../upstream/upstream.h"
+#include "../fleet/fleet.h"
 
 typedef struct mf_registry mf_registry;
 
@@ -40,6 +41,8 @@ struct mf_config {
     unsigned concurrency;   /* prefetches in flight at once, over all manifests */
     const char *dir;        /* where manifests are kept across restarts; NULL: not kept */
     struct sc_stats *stats; /* counts prefetched objects */
+    fleet *fleet;           /* NULL: no fleet; else each gateway plans and warms the names it
+                               owns, and sees every read of them (docs/fleet.md) */
 };
 
 /*

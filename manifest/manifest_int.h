@@ -89,8 +89,9 @@ struct mf {
     uint32_t used;     /* distinct items this rank reads */
     uint64_t accesses; /* this rank's positions */
     uint32_t *order;   /* position -> dataset index */
-    uint32_t *fstart;  /* a plan with ranges: position -> its first position in the future (a
-                          ranged access is one future entry per block); NULL: the same */
+    uint32_t *fstart;  /* a plan with ranges, or on a fleet: position -> its first position in
+                          the future (a ranged access is one future entry per block, an item
+                          another gateway owns none); NULL: the same */
     uint64_t *starts;  /* a plan with ranges: item_start() of each ranged item, sorted */
     uint32_t n_starts;
     uint8_t *obj;    /* enum mf_obj per dataset index */
@@ -195,6 +196,13 @@ void mf_recount(struct mf *m);
 
 /* @brief Takes the sizes a prefix's listing gave, once its dataset matches the listing. */
 void mf_take_listed_sizes(struct mf *m);
+
+/* @brief Builds every job again for the fleet's live peers (their names moved). Takes reg_mu. */
+void mf_replan_for_fleet(struct mf_registry *r);
+
+/* @brief Whether plan position pos is read through this gateway's future: always without a
+ * fleet; on a fleet, when this gateway owns the item's name (build.c). */
+bool mf_planned_here(const struct mf *m, uint64_t pos);
 
 /* @brief Whether a read from byte `first` of the object khash starts an item of m's plan: a
  * whole object at byte 0, a range at its offset. */

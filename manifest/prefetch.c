@@ -37,11 +37,12 @@
 #include "../upstream/list.h"
 #include "../upstream/range_prefetch.h"
 
-#define WALK_PERIOD_MS 50
-#define WALK_SHARE     0.9             /* of the capacity a walk may plan for */
-#define NEAR_CHECK     64              /* cached objects next to the trainer checked per walk */
-#define DEFAULT_SIZE   (1024u * 1024u) /* assumed size of an object not seen yet */
-#define MAX_LAUNCH     256             /* fills started per manifest per walk */
+#define WALK_PERIOD_MS  50
+#define WALK_SHARE      0.9             /* of the capacity a walk may plan for */
+#define NEAR_CHECK      64              /* cached objects next to the trainer checked per walk */
+#define DEFAULT_SIZE    (1024u * 1024u) /* assumed size of an object not seen yet */
+#define MAX_LAUNCH      256             /* fills started per manifest per walk */
+#define FLEET_REPLAN_MS 5000            /* at least this long between replans for the fleet */
 
 /* A prefetch in flight: what its completion updates. */
 struct fetch {
@@ -367,8 +368,9 @@ static double walk_distance(const struct walker *w)
 static void walk_step(struct walker *w, uint64_t *budget, unsigned *slots)
 {
     struct mf *m = w->m;
-    while (w->pos < m->accesses && m->stamp[m->order[w->pos]] == m->walk)
-        w->pos++;
+    while (w->pos < m->accesses &&
+           (m->stamp[m->order[w->pos]] == m->walk || !mf_planned_here(m, w->pos)))
+        w->pos++; /* counted already, or another gateway of the fleet warms it */
     if (w->pos >= m->accesses) {
         w->done = true;
         return;
@@ -598,10 +600,26 @@ static void walk_all(struct mf_registry *r)
     free(all);
 }
 
+/* Whether the fleet's live set changed since *generation and the last replan is at least
+ * FLEET_REPLAN_MS old (a flapping peer does not rebuild plans on every walk). */
+static bool fleet_moved(struct mf_registry *r, uint64_t *generation, double *replanned)
+{
+    if (r->cfg.fleet == NULL)
+        return false;
+    uint64_t now_gen = fleet_generation(r->cfg.fleet);
+    double now = sc_now_seconds();
+    if (now_gen == *generation || (now - *replanned) * 1000 < FLEET_REPLAN_MS)
+        return false;
+    *generation = now_gen;
+    *replanned = now;
+    return true;
+}
+
 void *mf_prefetch_main(void *arg)
 {
     struct mf_registry *r = arg;
-    double saved = sc_now_seconds(), measured = saved;
+    double saved = sc_now_seconds(), measured = saved, replanned = 0;
+    uint64_t generation = r->cfg.fleet != NULL ? fleet_generation(r->cfg.fleet) : 0;
     pthread_mutex_lock(&r->wake_mu);
     while (!r->stopping) {
         if (!r->kicked) {
@@ -612,6 +630,8 @@ void *mf_prefetch_main(void *arg)
         if (r->stopping)
             break;
         pthread_mutex_unlock(&r->wake_mu);
+        if (fleet_moved(r, &generation, &replanned))
+            mf_replan_for_fleet(r);
         walk_all(r);
         if ((sc_now_seconds() - measured) * 1000 >= MF_RATE_MS) {
             mf_measure_rates(r);

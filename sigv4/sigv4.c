@@ -733,3 +733,15 @@ void sigv4_sha256_hex(const void *data, size_t len, char out[65])
     if (sha256(data, len, digest) == SC_OK)
         hex_encode(digest, SHA256_LEN, out);
 }
+
+sc_code sigv4_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,
+                              char out[65])
+{
+    unsigned char mac[SHA256_LEN];
+    out[0] = '\0';
+    sc_code rc = hmac_sha256(key, key_len, data, len, mac);
+    if (rc == SC_OK)
+        hex_encode(mac, SHA256_LEN, out);
+    OPENSSL_cleanse(mac, sizeof(mac));
+    return rc;
+}

@@ -187,4 +187,13 @@ void sigv4_amz_date(time_t t, char out[17]);
  */
 void sigv4_sha256_hex(const void *data, size_t len, char out[65]);
 
+/*
+ * @brief Lower-case hex HMAC-SHA256 of len bytes at data under the key_len bytes at key
+ * (fleet/ signs peer requests with it).
+ * @param[out] out 65 bytes, NUL-terminated; "" on error.
+ * @return SC_OK, SC_EINVAL (a key longer than INT_MAX), SC_ECRYPTO.
+ */
+sc_code sigv4_hmac_sha256_hex(const void *key, size_t key_len, const void *data, size_t len,
+                              char out[65]);
+
 #endif

@@ -24,6 +24,8 @@
 #   CLOUD_GETS [nginx]      nginx: GETs served by nginx; s3rver: everything to s3rver
 #   CLOUD_BUCKET [bench]    the bucket created at start
 #   CLOUD_NGINX_WORKERS [2] the cloud's nginx workers (it is the far side, not measured)
+#   CLOUD_ACCESS_LOG [0]    1: the cloud's nginx logs every request that reaches it, so that
+#                           requests can be counted at the bucket (cloud_requests)
 #
 # cloud_up starts it all and sets:
 #   CLOUD_URL       http://127.0.0.1:PORT, through the relay: delay + bandwidth cap
@@ -34,7 +36,7 @@
 # cloud_etags must run after objects are added (it maps each key to its MD5 for nginx).
 # cloud_bytes_back prints the bytes the relay has carried back from the cloud so far: the one
 # counter every path to the cloud (direct, the gateway, nginx) goes through, HTTP headers
-# included.
+# included. With CLOUD_ACCESS_LOG=1, cloud_requests counts the requests the bucket received.
 # Everything (processes, namespace, veth pair, qdiscs) goes away on exit, Ctrl-C included.
 # A namespace left over by a killed run (s3cb-PID with PID gone) is removed at the next start.
 # Needs root (CAP_NET_ADMIN) for the namespace and the qdiscs.
@@ -46,6 +48,7 @@ CLOUD_CONN_RATE="${CLOUD_CONN_RATE:-}"
 CLOUD_GETS="${CLOUD_GETS:-nginx}"
 CLOUD_BUCKET="${CLOUD_BUCKET:-bench}"
 CLOUD_NGINX_WORKERS="${CLOUD_NGINX_WORKERS:-2}"
+CLOUD_ACCESS_LOG="${CLOUD_ACCESS_LOG:-0}"
 CLOUD_NS=""
 CLOUD_S3RVER_PORT=4568 # inside the namespace: nothing else listens there
 
@@ -237,10 +240,36 @@ cloud_bytes_back_settled() {
     echo "$b"
 }
 
+# With CLOUD_ACCESS_LOG=1: the requests that reached the bucket from outside (through the relay
+# or the seeding URL; nginx's own re-request of an If-Match is left out) since line FROM (1:
+# the first) of the log: cloud_requests FROM [KEY_PREFIX]. Prints "GETS RANGED_GETS HEADS OTHER
+# BODY_BYTES LINES": GETs of keys under /BUCKET/KEY_PREFIX, those of them with a Range, HEADs
+# of such keys, every other request, the GETs' body bytes, and the log lines read (FROM +
+# LINES is the next FROM). nginx writes each line when its request ends.
+cloud_requests() {
+    local from="$1" prefix="${2:-}" log="$WORK/cloud/nginx/access.log"
+    [ "$CLOUD_ACCESS_LOG" = 1 ] || die "cloud_requests needs CLOUD_ACCESS_LOG=1 before cloud_up"
+    tail -n +"$from" "$log" | awk -v self="$CLOUD_IP_NS" -v want="/$CLOUD_BUCKET/$prefix" '
+        { lines++ }
+        $1 == self { next }
+        { split($3, u, "?"); key = (index(u[1], want) == 1 && u[1] != want) }
+        $2 == "GET" && key { gets++; body += $5; if ($6 != "\"-\"") ranged++; next }
+        $2 == "HEAD" && key { heads++; next }
+        { other++ }
+        END { printf "%d %d %d %d %d %d\n", gets, ranged, heads, other, body, lines }'
+}
+
 cloud_write_nginx_conf() {
-    local dir="$WORK/cloud/nginx"
+    local dir="$WORK/cloud/nginx" log="access_log off;"
     mkdir -p "$dir"
     [ -f "$dir/etags.map" ] || : >"$dir/etags.map"
+    if [ "$CLOUD_ACCESS_LOG" = 1 ]; then
+        : >"$dir/access.log"
+        # One line a request, written unbuffered: address, method, target as sent, status,
+        # body bytes, Range (nginx writes an empty value as "-"; the quotes keep its spaces).
+        log="log_format cloud '\$remote_addr \$request_method \$request_uri \$status \$body_bytes_sent \"\$http_range\"';
+    access_log $dir/access.log cloud;"
+    fi
     cat >"$dir/nginx.conf" <<NGX
 # The emulated cloud's front: object GET/HEAD from s3rver's files, the rest to s3rver.
 worker_processes $CLOUD_NGINX_WORKERS;
@@ -248,7 +277,7 @@ pid $dir/nginx.pid;
 error_log $dir/error.log warn;
 events { worker_connections 8192; }
 http {
-    access_log off;
+    $log
     sendfile on;
     tcp_nopush off;
     tcp_nodelay on;

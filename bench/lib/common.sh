@@ -58,8 +58,10 @@ need() {
     for t in "$@"; do command -v "$t" >/dev/null 2>&1 || die "$t is missing (make deps; tools/install-deps.sh --bench)"; done
 }
 
+# A TCP port free on ADDR (default 127.0.0.1; any loopback address works: 127.0.0.2, ...).
 free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    python3 -c 'import socket, sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' \
+        "${1:-127.0.0.1}"
 }
 
 # Waits until URL answers anything over HTTP (any status), at most SECONDS (default 20).
@@ -97,17 +99,18 @@ export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER AWS_REGION=us-east-
 unset AWS_SESSION_TOKEN AWS_PROFILE
 export AWS_SHARED_CREDENTIALS_FILE=/nonexistent
 
-# Starts a gateway: gw_start PORT CACHE_DIR UPSTREAM_URL [more s3cached options...].
-# Sets GW_PID and GW_URL; its log is $WORK/gw-PORT.log. Waits for /healthz.
+# Starts a gateway: gw_start PORT CACHE_DIR UPSTREAM_URL [more s3cached options...], listening
+# on GW_HOST:PORT (GW_HOST defaults to 127.0.0.1; another loopback address stands for another
+# node). Sets GW_PID and GW_URL; its log is $WORK/gw-PORT.log. Waits for /healthz.
 gw_start() {
-    local port="$1" dir="$2" upstream="$3"
+    local port="$1" dir="$2" upstream="$3" host="${GW_HOST:-127.0.0.1}"
     shift 3
     [ -x "$GATEWAY_BIN" ] || die "$GATEWAY_BIN is missing: make"
-    "$GATEWAY_BIN" --listen "127.0.0.1:$port" --upstream "$upstream" --cache-dir "$dir" \
+    "$GATEWAY_BIN" --listen "$host:$port" --upstream "$upstream" --cache-dir "$dir" \
         --log-level warn "$@" >"$WORK/gw-$port.log" 2>&1 &
     GW_PID=$!
     bench_track "$GW_PID"
-    GW_URL="http://127.0.0.1:$port"
+    GW_URL="http://$host:$port"
     wait_http "$GW_URL/healthz"
 }
 
@@ -163,7 +166,7 @@ export BENCH_NAME
 
 # The command line as run, with the benchmark settings given in the environment, for the
 # header and the results file.
-BENCH_CMD="$(env | { grep -E '^(CLOUD_(DELAY_MS|RATE|CONN_RATE|WINDOW|GETS|BUCKET|NGINX_WORKERS)|(HIT|MISS|EPOCHS|WARMUP|CHURN|PLOTS|LARGE|CONVERGENCE|PLANS)_[A-Z_]+|EPOCHS|BENCH_(GATEWAY|TRAINSIM|RELAY|PLANBENCH))=' || true; } | sort |
+BENCH_CMD="$(env | { grep -E '^(CLOUD_(DELAY_MS|RATE|CONN_RATE|WINDOW|GETS|BUCKET|NGINX_WORKERS)|(HIT|MISS|EPOCHS|WARMUP|CHURN|PLOTS|LARGE|CONVERGENCE|PLANS|FLEET)_[A-Z_]+|EPOCHS|BENCH_(GATEWAY|TRAINSIM|RELAY|PLANBENCH))=' || true; } | sort |
     while IFS='=' read -r k v; do printf '%s=%q ' "$k" "$v"; done)"
 BENCH_CMD="${BENCH_CMD}bench/$(basename "$0")"
 [ "$#" -eq 0 ] || BENCH_CMD="$BENCH_CMD$(printf ' %q' "$@")"

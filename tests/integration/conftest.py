@@ -101,7 +101,8 @@ def gateway(request):
             target = TcpProxy(up.port, rate=rate, stall_up=stall_up).start()
             proxies.append(target)
         cls = gwmod.DirectGateway if gwmod.direct_mode() else gwmod.Gateway
-        gw = cls(up, upstream_endpoint=target.endpoint if target else None, **kw)
+        endpoint = target.endpoint if target else kw.pop("upstream_endpoint", None)
+        gw = cls(up, upstream_endpoint=endpoint, **kw)
         gw.proxy = target
         started.append(gw)
         return gw.start()

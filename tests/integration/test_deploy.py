@@ -10,7 +10,8 @@ machine without a Docker engine or a Kubernetes cluster allows.
   healthchecks run against it.
 - deploy/kubernetes/*.yaml: every object against the Kubernetes OpenAPI schemas (the npm package
   kubernetes-models), no field the API does not know, probes on real endpoints and ports, the
-  wiring between the objects; the gateway run as it would be there (non-root, no capabilities,
+  wiring between the objects (the fleet's too: headless Service, --self, secret, peer-port
+  NetworkPolicy); the gateway run as it would be there (non-root, no capabilities,
   read-only root, only the cache writable).
 - deploy/kubernetes/grafana-dashboard.json: every query names only metrics and labels a running
   gateway exports, and Prometheus scraping a gateway answers each of them.
@@ -18,6 +19,7 @@ machine without a Docker engine or a Kubernetes cluster allows.
 
 Each checker is also fed a broken copy, to show it can fail.
 """
+import copy
 import glob
 import json
 import os
@@ -889,6 +891,147 @@ def test_kubernetes_daemonset_service_and_network_policy_fit_together():
     assert job["spec"]["template"]["spec"]["nodeSelector"] == \
         ds["spec"]["template"]["spec"]["nodeSelector"], \
         "a trainer on a node without a gateway gets no endpoint (internalTrafficPolicy: Local)"
+
+
+def fleet_wiring_problems(docs, image_defaults, secrets):
+    """What keeps the DaemonSet's gateways from forming a fleet that only they can talk to
+    (docs/fleet.md): --peers-dns must name a headless Service of ready gateway pods on the peer
+    port, --self the pod's own IP on that port, --fleet-listen a second listener off loopback,
+    the secret a file on a Secret of its own, and only the gateway pods may reach the peer
+    port. Returns a list of problems, empty when it all fits."""
+    out = []
+    by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+    ds = by[("DaemonSet", "s3cached")]
+    ns = ds["metadata"]["namespace"]
+    labels = pod_labels(ds)
+    spec = pod_spec(ds)
+    c = next(c for c in spec["containers"] if is_gateway(c))
+    listen, token_file, _, opts = gateway_settings(c, image_defaults)
+    missing = [k for k in ("peers-dns", "self", "fleet-listen", "fleet-secret-file")
+               if not opts.get(k)]
+    if missing:
+        return ["the gateway has no --%s" % k for k in missing]
+    fhost, fport = listen_port(opts["fleet-listen"])
+    if fhost in ("127.0.0.1", "localhost", "::1"):
+        out.append("--fleet-listen %s: peers on other nodes reach the pod IP" % fhost)
+    if fport == listen_port(listen)[1]:
+        out.append("--fleet-listen is the main listener's port")
+    if not any(p.get("containerPort") == fport for p in c.get("ports", [])):
+        out.append("no container port %d for --fleet-listen" % fport)
+    # --peers-dns NAME:PORT: a headless Service of this namespace's ready gateway pods.
+    name, _, dport = opts["peers-dns"].rpartition(":")
+    if int(dport) != fport:
+        out.append("--peers-dns port %s is not the peer listener's %d" % (dport, fport))
+    svc = next((d for d in docs if d["kind"] == "Service" and name in (
+        "%s.%s.svc" % (d["metadata"]["name"], ns),
+        "%s.%s.svc.cluster.local" % (d["metadata"]["name"], ns))
+        and d["metadata"].get("namespace") == ns), None)
+    if svc is None:
+        out.append("--peers-dns %s names no Service of namespace %s" % (name, ns))
+    else:
+        ss = svc["spec"]
+        if ss.get("clusterIP") != "None":
+            out.append("the peers Service is not headless: its name is one virtual IP")
+        if ss.get("publishNotReadyAddresses", False) is not False:
+            out.append("the peers Service lists pods that are not ready")
+        if not ss.get("selector") or not ss["selector"].items() <= labels.items():
+            out.append("the peers Service does not select the gateway pods")
+        targets = []
+        for p in ss.get("ports", []):
+            t = p.get("targetPort", p["port"])
+            if isinstance(t, str):
+                t = next((cp["containerPort"] for cp in c.get("ports", [])
+                          if cp.get("name") == t), None)
+            targets.append(t)
+        if fport not in targets:
+            out.append("the peers Service does not lead to port %d" % fport)
+    # --self http://$(VAR):PORT, VAR the pod's IP from the downward API.
+    m = re.fullmatch(r"http://\$\((\w+)\):(\d+)", opts["self"])
+    if not m:
+        out.append("--self %s is not http://$(POD_IP):PORT" % opts["self"])
+    else:
+        env = {e["name"]: e for e in c.get("env", [])}
+        src = env.get(m.group(1), {}).get("valueFrom", {}).get("fieldRef", {})
+        if src.get("fieldPath") != "status.podIP":
+            out.append("--self: $(%s) is not the pod IP (downward API)" % m.group(1))
+        if int(m.group(2)) != fport:
+            out.append("--self port %s is not the peer listener's %d" % (m.group(2), fport))
+    # The secret: a file on a Secret of its own, created as the file's comment says.
+    vol = mounted_volume(c, spec, opts["fleet-secret-file"])
+    if not vol or "secret" not in vol:
+        out.append("--fleet-secret-file is not on a Secret")
+    else:
+        if vol["secret"]["secretName"] not in secrets:
+            out.append("nothing creates the Secret %s" % vol["secret"]["secretName"])
+        if vol == mounted_volume(c, spec, token_file):
+            out.append("the fleet secret shares the admin token's Secret")
+    # The peer port: only the DaemonSet's own pods may reach it, through any policy.
+    own = ds["spec"]["selector"]["matchLabels"]
+    opened = False
+    for pol in docs:
+        if pol["kind"] != "NetworkPolicy" or pol["metadata"].get("namespace") != ns:
+            continue
+        if not pol["spec"]["podSelector"].get("matchLabels", {}).items() <= labels.items():
+            continue
+        for rule in pol["spec"].get("ingress", []):
+            ports = [p.get("port") for p in rule.get("ports", [])]
+            if ports and fport not in ports:
+                continue
+            opened = True
+            for f in rule.get("from") or [{}]:
+                sel = f.get("podSelector", {}).get("matchLabels")
+                if set(f) != {"podSelector"} or not sel or not own.items() <= sel.items() \
+                        or not sel.items() <= labels.items():
+                    out.append("%s admits port %d from %s, not only the gateway pods" % (
+                        pol["metadata"]["name"], fport, f or "anywhere"))
+    if not opened:
+        out.append("no NetworkPolicy admits the peers to port %d" % fport)
+    return out
+
+
+def test_kubernetes_fleet_membership_secret_and_peer_policy_fit_together():
+    _, runtime = dockerfile()
+    path = os.path.join(K8S, "daemonset.yaml")
+    defaults, secrets = image_env(runtime), secret_names_created(path)
+    docs = k8s_docs(path)
+    assert fleet_wiring_problems(docs, defaults, secrets) == []
+
+    # The checker can fail: each broken copy is caught.
+    def broken(change):
+        d = copy.deepcopy(docs)
+        by = {(x["kind"], x["metadata"]["name"]): x for x in d}
+        change(by, next(c for c in pod_spec(by[("DaemonSet", "s3cached")])["containers"]
+                        if is_gateway(c)))
+        return fleet_wiring_problems(d, defaults, secrets)
+
+    def set_arg(c, name, value):
+        c["args"] = [a for a in c["args"] if not a.startswith("--%s=" % name)]
+        if value is not None:
+            c["args"].append("--%s=%s" % (name, value))
+
+    cases = {
+        "peers-dns port": lambda by, c: set_arg(
+            c, "peers-dns", "s3cached-peers.s3cached.svc.cluster.local:8080"),
+        "not headless": lambda by, c: by[("Service", "s3cached-peers")]["spec"].pop("clusterIP"),
+        "not-ready pods": lambda by, c: by[("Service", "s3cached-peers")]["spec"].update(
+            publishNotReadyAddresses=True),
+        "self on loopback": lambda by, c: set_arg(c, "self", "http://127.0.0.1:8081"),
+        "self without POD_IP": lambda by, c: c.update(
+            env=[e for e in c["env"] if e["name"] != "POD_IP"]),
+        "fleet listener on loopback": lambda by, c: set_arg(c, "fleet-listen", "127.0.0.1:8081"),
+        "no secret": lambda by, c: set_arg(c, "fleet-secret-file", "/cache/fleet-secret"),
+        "clients reach 8081": lambda by, c: by[("NetworkPolicy", "s3cached-clients")]["spec"][
+            "ingress"][0]["ports"].append({"port": 8081, "protocol": "TCP"}),
+        "peers from any namespace": lambda by, c: by[("NetworkPolicy", "s3cached-peers")][
+            "spec"]["ingress"][0]["from"][0].update(namespaceSelector={}),
+        "peers from any pod": lambda by, c: by[("NetworkPolicy", "s3cached-peers")]["spec"][
+            "ingress"][0]["from"][0].update(podSelector={}),
+        "no peer policy": lambda by, c: by[("NetworkPolicy", "s3cached-peers")]["spec"].update(
+            ingress=[]),
+        "no fleet": lambda by, c: set_arg(c, "peers-dns", None),
+    }
+    for what, change in cases.items():
+        assert broken(change), "a broken copy passes: %s" % what
 
 
 @pytest.fixture

@@ -35,11 +35,23 @@ static void a_deadline_is_normalized(void **state)
     assert_true(at >= before + 999999999L && at <= after + 999999999L);
 }
 
+static void a_deadline_in_ms_spans_seconds(void **state)
+{
+    (void)state;
+    int64_t before = sc_now_ns();
+    struct timespec t = sc_deadline_in_ms(5999);
+    int64_t after = sc_now_ns();
+    assert_true(t.tv_nsec >= 0 && t.tv_nsec < 1000000000L);
+    int64_t at = (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+    assert_true(at >= before + 5999000000LL && at <= after + 5999000000LL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_units_agree_and_never_go_back),
         cmocka_unit_test(a_deadline_is_normalized),
+        cmocka_unit_test(a_deadline_in_ms_spans_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 
 #include "../../manifest/manifest.h"
 #include "../../manifest/plan.h"
+#include "../../common/hash.h"
 
 #define MiB  (1024u * 1024u)
 #define BS   STORE_BLOCK_MIN /* 1 MiB */
@@ -466,6 +467,65 @@ static void clairvoyant_keeps_the_blocks_the_plan_reads_next(void **state)
     assert_false(has_block(f->st, 2));
 }
 
+/*
+ * On a fleet of three, a gateway plans and warms only the names it owns: its walk meets (and
+ * here finds cached) about a third of a plan's 300 objects, and the trainers' reads of those
+ * alone move the position to the end (the others' reads reach their owners). Every object is
+ * in the store, so a walk that looked at all of them would count all 300 cached.
+ */
+static void on_a_fleet_a_gateway_plans_the_names_it_owns(void **state)
+{
+    struct fixture *f = *state;
+    static const unsigned char secret[] = "0123456789abcdef0123456789abcdef";
+    static unsigned char body1k[1024];
+    enum { N = 300 };
+    char body[8192] = "{\"bucket\":\"bkt\",\"keys\":[", key[16];
+    sc_code got = SC_EIO;
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof(key), "k%03d", i);
+        assert_int_equal(
+            store_put(f->st, "bkt", key, NULL, 0, body1k, sizeof(body1k), record, &got), SC_OK);
+        snprintf(body + strlen(body), sizeof(body) - strlen(body), "%s\"%s\"", i ? "," : "", key);
+    }
+    strcat(body, "]}");
+    store_flush(f->st);
+    struct fleet_config fc = {.peers = "http://127.0.0.1:1,http://127.0.0.1:2,http://127.0.0.1:3",
+                              .self = "http://127.0.0.1:1",
+                              .secret = secret,
+                              .secret_len = sizeof(secret) - 1};
+    fleet *fl = NULL;
+    assert_int_equal(fleet_start(&fc, &fl), SC_OK);
+    mf_registry_stop(f->reg);
+    mf_registry_free(f->reg);
+    struct mf_config mc = {.st = f->st,
+                           .capacity = f->cfg.capacity_bytes,
+                           .block_size = BS,
+                           .concurrency = 4,
+                           .stats = &f->stats,
+                           .fleet = fl};
+    assert_int_equal(mf_registry_start(&mc, &f->reg), SC_OK);
+    int mine = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof(key), "k%03d", i);
+        mine += fleet_owns(fl, sc_key_hash("bkt", key));
+    }
+    assert_in_range(mine, N / 3 - 40, N / 3 + 40); /* about a third */
+    const char *id = create(f->reg, body);
+    assert_int_equal(wait_for(f->reg, id, "objects_cached", mine), mine);
+    assert_string_equal(progress_state(f->reg, id), "warm");
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof(key), "k%03d", i);
+        if (fleet_owns(fl, sc_key_hash("bkt", key)))
+            mf_observe(f->reg, "bkt", key, NULL);
+    }
+    assert_int_equal(progress_int(f->reg, id, "position"), N);
+    mf_registry_stop(f->reg);
+    mf_registry_free(f->reg);
+    f->reg = NULL;
+    fleet_free(fl);
+    start_registry(f, 4); /* for teardown */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -484,6 +544,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(clairvoyant_keeps_the_blocks_the_plan_reads_next, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(samples_in_one_block_charge_it_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(on_a_fleet_a_gateway_plans_the_names_it_owns, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(ranges_of_a_small_object_charge_it_once, setup, teardown),
         cmocka_unit_test_setup_teardown(a_whole_object_of_unknown_size_is_not_taken_for_a_range,
                                         setup, teardown),

@@ -60,7 +60,7 @@ class Gateway:
 
     def __init__(self, upstream, upstream_endpoint=None, cache_size="64M", extra_args=(),
                  cache_dir=None, secret_key=None, policy="lru", admin_token=None, binary_path=None,
-                 client_keys=None, gateway_credentials=True):
+                 client_keys=None, gateway_credentials=True, port=None, wrap=()):
         self.upstream = upstream
         self.upstream_endpoint = upstream_endpoint or upstream.endpoint
         self.access_key = upstream.access_key
@@ -86,7 +86,8 @@ class Gateway:
                 json.dump({"keys": list(client_keys)}, f)
         self.gateway_credentials = gateway_credentials
         self.cache_dir = cache_dir or os.path.join(self.workdir, "cache")
-        self.port = None
+        self.port = port  # None: a free port is taken at the first start
+        self.wrap = list(wrap)  # a command the gateway runs under (it must exec it)
         self.proc = None
         self.runs = 0
         self.problems = []
@@ -96,7 +97,7 @@ class Gateway:
         return "http://127.0.0.1:%d" % self.port
 
     def argv(self):
-        prefix = VALGRIND if valgrind_mode() else []
+        prefix = self.wrap + (VALGRIND if valgrind_mode() else [])
         return prefix + [self.binary_path, "--listen", "%s:%d" % (self.listen_host, self.port),
                 "--upstream", self.upstream_endpoint, "--region", "us-east-1",
                 "--cache-dir", self.cache_dir, "--cache-size", str(self.cache_size),
