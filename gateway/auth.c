@@ -11,6 +11,7 @@
  * unsigned, as S3 answers preflights. Without client keys, browsers' requests from other
  * sites are refused (web_origin.c). Every refusal is one call to refuse().
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "../common/log.h"
 #include "../common/uri.h"
+#include "../fleet/fleet.h"
 #include "auth.h"
 #include "gw.h"
 #include "respond.h"
@@ -197,9 +199,119 @@ static enum MHD_Result admit_unverified(struct gw_req *q)
     return drop_client_signature(q);
 }
 
+/* ---- peer requests ------------------------------------------------------------------ */
+
+static const char *header(const struct gw_req *q, const char *name)
+{
+    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}
+
+bool gw_auth_is_peer_request(const struct gw_req *q)
+{
+    return header(q, FLEET_H_SIGNATURE) != NULL || header(q, FLEET_H_IDENTITY) != NULL ||
+           header(q, FLEET_H_DATE) != NULL;
+}
+
+enum MHD_Result gw_auth_refuse_peer(struct gw_req *q, const char *why)
+{
+    q->peer.refused = true; /* respond.c says so in the answer's headers */
+    sc_stat_add(q->g->stats.auth_refused, 1);
+    atomic_fetch_add_explicit(&q->g->metrics.peer_refused, 1, memory_order_relaxed);
+    sc_debug("%s %s refused as a peer request: %s", q->method, q->target ? q->target : "", why);
+    return gw_respond_known_error(q, S3_XML_ACCESS_DENIED, why);
+}
+
+/* The fleet date header: whole seconds since the epoch, digits only. */
+static bool parse_fleet_date(const char *v, int64_t *out)
+{
+    if (v == NULL || *v == '\0' || strlen(v) > 18 || strspn(v, "0123456789") != strlen(v))
+        return false;
+    *out = (int64_t)strtoll(v, NULL, 10);
+    return true;
+}
+
+/* q's fleet signature is good: over its method, its target as received, and the fields of
+ * struct fleet_signed, with the fleet's secret, within FLEET_MAX_SKEW of now. */
+static sc_code verify_peer_signature(struct gw_req *q)
+{
+    const char *target = q->target, *sig = header(q, FLEET_H_SIGNATURE);
+    int64_t date = 0;
+    if (sig == NULL || target == NULL || !parse_fleet_date(header(q, FLEET_H_DATE), &date))
+        return SC_EACCES;
+    size_t path_len = strcspn(target, "?");
+    char *path = strndup(target, path_len);
+    if (path == NULL)
+        return SC_ENOMEM;
+    struct fleet_signed what = {
+        .method = q->method,
+        .path = path,
+        .query = target[path_len] == '?' ? target + path_len + 1 : "",
+        .identity = header(q, FLEET_H_IDENTITY),
+        .range = header(q, "Range"),
+        .if_match = header(q, "If-Match"),
+        .date = date,
+    };
+    sc_code rc = fleet_verify(q->g->fleet, &what, sig, (int64_t)time(NULL));
+    free(path);
+    return rc;
+}
+
+/* Whose request a peer carries: the gateway's, anonymous, or a client key this gateway
+ * knows too (so that --identity client signs, and authorizes, as that client here). */
+static enum MHD_Result admit_peer_identity(struct gw_req *q, const char *identity)
+{
+    if (identity == NULL)
+        return gw_auth_refuse_peer(q, "the peer request names no identity");
+    if (strcmp(identity, "gateway") == 0)
+        return MHD_YES;
+    if (strcmp(identity, "anonymous") == 0) {
+        q->anonymous = true;
+        return MHD_YES;
+    }
+    const struct ckey *k = NULL;
+    if (strncmp(identity, "key:", 4) == 0 && q->g->keys != NULL)
+        k = ckeys_find(q->g->keys, identity + 4);
+    if (k == NULL)
+        return gw_auth_refuse_peer(q, "the peer request carries an identity this gateway does "
+                                      "not know");
+    if (!buckets_allowed(q, k))
+        return gw_auth_refuse_peer(q, "the peer request's key may not read this bucket");
+    q->client = k;
+    return MHD_YES;
+}
+
+/*
+ * A request that carries a fleet header, or came in on the peer listener: a peer's read of an
+ * object, signed with the fleet secret, or nothing. Anything else is refused, so that a client
+ * cannot pass itself off as a peer (and take its identity) without the secret.
+ */
+static enum MHD_Result authenticate_peer(struct gw_req *q)
+{
+    if (q->g->fleet == NULL)
+        return gw_auth_refuse_peer(q, "this gateway is in no fleet");
+    sc_code rc = verify_peer_signature(q);
+    if (rc == SC_ENOMEM)
+        return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
+    if (rc != SC_OK)
+        return gw_auth_refuse_peer(q, "the fleet signature is missing, wrong or out of date");
+    bool reads = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
+    if (!reads || (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT))
+        return gw_auth_refuse_peer(q, "peers may only read objects (GET or HEAD)");
+    enum MHD_Result ret = admit_peer_identity(q, header(q, FLEET_H_IDENTITY));
+    if (ret != MHD_YES || q->status != 0)
+        return ret;
+    q->peer.from = true;
+    atomic_fetch_add_explicit(&q->g->metrics.peer_requests_in, 1, memory_order_relaxed);
+    return drop_client_signature(q);
+}
+
+/* ---- the request, continued ----------------------------------------------------------- */
+
 static enum MHD_Result authenticate(struct gw_req *q)
 {
     const struct gw *g = q->g;
+    if (q->peer.listener || gw_auth_is_peer_request(q))
+        return authenticate_peer(q);
     if (q->tgt.kind == S3_REQ_ADMIN || q->probe)
         return MHD_YES;
     if (g->keys == NULL)

@@ -58,6 +58,26 @@ sc_code gw_auth_check_listener(const struct gw *g);
  */
 enum MHD_Result gw_authenticate(struct gw_req *q);
 
+/*
+ * Peer requests (fleet.h): a request that carries any fleet header (FLEET_H_SIGNATURE,
+ * FLEET_H_IDENTITY, FLEET_H_DATE), on either listener, and every request on the peer listener
+ * (--fleet-listen), is verified by gw_authenticate() as a peer request and nothing else: its
+ * fleet signature (fleet_verify() over the method, the target as received, FLEET_H_IDENTITY,
+ * Range and If-Match, dated within FLEET_MAX_SKEW) must hold, it must be a GET or HEAD of an
+ * object, and its identity is "gateway" (the gateway's own), "anonymous", or "key:AKID", a key
+ * of --client-credentials (whose bucket list applies), so that --identity client holds across
+ * the fleet. Anything else is refused with 403 AccessDenied and the header FLEET_H_REFUSED
+ * (gw_auth_refuse_peer()), which tells the asking peer to read from the bucket instead. Once
+ * admitted, q->peer.from is set.
+ */
+
+/* @brief True when q carries any fleet header: it is a peer request, or refused. */
+bool gw_auth_is_peer_request(const struct gw_req *q);
+
+/* @brief Refuses q as a peer request (403 AccessDenied with FLEET_H_REFUSED), why the message.
+ * @return what the access handler returns. */
+enum MHD_Result gw_auth_refuse_peer(struct gw_req *q, const char *why);
+
 /* @brief The identity for logs: the access key, "anonymous", or NULL when not verified. */
 const char *gw_auth_identity_name(const struct gw_req *q);
 

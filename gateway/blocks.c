@@ -617,8 +617,9 @@ static bool begin(struct gw_req *q, struct gw_next *next)
     uint32_t first = (uint32_t)(b->a.start / b->block_size);
     b->last = (uint32_t)((b->a.start + b->a.len - 1) / b->block_size);
     b->ahead_last = b->last;
-    if (gw_readahead_note(&q->g->readahead, q->tgt.bucket, q->tgt.key, b->a.start,
-                          b->a.start + b->a.len) >= GW_READAHEAD_RUN) {
+    /* A peer asks block by block for its own reader, whose read-ahead is the asker's. */
+    if (!q->peer.from && gw_readahead_note(&q->g->readahead, q->tgt.bucket, q->tgt.key, b->a.start,
+                                           b->a.start + b->a.len) >= GW_READAHEAD_RUN) {
         /* A sequential reader: the next fetch-parallelism blocks after this range too. */
         uint64_t beyond = (uint64_t)b->last + q->g->cfg->fetch_parallelism;
         uint32_t count = block_count(b->size, b->block_size);

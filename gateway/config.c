@@ -17,6 +17,8 @@
 #include <openssl/crypto.h>
 
 #include "../common/log.h"
+#include "../common/secret_file.h"
+#include "../upstream/origin.h"
 
 enum opt_type {
     OPT_STR,
@@ -136,6 +138,32 @@ static const struct opt options[] = {
      "before a cached copy is served to it again (default 60s; 0: ask every time)"},
     {"auth-cache-size", "S3CACHED_AUTH_CACHE_SIZE", OPT_UINT, OFF(auth_cache_size), 16, 10000000,
      "N", "most authorization answers remembered (default 10000)"},
+    {"peers", "S3CACHED_PEERS", OPT_STR, OFF(peers), 0, 0, "URL,URL,...",
+     "the gateways of the fleet, this one included, as they reach each other (e.g. "
+     "http://10.0.0.1:8080,http://10.0.0.2:8080): a miss asks the owner of the name first "
+     "(docs/fleet.md; needs --fleet-secret-file)"},
+    {"peers-dns", "S3CACHED_PEERS_DNS", OPT_STR, OFF(peers_dns), 0, 0, "NAME:PORT",
+     "the fleet is every A/AAAA record of NAME (a Kubernetes headless Service), at PORT, "
+     "re-resolved every few seconds (instead of --peers)"},
+    {"peers-dns-interval", "S3CACHED_PEERS_DNS_INTERVAL", OPT_UINT, OFF(peers_dns_interval), 1,
+     3600, "SECONDS", "how often --peers-dns is resolved again (default 5)"},
+    {"self", "S3CACHED_SELF", OPT_STR, OFF(self), 0, 0, "URL",
+     "this gateway's URL as its peers reach it (default: the peer whose address is one of "
+     "this host's)"},
+    {"fleet-secret-file", "S3CACHED_FLEET_SECRET_FILE", OPT_STR, OFF(fleet_secret_file), 0, 0,
+     "FILE",
+     "the secret every gateway of the fleet shares (first line, at least 16 bytes; a file "
+     "others may write is refused): peer requests are signed with it, and requests that are "
+     "not are refused"},
+    {"fleet-listen", "S3CACHED_FLEET_LISTEN", OPT_LISTEN, OFF(fleet_listen_host), 0, 0, "HOST:PORT",
+     "also listen here for peer requests, and only for signed ones (default: peers use "
+     "--listen)"},
+    {"fleet-copy", "S3CACHED_FLEET_COPY", OPT_STR, OFF(fleet_copy), 0, 0, "MODE",
+     "what a gateway keeps of what a peer gave it: none (default: the fleet holds the most "
+     "distinct bytes), hot (names asked of a peer before, recently) or all"},
+    {"peer-timeout", "S3CACHED_PEER_TIMEOUT", OPT_UINT, OFF(peer_timeout_ms), 1, 60000, "MS",
+     "give up connecting to a peer after this many milliseconds and read from the bucket "
+     "(default 50)"},
     {"revalidate-after", "S3CACHED_REVALIDATE_AFTER", OPT_DURATION, OFF(revalidate_after), 0,
      10ull * 365 * 86400, "DURATION",
      "ask the upstream whether a hit older than this changed (If-None-Match) before serving it, "
@@ -225,7 +253,8 @@ static sc_code set_string(char **field, const char *value)
     return SC_OK;
 }
 
-static sc_code set_listen(struct gw_config *cfg, const char *value)
+/* HOST:PORT (HOST may be a bracketed IPv6 address) into *host_out and *port_out. */
+static sc_code set_listen(char **host_out, unsigned *port_out, const char *value)
 {
     const char *colon = strrchr(value, ':');
     if (colon == NULL || colon == value)
@@ -242,9 +271,9 @@ static sc_code set_listen(struct gw_config *cfg, const char *value)
     char *copy = strndup(host, host_len);
     if (copy == NULL)
         return SC_ENOMEM;
-    free(cfg->listen_host);
-    cfg->listen_host = copy;
-    cfg->listen_port = (unsigned)port;
+    free(*host_out);
+    *host_out = copy;
+    *port_out = (unsigned)port;
     return SC_OK;
 }
 
@@ -260,7 +289,9 @@ static sc_code apply(struct gw_config *cfg, const struct opt *o, const char *val
             return SC_EINVAL;
         return set_string((char **)(base + o->offset), value);
     case OPT_LISTEN:
-        return set_listen(cfg, value);
+        if (o->offset == OFF(fleet_listen_host))
+            return set_listen(&cfg->fleet_listen_host, &cfg->fleet_listen_port, value);
+        return set_listen(&cfg->listen_host, &cfg->listen_port, value);
     case OPT_SIZE:
     case OPT_UINT:
     case OPT_DURATION:
@@ -328,9 +359,11 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->shutdown_timeout = 8; /* docker stop SIGKILLs after 10 s, Kubernetes after 30 s */
     cfg->auth_cache_ttl = 60;
     cfg->auth_cache_size = 10000;
+    cfg->peer_timeout_ms = 50; /* a LAN connects in well under a millisecond */
+    cfg->peers_dns_interval = 5;
     if (set_string(&cfg->listen_host, "127.0.0.1") || set_string(&cfg->identity, "gateway") ||
-        set_string(&cfg->cache_dir, "s3cached-cache") || set_string(&cfg->policy, "s3fifo") ||
-        set_string(&cfg->log_format, "json"))
+        set_string(&cfg->fleet_copy, "none") || set_string(&cfg->cache_dir, "s3cached-cache") ||
+        set_string(&cfg->policy, "s3fifo") || set_string(&cfg->log_format, "json"))
         return SC_ENOMEM;
     const char *region = getenv("AWS_REGION");
     if (region == NULL || *region == '\0')
@@ -481,6 +514,81 @@ static sc_code finish_auth(struct gw_config *cfg, char *err, size_t err_len)
     return SC_OK;
 }
 
+bool gw_config_has_fleet(const struct gw_config *cfg)
+{
+    return cfg->peers != NULL || cfg->peers_dns != NULL;
+}
+
+#define FLEET_SECRET_FILE_MAX  4096
+#define FLEET_SECRET_BYTES_MIN 16 /* fleet.h's FLEET_SECRET_MIN; checked here to say so early */
+
+/* Reads the fleet secret: the first line of its file, checked like the client keys' file. */
+static sc_code read_fleet_secret(struct gw_config *cfg, char *err, size_t err_len)
+{
+    char *text = NULL;
+    size_t len = 0;
+    char why[200] = "";
+    sc_code rc = sc_secret_file_read(cfg->fleet_secret_file, FLEET_SECRET_FILE_MAX, &text, &len,
+                                     why, sizeof(why));
+    if (rc != SC_OK) {
+        snprintf(err, err_len, "--fleet-secret-file: %s", why);
+        return rc == SC_ENOMEM ? rc : SC_EINVAL;
+    }
+    size_t line = 0;
+    while (line < len && text[line] != '\r' && text[line] != '\n')
+        line++;
+    bool has_nul = memchr(text, '\0', line) != NULL;
+    text[line] = '\0';
+    if (line < FLEET_SECRET_BYTES_MIN || has_nul) {
+        OPENSSL_cleanse(text, len + 1);
+        free(text);
+        snprintf(err, err_len,
+                 "the fleet secret (first line of --fleet-secret-file) must be at "
+                 "least %d bytes, none of them NUL",
+                 FLEET_SECRET_BYTES_MIN);
+        return SC_EINVAL;
+    }
+    cfg->fleet_secret = text;
+    cfg->fleet_secret_len = line;
+    return SC_OK;
+}
+
+/* Checks that the fleet's options fit together, and reads its secret. */
+static sc_code finish_fleet(struct gw_config *cfg, char *err, size_t err_len)
+{
+    enum fleet_copy copy;
+    if (fleet_copy_parse(cfg->fleet_copy, &copy) != SC_OK) {
+        snprintf(err, err_len, "--fleet-copy must be none, hot or all");
+        return SC_EINVAL;
+    }
+    if (cfg->peers != NULL && cfg->peers_dns != NULL) {
+        snprintf(err, err_len, "give --peers or --peers-dns, not both");
+        return SC_EINVAL;
+    }
+    if (!gw_config_has_fleet(cfg)) {
+        const char *orphan = cfg->self                ? "--self"
+                             : cfg->fleet_secret_file ? "--fleet-secret-file"
+                             : cfg->fleet_listen_host ? "--fleet-listen"
+                                                      : NULL;
+        if (orphan == NULL)
+            return SC_OK;
+        snprintf(err, err_len, "%s needs --peers or --peers-dns", orphan);
+        return SC_EINVAL;
+    }
+    if (cfg->fleet_secret_file == NULL) {
+        snprintf(err, err_len,
+                 "a fleet (--peers, --peers-dns) needs --fleet-secret-file: peer requests are "
+                 "signed with it");
+        return SC_EINVAL;
+    }
+    if (cfg->fleet_listen_host != NULL && cfg->fleet_listen_port == cfg->listen_port &&
+        strcmp(cfg->fleet_listen_host, cfg->listen_host) == 0) {
+        snprintf(err, err_len, "--fleet-listen must differ from --listen");
+        return SC_EINVAL;
+    }
+    return read_fleet_secret(cfg, err, err_len);
+}
+
 sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err, size_t err_len)
 {
     sc_code rc = set_defaults(cfg);
@@ -494,6 +602,8 @@ sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err,
         rc = finish_admin_token(cfg, err, err_len);
     if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
         rc = finish_auth(cfg, err, err_len);
+    if (rc == SC_OK && !cfg->show_help && !cfg->show_version)
+        rc = finish_fleet(cfg, err, err_len);
     if (rc == SC_OK && strcmp(cfg->log_format, "json") != 0 &&
         strcmp(cfg->log_format, "text") != 0) {
         snprintf(err, err_len, "--log-format must be json or text");
@@ -520,6 +630,15 @@ void gw_config_free(struct gw_config *cfg)
     free(cfg->identity);
     free(cfg->log_format);
     free(cfg->log_file);
+    free(cfg->peers);
+    free(cfg->peers_dns);
+    free(cfg->self);
+    free(cfg->fleet_secret_file);
+    if (cfg->fleet_secret != NULL)
+        OPENSSL_cleanse(cfg->fleet_secret, cfg->fleet_secret_len);
+    free(cfg->fleet_secret);
+    free(cfg->fleet_listen_host);
+    free(cfg->fleet_copy);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -541,5 +660,6 @@ void gw_config_usage(const char *prog)
            "or the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE). Without\n"
            "any, upstream requests are sent unsigned (public buckets).\n"
            "Client authentication (--client-credentials, --identity): see docs/security.md.\n"
+           "The fleet (--peers, --peers-dns, --fleet-secret-file): see docs/fleet.md.\n"
            "Admin API under /_s3cached/ (stats, manifests, importance): see docs/manifests.md.\n");
 }

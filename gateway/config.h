@@ -56,6 +56,18 @@ struct gw_config {
     bool allow_anonymous_on_network; /* ... even on a listener that is not loopback */
     uint64_t auth_cache_ttl;         /* seconds an authorization answer is remembered */
     unsigned auth_cache_size;        /* answers remembered at most */
+    /* The fleet (docs/fleet.md, fleet/fleet.h): none unless peers or peers_dns is set. */
+    char *peers;                 /* --peers URL,URL,...; NULL: none */
+    char *peers_dns;             /* --peers-dns NAME:PORT; NULL: none */
+    unsigned peers_dns_interval; /* --peers-dns-interval: seconds between resolutions */
+    char *self;                  /* --self URL; NULL: detected */
+    char *fleet_secret_file;     /* --fleet-secret-file; required with a fleet */
+    char *fleet_secret;          /* its first line; wiped by gw_config_free(), never logged */
+    size_t fleet_secret_len;     /* bytes of fleet_secret */
+    char *fleet_listen_host;     /* --fleet-listen: signed peer requests only; NULL: none */
+    unsigned fleet_listen_port;  /* its port (without it, peers use --listen) */
+    char *fleet_copy;            /* --fleet-copy: "none" (default), "hot" or "all" */
+    unsigned peer_timeout_ms;    /* --peer-timeout: connect timeout to a peer (default 50) */
     bool show_help;
     bool show_version;
 };
@@ -67,6 +79,9 @@ struct gw_config {
  * @return SC_OK, SC_EINVAL (unknown option, bad value, out of range), SC_ENOMEM.
  */
 sc_code gw_config_parse(struct gw_config *cfg, int argc, char **argv, char *err, size_t err_len);
+
+/* @brief True when cfg names peers (--peers or --peers-dns): the gateway is in a fleet. */
+bool gw_config_has_fleet(const struct gw_config *cfg);
 
 /* @brief Frees every string cfg owns. Safe on a zeroed struct. */
 void gw_config_free(struct gw_config *cfg);

@@ -40,6 +40,7 @@ typedef struct score_keep score_keep;
 typedef struct ckeys ckeys;
 typedef struct authz_cache authz_cache;
 typedef struct conn_guard conn_guard;
+typedef struct fleet fleet;
 struct ckey;
 struct gw_config;
 struct guard_conn;
@@ -58,8 +59,10 @@ struct gw {
     struct gw_buckets buckets; /* object reads per bucket, for the status page */
     struct gw_metrics metrics;
     struct MHD_Daemon *daemon;
-    conn_guard *guard;           /* ends slow clients (--header-timeout); NULL when off */
-    ckeys *keys;                 /* --client-credentials; NULL: S3 requests are not verified */
+    struct MHD_Daemon *fleet_daemon; /* --fleet-listen: signed peer requests only; or NULL */
+    fleet *fleet;                    /* the fleet (fleet.h), or NULL: this gateway alone */
+    conn_guard *guard;               /* ends slow clients (--header-timeout); NULL when off */
+    ckeys *keys;                     /* --client-credentials; NULL: S3 requests are not verified */
     authz_cache *authz;          /* answers of authorization checks (auth.h); NULL without keys */
     bool listen_loopback;        /* the listener is on a loopback address */
     atomic_uint active_requests; /* started and not yet completed */
@@ -97,11 +100,17 @@ struct gw_req {
     const char *in_data;
     size_t *in_size;
     /* Who sent it (auth.c, once); the identity upstream requests are signed as. */
-    const struct ckey *client;  /* the key that signed it, owned by g->keys */
-    bool anonymous;             /* unsigned, admitted by --allow-anonymous */
-    struct up_identity as;      /* how upstream requests are signed (auth.h) */
-    bool authorized;            /* the upstream says this identity may read the object (authz.c) */
-    const char *x_cache;        /* HIT, PARTIAL, MISS or BYPASS for object reads, else NULL */
+    const struct ckey *client; /* the key that signed it, owned by g->keys */
+    bool anonymous;            /* unsigned, admitted by --allow-anonymous */
+    struct up_identity as;     /* how upstream requests are signed (auth.h) */
+    bool authorized;           /* the upstream says this identity may read the object (authz.c) */
+    const char *x_cache;       /* HIT, PARTIAL, MISS or BYPASS for object reads, else NULL */
+    /* A request from another gateway of the fleet (auth.c, fleet.h). */
+    struct {
+        bool listener; /* it came in on --fleet-listen, which takes signed peer requests only */
+        bool from;     /* its fleet signature was verified: a peer sent it */
+        bool refused;  /* refused as a peer request: the answer carries FLEET_H_REFUSED */
+    } peer;
     struct relay_waiter waiter; /* suspends and resumes the connection (req.h) */
     /* Reading a relay to the client (deliver.c). */
     struct {

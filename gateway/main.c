@@ -1,11 +1,11 @@
 /*
  * main.c - s3cached: start-up, signals and orderly shutdown.
  *
- * Start-up order: settings, credentials (the gateway's, and the client keys
- * it verifies), store (which rebuilds the policy from what is on disk), the
- * importance scores kept from the last run (given to the policy), upstream
- * client, fills, manifests, HTTP listener. Shutdown
- * runs it backwards, except that the upstream stops before the listener:
+ * Start-up order: settings, the client keys it verifies, the fleet (when it has peers), the
+ * gateway's credentials, store (which rebuilds the policy from what is on disk), the
+ * importance scores kept from the last run (given to the policy), upstream client (which
+ * asks peers through the fleet), fills, manifests, HTTP listeners (the main one and the
+ * peers'). Shutdown runs it backwards, except that the upstream stops before the listeners:
  * that ends every transfer and so wakes every suspended connection, which
  * libmicrohttpd needs before it can stop.
  */
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../common/log.h"
+#include "../fleet/fleet.h"
 #include "../policy/policy.h"
 #include "config.h"
 #include "../sigv4/creds.h"
@@ -125,11 +126,19 @@ static sc_code start_upstream(struct gw *g, const struct creds *creds)
         .insecure_tls = cfg->allow_insecure_tls,
         .connect_timeout_ms = (long)cfg->upstream_connect_timeout * 1000,
         .stall_timeout_s = (long)cfg->upstream_stall_timeout,
+        .fleet = g->fleet,
+        .peer_connect_timeout_ms = (long)cfg->peer_timeout_ms,
     };
     sc_code rc = upstream_start(&uc, &g->up);
-    if (rc != SC_OK)
+    if (rc != SC_OK) {
         sc_err("cannot start the upstream client for %s: %s", cfg->upstream, sc_strerror(rc));
-    g->origin.bucket = g->up;
+        return rc;
+    }
+    enum fleet_copy copy = FLEET_COPY_NONE;
+    (void)fleet_copy_parse(cfg->fleet_copy, &copy); /* checked by config.c */
+    rc = origin_init(&g->origin, g->up, g->fleet, copy, cfg->block_size);
+    if (rc != SC_OK)
+        sc_err("cannot set up the origin of fills: %s", sc_strerror(rc));
     return rc;
 }
 
@@ -164,6 +173,7 @@ static sc_code start_manifests(struct gw *g)
         .concurrency = g->cfg->prefetch_concurrency,
         .dir = dir,
         .stats = &g->stats,
+        .fleet = g->fleet,
     };
     sc_code rc = mf_registry_start(&mc, &g->manifests);
     if (rc != SC_OK)
@@ -212,14 +222,43 @@ static sc_code load_client_keys(struct gw *g)
     return SC_OK;
 }
 
+/* --peers or --peers-dns: this gateway is one of a fleet (fleet.h). */
+static sc_code start_fleet(struct gw *g)
+{
+    const struct gw_config *cfg = g->cfg;
+    if (!gw_config_has_fleet(cfg))
+        return SC_OK;
+    struct fleet_config fc = {
+        .peers = cfg->peers,
+        .peers_dns = cfg->peers_dns,
+        .self = cfg->self,
+        .secret = (const unsigned char *)cfg->fleet_secret,
+        .secret_len = cfg->fleet_secret_len,
+        .resolve_ms = cfg->peers_dns_interval * 1000u,
+    };
+    sc_code rc = fleet_start(&fc, &g->fleet);
+    if (rc != SC_OK) {
+        sc_err("cannot start the fleet from %s %s%s%s: %s", cfg->peers ? "--peers" : "--peers-dns",
+               cfg->peers ? cfg->peers : cfg->peers_dns, cfg->self ? ", --self " : "",
+               cfg->self ? cfg->self : "", sc_strerror(rc));
+        return rc;
+    }
+    struct fleet_peer_info one;
+    size_t n = fleet_peers(g->fleet, &one, 1);
+    sc_info("fleet: this gateway is %s, one of %zu; a peer's copies kept: %s; peer requests on %s",
+            *fleet_self(g->fleet) ? fleet_self(g->fleet) : "(not in the records yet)", n,
+            cfg->fleet_copy, cfg->fleet_listen_host ? "--fleet-listen" : "--listen");
+    return SC_OK;
+}
+
 static int run(struct gw *g)
 {
     struct creds *creds = NULL;
     struct fill_ctx fctx = {0};
     struct block_ctx bctx = {0};
     int status = 1;
-    if (load_client_keys(g) != SC_OK || load_credentials(&creds) != SC_OK ||
-        open_store(g) != SC_OK || restore_scores(g) != SC_OK)
+    if (load_client_keys(g) != SC_OK || start_fleet(g) != SC_OK ||
+        load_credentials(&creds) != SC_OK || open_store(g) != SC_OK || restore_scores(g) != SC_OK)
         goto out;
     sc_code rc = start_upstream(g, creds);
     creds_free(creds); /* the upstream keeps its own copy */
@@ -256,9 +295,11 @@ out:
     fill_table_free(g->fills);
     block_table_free(g->block_fetches);
     upstream_free(g->up);
+    origin_cleanup(&g->origin); /* after every fill and block fetch: they read its hot set */
     creds_free(creds);
     authz_cache_free(g->authz);
-    ckeys_free(g->keys); /* after the upstream: its requests borrowed the client keys */
+    ckeys_free(g->keys);  /* after the upstream: its requests borrowed the client keys */
+    fleet_free(g->fleet); /* after the listeners and the upstream, which both use it */
     return status;
 }
 

@@ -14,6 +14,7 @@
 #include "../store/store.h"
 #include "../manifest/manifest.h"
 #include "conn_guard.h"
+#include "../fleet/fleet.h"
 
 static const char *const op_names[GW_OP_N] = {
     [GW_OP_GET_OBJECT] = "GetObject",
@@ -196,6 +197,75 @@ static void write_upstream(FILE *out, struct gw *g)
     sc_hist_write(out, "s3cached_upstream_response_seconds", "", um.head_latency);
 }
 
+/* A label value as Prometheus's text format escapes it. */
+static void write_label_value(FILE *out, const char *v)
+{
+    for (; *v; v++) {
+        if (*v == '\\' || *v == '"')
+            fprintf(out, "\\%c", *v);
+        else if (*v == '\n')
+            fputs("\\n", out);
+        else
+            fputc(*v, out);
+    }
+}
+
+/* One line of a per-peer metric: name{peer="URL"} value. */
+static void peer_line(FILE *out, const char *name, const struct fleet_peer_info *p, double v)
+{
+    fprintf(out, "%s{peer=\"", name);
+    write_label_value(out, p->url);
+    fprintf(out, "\"} %.17g\n", v);
+}
+
+/* The fleet's peers: what this gateway asked each of them, and whether each is up now. The
+ * peer requests this gateway answered are counted beside them. */
+static void write_fleet(FILE *out, struct gw *g)
+{
+    struct gw_metrics *m = &g->metrics;
+    one(out, "s3cached_peer_requests_received_total", "counter",
+        "Peer requests (signed by another gateway of the fleet) admitted here.",
+        LOAD(m->peer_requests_in));
+    one(out, "s3cached_peer_requests_refused_total", "counter",
+        "Requests refused as peer requests (no fleet, a missing, wrong or stale signature, not "
+        "an object read, an unknown identity).",
+        LOAD(m->peer_refused));
+    one(out, "s3cached_peer_requests_passed_total", "counter",
+        "Peer requests for names another gateway owns by this one's view, passed to the bucket.",
+        LOAD(m->peer_passed));
+    if (g->fleet == NULL)
+        return;
+    struct fleet_peer_info *peers = calloc(FLEET_MAX_PEERS, sizeof(*peers));
+    if (peers == NULL)
+        return;
+    size_t n = fleet_peers(g->fleet, peers, FLEET_MAX_PEERS);
+    if (n > FLEET_MAX_PEERS)
+        n = FLEET_MAX_PEERS;
+    static const struct {
+        const char *name, *type, *help;
+    } series[] = {
+        {"s3cached_peer_requests_total", "counter", "Requests this gateway sent the peer."},
+        {"s3cached_peer_errors_total", "counter",
+         "Requests to the peer that failed (no answer, a 5xx, a refused signature)."},
+        {"s3cached_peer_bytes_total", "counter", "Body bytes the peer sent this gateway."},
+        {"s3cached_peer_seconds", "counter",
+         "Sum of seconds from a request to the peer to its response head, over answered ones."},
+        {"s3cached_peer_up", "gauge", "1 while the peer is up, 0 while it is down (backoff)."},
+    };
+    for (size_t s = 0; s < sizeof(series) / sizeof(series[0]); s++) {
+        header(out, series[s].name, series[s].type, series[s].help);
+        for (size_t i = 0; i < n; i++) {
+            const struct fleet_peer_info *p = &peers[i];
+            if (p->self)
+                continue; /* this gateway asks itself nothing */
+            double v[] = {(double)p->requests, (double)p->errors, (double)p->bytes, p->seconds,
+                          p->state == FLEET_UP ? 1.0 : 0.0};
+            peer_line(out, series[s].name, p, v[s]);
+        }
+    }
+    free(peers);
+}
+
 char *gw_metrics_text(struct gw *g, size_t *len)
 {
     char *text = NULL;
@@ -206,6 +276,7 @@ char *gw_metrics_text(struct gw *g, size_t *len)
     write_cache(out, g);
     write_manifests(out, g);
     write_upstream(out, g);
+    write_fleet(out, g);
     if (ferror(out)) {
         fclose(out);
         free(text);

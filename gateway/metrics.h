@@ -31,6 +31,9 @@ enum gw_op {
 struct gw_metrics {
     atomic_uint_fast64_t requests[GW_OP_N][GW_STATUS_MAX]; /* by operation and status */
     struct sc_hist duration[GW_OP_N];                      /* first byte in to last byte out */
+    atomic_uint_fast64_t peer_requests_in;                 /* peer requests admitted (auth.h) */
+    atomic_uint_fast64_t peer_refused;                     /* requests refused as peer requests */
+    atomic_uint_fast64_t peer_passed; /* peer requests for names not ours: to the bucket */
 };
 
 /* @brief The operation label of a request; target may be NULL (not parsed). */

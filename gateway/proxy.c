@@ -39,6 +39,7 @@
 
 #include "../common/buf.h"
 #include "../common/log.h"
+#include "../fleet/fleet.h"
 #include "../proto/awschunked.h"
 #include "../proto/digest.h"
 #include "../proto/s3_delete.h"
@@ -111,6 +112,9 @@ static const char *const dropped_request_headers[] = {
     "x-amz-decoded-content-length",
     "x-amz-trailer",
     "x-amz-sdk-checksum-algorithm",
+    FLEET_H_DATE, /* a peer request passed through: the fleet's own, never the bucket's */
+    FLEET_H_IDENTITY,
+    FLEET_H_SIGNATURE,
 };
 
 static bool in_list(const char *name, const char *const *list, size_t n)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "../common/log.h"
+#include "../fleet/fleet.h"
 
 void gw_respond_common_headers(struct gw_req *q, struct MHD_Response *resp)
 {
@@ -17,6 +18,8 @@ void gw_respond_common_headers(struct gw_req *q, struct MHD_Response *resp)
         MHD_add_response_header(resp, "x-amz-id-2", q->request_id);
     }
     MHD_add_response_header(resp, "Server", "s3cached");
+    if (q->peer.refused) /* the asking peer reads from the bucket instead of relaying this */
+        MHD_add_response_header(resp, FLEET_H_REFUSED, "true");
     if (q->x_cache)
         MHD_add_response_header(resp, "X-Cache", q->x_cache);
 }

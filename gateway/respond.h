@@ -33,7 +33,8 @@ struct MHD_Response *gw_respond_buffer(const char *content_type, void *body, siz
                                        enum MHD_ResponseMemoryMode mode);
 
 /* Adds the headers every response carries: the request id (x-amz-request-id, x-amz-id-2), or,
- * when resp already has the upstream's, x-s3cached-request-id beside them. */
+ * when resp already has the upstream's, x-s3cached-request-id beside them; and FLEET_H_REFUSED
+ * when q was refused as a peer request (q->peer.refused, auth.c). */
 void gw_respond_common_headers(struct gw_req *q, struct MHD_Response *resp);
 
 /* Queues resp with status, adds common headers, destroys the caller's reference. At most once

@@ -16,6 +16,12 @@
  * revalidation, whose answers come back here), MISS (the fill), FILL_HEAD (the
  * answer from the fill's head). A HEAD miss, and a fill of another identity that
  * was not answered 200, go on to PROXY.
+ *
+ * A peer request (auth.h) is answered from the cache as any request; on a miss, the gateway
+ * that owns its name (fleet_owns) fills it as any miss (from the bucket: it is the owner),
+ * and any other passes it through to the bucket, uncached. A peer's read starts no read-ahead
+ * (blocks.c: the asker reads ahead for its reader), and the manifests see it only where the
+ * name is owned (trainer_read).
  */
 #include "serve.h"
 
@@ -25,7 +31,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "../common/hash.h"
 #include "../common/log.h"
+#include "../fleet/fleet.h"
 #include "../proto/answer.h"
 #include "../proto/hdrblob.h"
 #include "../proto/range.h"
@@ -49,6 +57,52 @@
 static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t bytes)
 {
     gw_buckets_count(&q->g->buckets, q->tgt.bucket, result, bytes);
+}
+
+/* ---- peer requests ------------------------------------------------------------------- */
+
+/*
+ * The name a peer request asks for (fleet.h): for a range, the name of the block its first
+ * byte lies in (a peer asks a large object block by block), else the object's.
+ */
+static uint64_t peer_request_name(struct gw_req *q)
+{
+    uint64_t khash = sc_key_hash(q->tgt.bucket, q->tgt.key);
+    const char *range = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range");
+    uint64_t first = 0, last = 0;
+    if (range == NULL || !range_span(range, &first, &last))
+        return khash;
+    return sc_block_key_hash(khash, (uint32_t)(first / q->g->cfg->block_size));
+}
+
+/* A peer request for a name another gateway owns by this one's view (views differ for a
+ * moment while peers come and go): the bucket is asked, and nothing is cached or asked of
+ * another peer, so that a peer request is never forwarded (no loops). */
+static bool peer_asks_a_name_not_ours(struct gw_req *q)
+{
+    return q->peer.from && !fleet_owns(q->g->fleet, peer_request_name(q));
+}
+
+static struct gw_next pass_for_peer(struct gw_req *q)
+{
+    atomic_fetch_add_explicit(&q->g->metrics.peer_passed, 1, memory_order_relaxed);
+    q->x_cache = "BYPASS";
+    return GW_NEXT(GW_STEP_PROXY);
+}
+
+/* Every block of a peer's range is cached in obj (a block object): it can be answered
+ * without fetching any. */
+static bool peer_range_cached(struct gw_req *q, store_obj *obj)
+{
+    const char *range = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range");
+    uint64_t first = 0, last = 0, size = store_obj_size(obj);
+    uint32_t bs = store_obj_block_size(obj);
+    if (range == NULL || !range_span(range, &first, &last) || bs == 0 || first >= size)
+        return false;
+    if (last >= size)
+        last = size - 1;
+    uint32_t a = (uint32_t)(first / bs), b = (uint32_t)(last / bs);
+    return store_obj_blocks_cached(obj, a, b) == (uint64_t)(b - a) + 1;
 }
 
 /* ---- hits ------------------------------------------------------------------------ */
@@ -350,12 +404,16 @@ struct gw_next gw_serve_fill_head(struct gw_req *q)
     return respond_from_fill(q, h);
 }
 
+/* ---- the miss ------------------------------------------------------------------------- */
+
 struct gw_next gw_serve_miss(struct gw_req *q)
 {
     struct gw *g = q->g;
     bool started = false;
     fill *f = NULL;
     struct gw_next next;
+    if (peer_asks_a_name_not_ours(q))
+        return pass_for_peer(q);
     q->x_cache = "MISS";
     if (q->tgt.kind == S3_REQ_HEAD_OBJECT) {
         /* A fill complete in memory answers like a hit; anything else asks the upstream. */
@@ -451,6 +509,11 @@ static void serve_cached(struct gw_req *q, bool may_revalidate, bool stale, stru
         return;
     }
     if (store_obj_is_blocks(obj)) {
+        if (peer_asks_a_name_not_ours(q) && !peer_range_cached(q, obj)) {
+            store_obj_close(obj); /* its blocks would be fetched, perhaps from another peer */
+            *next = pass_for_peer(q);
+            return;
+        }
         *next = read_by_blocks(q, obj, stale);
         return;
     }
@@ -462,6 +525,17 @@ static void serve_cached(struct gw_req *q, bool may_revalidate, bool stale, stru
     }
     sc_warn("cached %s/%s unusable (%s): fetching again", q->tgt.bucket, q->tgt.key,
             sc_strerror(rc));
+}
+
+/*
+ * Whether the manifests see q as a trainer's read. On a fleet each gateway plans for the names
+ * it owns (manifest.h), and a trainer on another node reads them through a peer request: so a
+ * peer's read is its trainer's here when this gateway owns the name, and nobody's otherwise
+ * (the asking gateway saw it already, and plans for it if it is its own).
+ */
+static bool trainer_read(struct gw_req *q)
+{
+    return !q->peer.from || !peer_asks_a_name_not_ours(q);
 }
 
 /* Tells the manifests what the trainer reads: the object, or the bytes its Range names. */
@@ -477,7 +551,7 @@ struct gw_next gw_serve_lookup(struct gw_req *q)
 {
     /* The trainer's position moves before the store counts the read, so that a policy
      * planning by a manifest sees the object's (or block's) next use, not this one. */
-    if (q->tgt.kind == S3_REQ_GET_OBJECT && !q->serve.observed)
+    if (q->tgt.kind == S3_REQ_GET_OBJECT && !q->serve.observed && trainer_read(q))
         observe(q);
     q->serve.observed = true; /* an authorization's answer comes back here */
     /* Right after a revalidation the copy is served as its answer said, once. */

@@ -28,7 +28,10 @@
  *
  * PARSE turns the raw target into bucket, key and kind (s3_target.c); AUTHENTICATE
  * verifies the signature with --client-credentials (auth.c) and fixes, once, the identity
- * upstream requests are signed as (q->as). Every answer is built by respond.c; a body read
+ * upstream requests are signed as (q->as); a request another gateway of the fleet sent is
+ * verified by its fleet signature instead (a peer request, fleet.h). The peer listener
+ * (--fleet-listen) runs the same steps, but answers no probe and refuses at HEAD whatever
+ * carries no fleet signature. Every answer is built by respond.c; a body read
  * from a relay (a fill's, or a pass-through's) goes out through deliver.c; the request is
  * then RESPONDED, for good.
  *
@@ -163,11 +166,14 @@ static struct gw_next step_head(struct gw_req *q)
     atomic_fetch_add(&q->g->active_requests, 1); /* its headers are in: it is in flight */
     q->in_flight = true;
     sc_stat_add(q->g->stats.requests, 1);
-    q->probe = gw_is_probe(q);
+    q->probe = !q->peer.listener && gw_is_probe(q); /* the peer listener answers no probe */
     char why[96];
     const char *fault = gw_framing_fault(q, why, sizeof(why));
     if (fault != NULL)
         return GW_SENT(gw_respond_known_error(q, S3_XML_INVALID_REQUEST, fault));
+    /* The peer listener refuses what is not even signed before anything else is looked at. */
+    if (q->peer.listener && !gw_auth_is_peer_request(q))
+        return GW_SENT(gw_auth_refuse_peer(q, "this listener takes signed peer requests only"));
     q->has_body = gw_framing_has_body(q);
     /* With a body: refuse a bad target or signature now, not after reading the body. */
     return q->has_body ? GW_NEXT(GW_STEP_PARSE) : GW_WAIT(GW_STEP_GATE);
@@ -353,6 +359,15 @@ static void *on_request_start(void *cls, const char *uri, struct MHD_Connection 
     return q;
 }
 
+/* on_request_start() for the peer listener (--fleet-listen). */
+static void *on_peer_request_start(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    struct gw_req *q = on_request_start(cls, uri, conn);
+    if (q != NULL)
+        q->peer.listener = true;
+    return q;
+}
+
 /* Adds a finished request, seconds after it arrived, to the metrics. */
 static void count_request(struct gw_req *q, double seconds)
 {
@@ -404,13 +419,14 @@ static void on_request_done(void *cls, struct MHD_Connection *conn, void **con_c
 
 /* ---- daemon ----------------------------------------------------------------- */
 
-static sc_code resolve_listen(const struct gw_config *cfg, struct sockaddr_storage *ss, bool *ipv6)
+static sc_code resolve_listen(const char *host, unsigned port_number, struct sockaddr_storage *ss,
+                              bool *ipv6)
 {
     struct addrinfo hints = {.ai_flags = AI_NUMERICSERV | AI_PASSIVE, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
     char port[8];
-    snprintf(port, sizeof(port), "%u", cfg->listen_port);
-    if (getaddrinfo(cfg->listen_host, port, &hints, &res) != 0 || res == NULL)
+    snprintf(port, sizeof(port), "%u", port_number);
+    if (getaddrinfo(host, port, &hints, &res) != 0 || res == NULL)
         return SC_EINVAL;
     memcpy(ss, res->ai_addr, res->ai_addrlen);
     *ipv6 = res->ai_family == AF_INET6;
@@ -442,12 +458,57 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
     sc_debug("http: %s", line);
 }
 
+/* What libmicrohttpd calls with a request's raw target: makes its gw_req. */
+typedef void *(*request_start_fn)(void *cls, const char *uri, struct MHD_Connection *conn);
+
+/* A daemon on ss running the steps for every request; start makes each request's gw_req. */
+static struct MHD_Daemon *start_daemon(struct gw *g, const struct sockaddr_storage *ss, bool ipv6,
+                                       request_start_fn start)
+{
+    const struct gw_config *cfg = g->cfg;
+    /* An IPv6 listener takes IPv4 too ([::] is every address of both families). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+                     MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_DUAL_STACK : 0);
+    return MHD_start_daemon(
+        flags, 0, NULL, NULL, gw_access, g, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, g,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)ss, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
+        MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+        cfg->conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, start, g, MHD_OPTION_NOTIFY_COMPLETED, on_request_done, g,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_END);
+}
+
+/* --fleet-listen: the listener that takes signed peer requests only. */
+static sc_code start_peer_listener(struct gw *g)
+{
+    const struct gw_config *cfg = g->cfg;
+    struct sockaddr_storage ss;
+    bool ipv6 = false;
+    if (cfg->fleet_listen_host == NULL)
+        return SC_OK;
+    if (g->fleet == NULL) {
+        sc_err("--fleet-listen without a fleet");
+        return SC_EINVAL;
+    }
+    if (resolve_listen(cfg->fleet_listen_host, cfg->fleet_listen_port, &ss, &ipv6) != SC_OK) {
+        sc_err("cannot resolve --fleet-listen address %s", cfg->fleet_listen_host);
+        return SC_EINVAL;
+    }
+    g->fleet_daemon = start_daemon(g, &ss, ipv6, on_peer_request_start);
+    if (g->fleet_daemon == NULL) {
+        sc_err("cannot listen for peers on %s:%u", cfg->fleet_listen_host, cfg->fleet_listen_port);
+        return SC_EIO;
+    }
+    sc_info("listening for peer requests on %s:%u", cfg->fleet_listen_host, cfg->fleet_listen_port);
+    return SC_OK;
+}
+
 sc_code server_start(struct gw *g)
 {
     const struct gw_config *cfg = g->cfg;
     struct sockaddr_storage ss;
     bool ipv6 = false;
-    if (resolve_listen(cfg, &ss, &ipv6) != SC_OK) {
+    if (resolve_listen(cfg->listen_host, cfg->listen_port, &ss, &ipv6) != SC_OK) {
         sc_err("cannot resolve listen address %s", cfg->listen_host);
         return SC_EINVAL;
     }
@@ -458,25 +519,16 @@ sc_code server_start(struct gw *g)
         sc_warn("listening on %s without an admin token: the admin API answers loopback clients "
                 "only (see --admin-token)",
                 cfg->listen_host);
-    /* An IPv6 listener takes IPv4 too ([::] is every address of both families). */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-                     MHD_USE_ITC | MHD_USE_ERROR_LOG | (ipv6 ? MHD_USE_DUAL_STACK : 0);
     if (conn_guard_start(cfg->header_timeout, cfg->min_body_rate, cfg->conn_timeout, &g->guard) !=
         SC_OK) {
         sc_err("cannot start the slow-client watchdog");
         return SC_EIO;
     }
-    g->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, gw_access, g, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, g,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
-        MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        cfg->conn_timeout, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY_LIMIT,
-        MHD_OPTION_URI_LOG_CALLBACK, on_request_start, g, MHD_OPTION_NOTIFY_COMPLETED,
-        on_request_done, g, MHD_OPTION_NOTIFY_CONNECTION, on_connection, g, MHD_OPTION_END);
-    if (g->daemon == NULL) {
+    g->daemon = start_daemon(g, &ss, ipv6, on_request_start);
+    if (g->daemon == NULL)
         sc_err("cannot listen on %s:%u", cfg->listen_host, cfg->listen_port);
-        conn_guard_stop(g->guard);
-        g->guard = NULL;
+    if (g->daemon == NULL || start_peer_listener(g) != SC_OK) {
+        server_stop(g);
         return SC_EIO;
     }
     return SC_OK;
@@ -484,6 +536,10 @@ sc_code server_start(struct gw *g)
 
 void server_stop(struct gw *g)
 {
+    if (g->fleet_daemon) {
+        MHD_stop_daemon(g->fleet_daemon);
+        g->fleet_daemon = NULL;
+    }
     if (g->daemon) {
         MHD_stop_daemon(g->daemon);
         g->daemon = NULL;

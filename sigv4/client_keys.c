@@ -10,8 +10,6 @@
 #include "client_keys.h"
 #include "sigv4_int.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <stdarg.h>
@@ -19,10 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../common/log.h"
+#include "../common/secret_file.h"
 
 #define ACCESS_KEY_MAX 128
 #define SECRET_MAX     256 /* SIGV4_MAX_SECRET */
@@ -292,71 +289,16 @@ sc_code ckeys_parse(const char *text, size_t len, ckeys **out, char *err, size_t
 
 /* ---- the file ------------------------------------------------------------------------ */
 
-/* Opens path and checks it is a regular file nobody else may change; warns if others can
- * read it. */
-static sc_code open_checked(const char *path, int *fd_out, size_t *size, char *err, size_t err_len)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, err_len, "cannot open %s: %s", path, strerror(errno));
-        return SC_EIO;
-    }
-    sc_code rc = SC_OK;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, err_len, "%s is not a regular file", path);
-        rc = SC_EIO;
-    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-        snprintf(err, err_len, "%s is writable by group or others (mode %03o): chmod 600 it", path,
-                 (unsigned)(st.st_mode & 0777));
-        rc = SC_EIO;
-    } else if (st.st_size > CKEYS_MAX_FILE) {
-        snprintf(err, err_len, "%s is larger than %d bytes", path, CKEYS_MAX_FILE);
-        rc = SC_ETOOBIG;
-    }
-    if (rc != SC_OK) {
-        close(fd);
-        return rc;
-    }
-    if (st.st_mode & (S_IRGRP | S_IROTH))
-        sc_warn("%s is readable by group or others (mode %03o): chmod 600 it", path,
-                (unsigned)(st.st_mode & 0777));
-    *fd_out = fd;
-    *size = (size_t)st.st_size;
-    return SC_OK;
-}
-
 sc_code ckeys_load(const char *path, ckeys **out, char *err, size_t err_len)
 {
-    int fd = -1;
-    size_t size = 0, len = 0;
+    char *buf = NULL;
+    size_t len = 0;
     *out = NULL;
-    sc_code rc = open_checked(path, &fd, &size, err, err_len);
+    sc_code rc = sc_secret_file_read(path, CKEYS_MAX_FILE, &buf, &len, err, err_len);
     if (rc != SC_OK)
         return rc;
-    char *buf = malloc(size + 1);
-    if (buf == NULL) {
-        close(fd);
-        snprintf(err, err_len, "out of memory");
-        return SC_ENOMEM;
-    }
-    while (len < size) {
-        ssize_t n = read(fd, buf + len, size - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            snprintf(err, err_len, "cannot read %s: %s", path, strerror(errno));
-            rc = SC_EIO;
-            goto out;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
     rc = ckeys_parse(buf, len, out, err, err_len);
-out:
-    OPENSSL_cleanse(buf, size + 1);
+    OPENSSL_cleanse(buf, len + 1);
     free(buf);
-    close(fd);
     return rc;
 }

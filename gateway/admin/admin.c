@@ -312,7 +312,7 @@ enum MHD_Result gw_admin(struct gw_req *q)
     if (strcmp(what, "stats") == 0) {
         if (!is(q, "GET"))
             return not_allowed(q);
-        char *text = gw_stats_json(&q->g->stats, q->g->st, q->g->cfg->policy);
+        char *text = gw_stats_json(q->g);
         return text ? respond_json_text(q, 200, text, NULL) : MHD_NO;
     }
     if (strcmp(what, "buckets") == 0) {

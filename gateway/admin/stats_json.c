@@ -1,13 +1,60 @@
-/* stats.c - the JSON view of the gateway's counters (see stats_json.h). */
+/* stats_json.c - the JSON view of the gateway's counters (see stats_json.h). */
 #include "stats_json.h"
+
+#include <stdlib.h>
+
+#include "../../fleet/fleet.h"
 #include "../../store/store.h"
+#include "../config.h"
+#include "../gw.h"
 
 #include <jansson.h>
 
 #define LOAD(field) ((json_int_t)atomic_load_explicit(&(field), memory_order_relaxed))
 
-char *gw_stats_json(struct sc_stats *s, store *st, const char *policy)
+/* One peer of the fleet as the stats show it. */
+static json_t *peer_json(const struct fleet_peer_info *p)
 {
+    return json_pack("{s:s, s:b, s:s, s:I, s:I, s:I, s:f, s:f}", "url", p->url, "self", p->self,
+                     "state", p->state == FLEET_UP ? "up" : "down", "requests",
+                     (json_int_t)p->requests, "errors", (json_int_t)p->errors, "bytes",
+                     (json_int_t)p->bytes, "seconds", p->seconds, "down_for", p->down_for);
+}
+
+/* The fleet: who this gateway is, its peers and what it asked of them; null without one. */
+static json_t *fleet_json(struct gw *g)
+{
+    if (g->fleet == NULL)
+        return json_null();
+    struct gw_metrics *m = &g->metrics;
+    json_t *peers = json_array();
+    json_t *o =
+        json_pack("{s:s, s:s, s:I, s:I, s:I, s:o}", "self", fleet_self(g->fleet), "copy",
+                  g->cfg->fleet_copy, "requests_received", LOAD(m->peer_requests_in), "refused",
+                  LOAD(m->peer_refused), "passed", LOAD(m->peer_passed), "peers", peers);
+    struct fleet_peer_info *list = calloc(FLEET_MAX_PEERS, sizeof(*list));
+    if (o == NULL || list == NULL) {
+        free(list);
+        json_decref(o);
+        return NULL;
+    }
+    size_t n = fleet_peers(g->fleet, list, FLEET_MAX_PEERS);
+    for (size_t i = 0; i < n && i < FLEET_MAX_PEERS; i++) {
+        if (json_array_append_new(peers, peer_json(&list[i])) != 0) {
+            free(list);
+            json_decref(o);
+            return NULL;
+        }
+    }
+    free(list);
+    return o;
+}
+
+char *gw_stats_json(struct gw *g)
+{
+    struct sc_stats *s = &g->stats;
+    store *st = g->st;
+    const char *policy = g->cfg->policy;
     struct store_stats ss;
     store_get_stats(st, &ss);
     json_t *o = json_pack(
@@ -26,9 +73,9 @@ char *gw_stats_json(struct sc_stats *s, store *st, const char *policy)
     if (o == NULL)
         return NULL;
     json_t *blocks =
-        json_pack("{s:I, s:I, s:I, s:I}", "block_fetches", LOAD(s->block_fetches), "blocks_stored",
-                  LOAD(s->blocks_stored), "blocks", (json_int_t)ss.blocks, "block_objects",
-                  (json_int_t)ss.block_objects);
+        json_pack("{s:I, s:I, s:I, s:I, s:o*}", "block_fetches", LOAD(s->block_fetches),
+                  "blocks_stored", LOAD(s->blocks_stored), "blocks", (json_int_t)ss.blocks,
+                  "block_objects", (json_int_t)ss.block_objects, "fleet", fleet_json(g));
     if (blocks == NULL || json_object_update(o, blocks) != 0) {
         json_decref(blocks);
         json_decref(o);

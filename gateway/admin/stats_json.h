@@ -5,10 +5,15 @@
 #include "../../common/stats.h"
 #include "../../store/store.h"
 
+struct gw;
+
 /*
- * @brief Renders the counters, the store's and the policy's name as one JSON object.
+ * @brief Renders the counters, the store's, the policy's name and the fleet as one JSON
+ * object. "fleet" is null without one, else {"self", "copy", "requests_received", "refused",
+ * "passed", "peers": [{"url", "self", "state" ("up" or "down"), "requests", "errors", "bytes",
+ * "seconds", "down_for"}]} (fleet.h's struct fleet_peer_info, in URL order).
  * @return a malloc'd NUL-terminated string owned by the caller, or NULL when out of memory.
  */
-char *gw_stats_json(struct sc_stats *s, store *st, const char *policy);
+char *gw_stats_json(struct gw *g);
 
 #endif

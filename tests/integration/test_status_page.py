@@ -313,3 +313,40 @@ def test_page_answers_401_and_asks_for_the_token_it_then_sends_as_bearer(
     assert page.evaluate("document.getElementById('login').hidden") is True
     problems = [p for p in page.problems() if "401" not in p]  # the refused loads are logged
     assert problems == []
+
+
+def test_page_shows_the_fleet_and_hides_it_without_one(s3rver, gateway, browser, capsys,
+                                                       record_property, tmp_path):
+    """A gateway of a fleet shows itself and each peer (up, or down for a while after it
+    failed); a gateway alone shows no fleet card."""
+    alone = gateway(s3rver)
+    alone.require_real()
+    page = browser.new_page(1280, 900)
+    page.navigate(alone.endpoint + "/_s3cached/")
+    wait_polls(page, 1)
+    assert page.evaluate("document.getElementById('card-fleet').hidden") is True
+
+    secret = tmp_path / "fleet-secret"
+    secret.write_text("0123456789abcdef0123456789abcdef\n")
+    secret.chmod(0o600)
+    from harness import proc
+    me, dead = proc.free_port(), proc.free_port()
+    urls = ["http://127.0.0.1:%d" % me, "http://127.0.0.1:%d" % dead]
+    gw = gateway(s3rver, port=me, extra_args=["--peers", ",".join(urls), "--self", urls[0],
+                                              "--fleet-secret-file", str(secret)])
+    gw.require_real()
+    page = browser.new_page(1280, 900)
+    page.navigate(gw.endpoint + "/_s3cached/")
+    wait_polls(page, 1)
+    wait_polls(page, polls(page) + 1)
+    assert page.evaluate("document.getElementById('card-fleet').hidden") is False
+    fleet = gw.stats()["fleet"]
+    for p in fleet["peers"]:
+        row = cell_texts(page, 'tr[data-peer="%s"] td' % p["url"])
+        assert row, "peer %s is not on the page" % p["url"]
+        assert row[0] == p["url"] + (" (this gateway)" if p["self"] else "")
+        assert row[1].startswith(p["state"]), (row, p)
+    summary = page.evaluate("document.getElementById('fleet-summary').textContent")
+    assert ("this gateway: " + urls[0]) in summary, summary
+    assert page.problems() == []
+    save_screenshot(page, "status_page_fleet.png", capsys, record_property)

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -30,7 +31,15 @@ static int clear_env(void **state)
                           "S3CACHED_AUTH_CACHE_TTL",
                           "S3CACHED_AUTH_CACHE_SIZE",
                           "S3CACHED_HEADER_TIMEOUT",
-                          "S3CACHED_MIN_BODY_RATE"};
+                          "S3CACHED_MIN_BODY_RATE",
+                          "S3CACHED_PEERS",
+                          "S3CACHED_PEERS_DNS",
+                          "S3CACHED_SELF",
+                          "S3CACHED_FLEET_SECRET_FILE",
+                          "S3CACHED_FLEET_LISTEN",
+                          "S3CACHED_FLEET_COPY",
+                          "S3CACHED_PEER_TIMEOUT",
+                          "S3CACHED_PEERS_DNS_INTERVAL"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
     return 0;
@@ -343,6 +352,140 @@ static void identity_and_anonymous_without_keys_are_refused(void **state)
     gw_config_free(&cfg);
 }
 
+/* A fleet secret file holding text, of mode; its path into path (a mkstemp template). */
+static void write_secret(char *path, const char *text, mode_t mode)
+{
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    assert_int_equal(fchmod(fd, mode), 0);
+    close(fd);
+}
+
+static void no_fleet_by_default(void **state)
+{
+    struct gw_config cfg;
+    char *argv[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, argv), SC_OK);
+    assert_false(gw_config_has_fleet(&cfg));
+    assert_null(cfg.fleet_secret);
+    assert_null(cfg.fleet_listen_host);
+    assert_string_equal(cfg.fleet_copy, "none");
+    assert_int_equal(cfg.peer_timeout_ms, 50);
+    assert_int_equal(cfg.peers_dns_interval, 5);
+    gw_config_free(&cfg);
+}
+
+static void fleet_flags_are_read_with_the_secret_first_line(void **state)
+{
+    char path[] = "/tmp/s3cached-fleet-XXXXXX";
+    write_secret(path, "0123456789abcdef-fleet\nsecond line\n", 0600);
+    struct gw_config cfg;
+    char *argv[] = {"s3cached",
+                    "--peers",
+                    "http://127.0.0.2:8080,http://127.0.0.3:8080",
+                    "--self",
+                    "http://127.0.0.2:8080",
+                    "--fleet-secret-file",
+                    path,
+                    "--fleet-listen",
+                    "127.0.0.2:9090",
+                    "--fleet-copy",
+                    "hot",
+                    "--peer-timeout",
+                    "20"};
+    assert_int_equal(parse(&cfg, (int)(sizeof(argv) / sizeof(argv[0])), argv), SC_OK);
+    assert_true(gw_config_has_fleet(&cfg));
+    assert_string_equal(cfg.peers, "http://127.0.0.2:8080,http://127.0.0.3:8080");
+    assert_string_equal(cfg.self, "http://127.0.0.2:8080");
+    assert_int_equal(cfg.fleet_secret_len, 22);
+    assert_memory_equal(cfg.fleet_secret, "0123456789abcdef-fleet", 22);
+    assert_string_equal(cfg.fleet_listen_host, "127.0.0.2");
+    assert_int_equal(cfg.fleet_listen_port, 9090);
+    assert_string_equal(cfg.fleet_copy, "hot");
+    assert_int_equal(cfg.peer_timeout_ms, 20);
+    gw_config_free(&cfg);
+    unlink(path);
+}
+
+static void fleet_comes_from_the_environment(void **state)
+{
+    char path[] = "/tmp/s3cached-fleet-XXXXXX";
+    write_secret(path, "0123456789abcdef0123456789abcdef", 0600);
+    setenv("S3CACHED_PEERS_DNS", "s3cached-fleet.default.svc:8080", 1);
+    setenv("S3CACHED_FLEET_SECRET_FILE", path, 1);
+    setenv("S3CACHED_FLEET_COPY", "all", 1);
+    setenv("S3CACHED_PEERS_DNS_INTERVAL", "1", 1);
+    struct gw_config cfg;
+    char *argv[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, argv), SC_OK);
+    assert_string_equal(cfg.peers_dns, "s3cached-fleet.default.svc:8080");
+    assert_int_equal(cfg.fleet_secret_len, 32);
+    assert_string_equal(cfg.fleet_copy, "all");
+    assert_int_equal(cfg.peers_dns_interval, 1);
+    gw_config_free(&cfg);
+    unlink(path);
+}
+
+/* Runs argv (argc entries), which must be refused with a message holding want. */
+static void refused(int argc, char **argv, const char *want)
+{
+    struct gw_config cfg;
+    char err[256] = "";
+    assert_int_equal(gw_config_parse(&cfg, argc, argv, err, sizeof(err)), SC_EINVAL);
+    if (strstr(err, want) == NULL)
+        fail_msg("error \"%s\" does not say \"%s\"", err, want);
+    gw_config_free(&cfg);
+}
+
+#define REFUSED(argv, want) refused((int)(sizeof(argv) / sizeof((argv)[0])), (argv), (want))
+
+static void fleet_needs_a_good_secret_and_fitting_flags(void **state)
+{
+    char good[] = "/tmp/s3cached-fleet-XXXXXX", shared[] = "/tmp/s3cached-fleet-XXXXXX",
+         shortf[] = "/tmp/s3cached-fleet-XXXXXX";
+    write_secret(good, "0123456789abcdef0123456789abcdef\n", 0600);
+    write_secret(shared, "0123456789abcdef0123456789abcdef\n", 0666);
+    write_secret(shortf, "0123456789\n", 0600);
+    char *no_secret[] = {"s3cached", "--peers", "http://127.0.0.2:8080"};
+    REFUSED(no_secret, "--fleet-secret-file");
+    char *writable[] = {"s3cached", "--peers", "http://127.0.0.2:8080", "--fleet-secret-file",
+                        shared};
+    REFUSED(writable, "writable by group or others");
+    char *too_short[] = {"s3cached", "--peers", "http://127.0.0.2:8080", "--fleet-secret-file",
+                         shortf};
+    REFUSED(too_short, "at least 16 bytes");
+    char *missing[] = {"s3cached", "--peers", "http://127.0.0.2:8080", "--fleet-secret-file",
+                       "/nonexistent/fleet-secret"};
+    REFUSED(missing, "/nonexistent/fleet-secret");
+    char *both[] = {"s3cached",    "--peers",    "http://127.0.0.2:8080",
+                    "--peers-dns", "fleet:8080", "--fleet-secret-file",
+                    good};
+    REFUSED(both, "not both");
+    char *orphan[] = {"s3cached", "--fleet-listen", "127.0.0.1:9090"};
+    REFUSED(orphan, "--fleet-listen needs --peers");
+    char *self_alone[] = {"s3cached", "--self", "http://127.0.0.2:8080"};
+    REFUSED(self_alone, "--self needs --peers");
+    char *copy[] = {"s3cached",     "--peers", "http://127.0.0.2:8080", "--fleet-secret-file", good,
+                    "--fleet-copy", "some"};
+    REFUSED(copy, "--fleet-copy");
+    char *same[] = {"s3cached",
+                    "--listen",
+                    "127.0.0.1:8080",
+                    "--peers",
+                    "http://127.0.0.1:8080",
+                    "--fleet-secret-file",
+                    good,
+                    "--fleet-listen",
+                    "127.0.0.1:8080"};
+    REFUSED(same, "differ from --listen");
+    char *timeout[] = {"s3cached", "--peer-timeout", "0"};
+    REFUSED(timeout, "--peer-timeout");
+    unlink(good);
+    unlink(shared);
+    unlink(shortf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -369,6 +512,10 @@ int main(void)
         cmocka_unit_test_setup(client_identity_and_auth_cache_come_from_flags_or_environment,
                                clear_env),
         cmocka_unit_test_setup(identity_and_anonymous_without_keys_are_refused, clear_env),
+        cmocka_unit_test_setup(no_fleet_by_default, clear_env),
+        cmocka_unit_test_setup(fleet_flags_are_read_with_the_secret_first_line, clear_env),
+        cmocka_unit_test_setup(fleet_comes_from_the_environment, clear_env),
+        cmocka_unit_test_setup(fleet_needs_a_good_secret_and_fitting_flags, clear_env),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
