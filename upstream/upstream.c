@@ -522,10 +522,10 @@ static bool status_is_retryable(long status)
 }
 
 /* Retries go to the bucket, before any head was handed over, or before a resume's head
- * proved the rest of the body (nothing of it handed over yet). */
+ * answered (nothing of it handed over yet; an answer that is not the rest is final). */
 static bool may_retry(const up_req *r)
 {
-    return r->idempotent && (!r->delivered || (r->resuming && !r->resume_ok)) &&
+    return r->idempotent && (!r->delivered || (r->resuming && !r->resume_ok && !r->resume_bad)) &&
            r->attempt < r->up->cfg.retries;
 }
 
