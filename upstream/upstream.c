@@ -505,6 +505,13 @@ static void start_attempt(up_req *r)
     r->resume_bad = false;
     free_resp_headers(r);
     sc_code rc = setup_easy(r);
+    if (rc != SC_OK && r->at_peer) { /* the peer attempt cannot be made (signing): the bucket */
+        sc_warn("upstream %s %s: cannot ask the peer %s (%s): asking the bucket", r->method,
+                r->path, r->peer, sc_strerror(rc));
+        r->at_peer = false;
+        atomic_fetch_add_explicit(&r->up->peer_fallbacks, 1, memory_order_relaxed);
+        rc = setup_easy(r);
+    }
     if (rc == SC_OK && curl_multi_add_handle(r->up->multi, r->easy) != CURLM_OK)
         rc = SC_EUPSTREAM;
     if (rc != SC_OK) {
@@ -1126,9 +1133,10 @@ sc_code up_submit(upstream *up, const struct up_request *q, const struct up_hand
         atomic_fetch_add(&r->refs, 1);
         *out = r;
     }
-    if (r->at_peer)
-        atomic_fetch_add_explicit(&up->peer_attempts, 1, memory_order_relaxed);
+    bool at_peer = r->at_peer; /* r may be gone once queued, if the caller keeps no reference */
     rc = queue_cmd(up, CMD_SUBMIT, r);
+    if (rc == SC_OK && at_peer)
+        atomic_fetch_add_explicit(&up->peer_attempts, 1, memory_order_relaxed);
     if (rc != SC_OK) {
         if (out) {
             *out = NULL;
