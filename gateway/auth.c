@@ -256,8 +256,14 @@ static sc_code verify_peer_signature(struct gw_req *q)
     return rc;
 }
 
-/* Whose request a peer carries: the gateway's, anonymous, or a client key this gateway
- * knows too (so that --identity client signs, and authorizes, as that client here). */
+/*
+ * Whose request a peer carries: the gateway's, anonymous, or a client key this gateway knows
+ * too (so that --identity client signs, and authorizes, as that client here). An identity this
+ * gateway would not hold to the bucket's rights is refused (a peer configured otherwise): an
+ * anonymous one where nothing checks what anonymous requests may read of the cache (neither
+ * --allow-anonymous nor --identity client), a key where upstream requests are not signed as
+ * their client's (--identity gateway would read with the gateway's credentials).
+ */
 static enum MHD_Result admit_peer_identity(struct gw_req *q, const char *identity)
 {
     if (identity == NULL)
@@ -265,15 +271,18 @@ static enum MHD_Result admit_peer_identity(struct gw_req *q, const char *identit
     if (strcmp(identity, "gateway") == 0)
         return MHD_YES;
     if (strcmp(identity, "anonymous") == 0) {
+        if (q->g->authz == NULL)
+            return gw_auth_refuse_peer(q, "this gateway does not check what anonymous requests "
+                                          "may read");
         q->anonymous = true;
         return MHD_YES;
     }
     const struct ckey *k = NULL;
-    if (strncmp(identity, "key:", 4) == 0 && q->g->keys != NULL)
+    if (strncmp(identity, "key:", 4) == 0 && q->g->keys != NULL && q->g->cfg->identity_client)
         k = ckeys_find(q->g->keys, identity + 4);
     if (k == NULL)
         return gw_auth_refuse_peer(q, "the peer request carries an identity this gateway does "
-                                      "not know");
+                                      "not sign as (--client-credentials, --identity client)");
     if (!buckets_allowed(q, k))
         return gw_auth_refuse_peer(q, "the peer request's key may not read this bucket");
     q->client = k;

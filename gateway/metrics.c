@@ -257,7 +257,7 @@ static void write_fleet(FILE *out, struct gw *g)
         {"s3cached_peer_errors_total", "counter",
          "Requests to the peer that failed (no answer, a 5xx, a refused signature)."},
         {"s3cached_peer_bytes_total", "counter", "Body bytes the peer sent this gateway."},
-        {"s3cached_peer_seconds", "counter",
+        {"s3cached_peer_seconds_total", "counter",
          "Sum of seconds from a request to the peer to its response head, over answered ones."},
         {"s3cached_peer_up", "gauge", "1 while the peer is up, 0 while it is down (backoff)."},
     };

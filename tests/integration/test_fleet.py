@@ -21,6 +21,7 @@ import pytest
 from harness import proc
 from harness import s3util
 from harness.fleet import Fleet
+from test_metrics import scrape
 
 KiB = 1024
 REFUSED = "x-s3cached-fleet-refused"
@@ -128,11 +129,15 @@ def test_peer_requests_are_refused_without_a_good_signature_on_both_listeners(up
         assert_refused(send(port, "GET", target, ranged), "an unsigned Range")
         bad_date = dict(good, **{"x-s3cached-fleet-date": "%d.0" % now})
         assert_refused(send(port, "GET", target, bad_date), "a malformed date")
+        # identities this gateway (no --client-credentials) cannot hold to the bucket's rights
+        assert_refused(peer_get(port, secret, target, identity="anonymous"), "anonymous")
+        assert_refused(peer_get(port, secret, target, identity="key:" + upstream.access_key),
+                       "a key")
         status, headers, got = send(port, "GET", target, good)
         assert status == 200 and got == body, (port, status, got[:200])
         assert REFUSED not in headers
         assert not any(k.startswith("x-s3cached-fleet") for k in headers), headers
-    assert metric(g, "s3cached_peer_requests_refused_total") - refused_before == 12
+    assert metric(g, "s3cached_peer_requests_refused_total") - refused_before == 16
     # a plain client request on the main listener is still a client's
     c = g.client()
     assert c.get_object(Bucket=upstream.bucket, Key=key)["Body"].read() == body
@@ -221,6 +226,13 @@ def test_a_client_cannot_smuggle_fleet_headers(s3rver, make_fleet):
         # unsigned (an anonymous client), on both listeners
         for port in (g.port, fleet.peer_ports[0]):
             assert_refused(send(port, "GET", target_of(s3rver, key), smuggled), smuggled)
+    # signed by a peer, a key is refused here: --identity gateway would read it with the
+    # gateway's credentials; anonymous is checked (--allow-anonymous) and served
+    secret, target = secret_of(fleet), target_of(s3rver, key)
+    assert_refused(peer_get(fleet.peer_ports[0], secret, target, identity="key:" + other_ak),
+                   "a key where the gateway signs as itself")
+    status, _, got = peer_get(fleet.peer_ports[0], secret, target, identity="anonymous")
+    assert status == 200 and got == body, status
     # the other key, which may read the bucket, reads it as itself
     c = s3util.client(g.endpoint, other_ak, other_sk)
     assert c.get_object(Bucket=s3rver.bucket, Key=key)["Body"].read() == body
@@ -294,6 +306,12 @@ def test_only_the_owner_caches_a_name_peers_ask(upstream, make_fleet):
                                         target_of(upstream, key))
         assert status == 200 and got == body and headers.get("x-cache") == "HIT", headers
     assert len(set(owners)) > 1, owners  # rendezvous spreads the names
+    # the bucket got one GET from each gateway asked (the owner's fill, the others' passes),
+    # and never a fleet header
+    assert len(fleet.upstream_gets(prefix)) == 3 * 12, fleet.upstream_gets(prefix)
+    with fleet.proxy.lock:
+        sent = [bytes(b).lower() for b in fleet.proxy.sent]
+    assert sent and not any(b"x-s3cached-fleet" in b for b in sent)
     passed = sum(metric(g, "s3cached_peer_requests_passed_total") for g in fleet.gateways)
     assert passed == 24
     held = [g.stats_when(lambda st: st["objects"] >= owners.count(i))["objects"]
@@ -311,12 +329,14 @@ def test_metrics_and_stats_show_the_fleet(s3rver, make_fleet):
     assert sorted(p["url"] for p in st["peers"]) == sorted(fleet.urls)
     assert [p["url"] for p in st["peers"] if p["self"]] == [fleet.urls[1]]
     assert all(p["state"] == "up" for p in st["peers"])
+    samples = scrape(g)  # every line well formed, every counter named *_total
+    assert samples[("s3cached_peer_up", frozenset({("peer", fleet.urls[0])}))] == 1
     text = metrics(g)
     for url in fleet.urls:
         line = 's3cached_peer_up{peer="%s"} 1' % url
         assert (line in text) == (url != fleet.urls[1]), (url, text[-2000:])
         for name in ("s3cached_peer_requests_total", "s3cached_peer_errors_total",
-                     "s3cached_peer_bytes_total", "s3cached_peer_seconds"):
+                     "s3cached_peer_bytes_total", "s3cached_peer_seconds_total"):
             assert ('%s{peer="%s"}' % (name, url) in text) == (url != fleet.urls[1]), name
 
 
