@@ -311,21 +311,10 @@ static sc_code build_peer_headers(up_req *r, struct curl_slist **list)
     return rc;
 }
 
-/* Builds the header list of one attempt: forwarded headers plus date, payload hash and signature
- * (to the bucket), or the fleet's (to a peer). */
-static sc_code build_headers(up_req *r)
+/* The header list of a bucket attempt: forwarded headers plus date, payload hash and
+ * signature. */
+static sc_code build_bucket_headers(up_req *r, struct curl_slist **out)
 {
-    if (r->at_peer) {
-        struct curl_slist *list = NULL;
-        sc_code rc = build_peer_headers(r, &list);
-        if (rc != SC_OK) {
-            curl_slist_free_all(list);
-            return rc;
-        }
-        curl_slist_free_all(r->send_headers);
-        r->send_headers = list;
-        return SC_OK;
-    }
     upstream *up = r->up;
     struct curl_slist *list = NULL;
     char date[17];
@@ -362,6 +351,15 @@ static sc_code build_headers(up_req *r)
             rc = add_header(&list, "Authorization", auth);
         free(auth);
     }
+    *out = list;
+    return rc;
+}
+
+/* Builds the header list of one attempt, to the bucket or to a peer. */
+static sc_code build_headers(up_req *r)
+{
+    struct curl_slist *list = NULL;
+    sc_code rc = r->at_peer ? build_peer_headers(r, &list) : build_bucket_headers(r, &list);
     if (rc != SC_OK) {
         curl_slist_free_all(list);
         return rc;
