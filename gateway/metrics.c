@@ -189,6 +189,15 @@ static void write_upstream(FILE *out, struct gw *g)
         (unsigned long long)um.retries);
     one(out, "s3cached_upstream_errors_total", "counter",
         "Upstream requests that failed after their retries.", (unsigned long long)um.failures);
+    one(out, "s3cached_upstream_peer_attempts_total", "counter",
+        "Misses asked of the fleet peer that owns the name before the bucket.",
+        (unsigned long long)um.peer_attempts);
+    one(out, "s3cached_upstream_peer_fallbacks_total", "counter",
+        "Of those, the ones that went on to the bucket because the peer failed before its head.",
+        (unsigned long long)um.peer_fallbacks);
+    one(out, "s3cached_upstream_peer_resumes_total", "counter",
+        "Peer bodies cut short and resumed from the bucket at the next byte (Range, If-Match).",
+        (unsigned long long)um.peer_resumes);
     one(out, "s3cached_upstream_reachable", "gauge",
         "1 unless the upstream's latest request got no answer at all.",
         up_reachable(g->up) ? 1ull : 0ull);

@@ -32,17 +32,17 @@ struct block_fetch {
     struct up_identity as;
     relay *relay;
     up_req *req;
-    up_req *check;        /* the HEAD that checks the version once the bytes are in */
-    uint64_t got;         /* body bytes received (upstream thread) */
-    bool check_same;      /* the HEAD named the same ETag (upstream thread) */
-    bool doomed;          /* the bytes fell short: the HEAD only tells whether it changed */
-    bool check_changed;   /* the HEAD said the object is gone or of another ETag */
-    long check_status;    /* the HEAD's status */
-    bool listed;          /* table lock */
-    bool part;            /* a span for one reader (block_fetch_part): never stored */
-    bool keep;            /* the fleet's copy rule lets the block be stored here (set before its
-                             transfer starts: origin_fetch_range) */
-    atomic_bool wanted;   /* a prefetch joined it: stored whatever the copy rule says */
+    up_req *check;             /* the HEAD that checks the version once the bytes are in */
+    uint64_t got;              /* body bytes received (upstream thread) */
+    bool check_same;           /* the HEAD named the same ETag (upstream thread) */
+    bool doomed;               /* the bytes fell short: the HEAD only tells whether it changed */
+    bool check_changed;        /* the HEAD said the object is gone or of another ETag */
+    long check_status;         /* the HEAD's status */
+    bool listed;               /* table lock */
+    bool part;                 /* a span for one reader (block_fetch_part): never stored */
+    struct origin_route route; /* where it went, whether the fleet's copy rule lets the block be
+                                  stored here (set before its transfer starts) */
+    atomic_bool wanted;        /* a prefetch joined it: stored whatever the copy rule says */
     bool opening;         /* asked without If-Match (block_fetch_open): etag and size are NULL and 0
                              until its head names them (written under the table lock, on the upstream
                              thread, which alone reads it unlocked) */
@@ -263,8 +263,9 @@ static void on_head(void *arg, const struct http_head *head)
         }
         return;
     }
-    learn_if_match(f->t, head->status, http_header_get(head->headers, head->n_headers, "ETag"),
-                   f->etag);
+    if (!f->route.peer) /* a peer's answer says what the peer does, not the bucket */
+        learn_if_match(f->t, head->status, http_header_get(head->headers, head->n_headers, "ETag"),
+                       f->etag);
     if (head->status == 404)
         atomic_store(&f->changed, true);
     f->good_head = proves_block(f, head);
@@ -348,7 +349,7 @@ static void deliver(block_fetch *f)
     const char *body = NULL;
     uint64_t len = 0;
     relay_finish(f->relay, SC_OK);
-    if (f->part || !(f->keep || atomic_load(&f->wanted))) { /* relayed, not stored */
+    if (f->part || !(f->route.keep || atomic_load(&f->wanted))) { /* relayed, not stored */
         finish(f, SC_OK);
         return;
     }
@@ -577,10 +578,10 @@ static void start_transfer(block_table *t, block_fetch *f, bool by_rule)
     atomic_fetch_add(&t->running, 1);
     sc_stat_add(t->ctx->stats->block_fetches, 1);
     up_req *req = NULL;
-    f->keep = true;
-    sc_code rc = origin_fetch_range(t->ctx->origin, f->bucket, f->key, &f->as, f->start,
-                                    f->start + f->len - 1, f->etag, by_rule ? &f->keep : NULL,
-                                    &block_handler, f, &req);
+    f->route = (struct origin_route){.by_rule = by_rule};
+    sc_code rc =
+        origin_fetch_range(t->ctx->origin, f->bucket, f->key, &f->as, f->start,
+                           f->start + f->len - 1, f->etag, &f->route, &block_handler, f, &req);
     if (rc != SC_OK) {
         atomic_store(&f->outcome, rc);
         relay_finish(f->relay, rc);
@@ -751,7 +752,7 @@ block_fetch *block_fetch_adopt(block_table *t, const struct block_ref *b,
     fetch_unref(f); /* join_locked's for a caller; the feeder holds the transfer's */
     if (!fresh)
         return NULL; /* being fetched already: it goes on, the feeder's GET is not needed */
-    f->keep = keep;
+    f->route.keep = keep;
     atomic_fetch_add(&t->running, 1);
     sc_stat_add(t->ctx->stats->block_fetches, 1);
     atomic_store(&f->status, head->status);

@@ -52,12 +52,13 @@ struct fill {
     struct up_identity as; /* who fetches it */
     relay *relay;
     up_req *req;
-    bool listed;      /* in the table (table lock) */
-    bool invalidated; /* must not be stored (table lock) */
-    bool cacheable;   /* decided at the head (upstream thread) */
-    bool keep;        /* the fleet's copy rule lets it be stored here (origin_fetch: set before
-                         the transfer starts); a prefetcher watching it keeps it anyway */
-    char *hdrs;       /* replayable headers, for the store */
+    bool listed;               /* in the table (table lock) */
+    bool invalidated;          /* must not be stored (table lock) */
+    bool cacheable;            /* decided at the head (upstream thread) */
+    struct origin_route route; /* where it went and whether the fleet's copy rule lets it be
+                                  stored here (origin_fetch: set before the transfer starts); a
+                                  prefetcher watching it keeps it anyway */
+    char *hdrs;                /* replayable headers, for the store */
     size_t hdrs_len;
     struct body_check check;    /* the body's length and digest (digest.h) */
     long status;                /* the upstream's, once the head is in */
@@ -340,7 +341,7 @@ static void adopt_block0(fill *f, const struct http_head *head)
         return; /* each holds its block in memory: as many as readers may start ahead */
     struct block_ref ref = {f->bucket,       f->key, f->etag, (uint64_t)head->content_length,
                             ctx->block_size, 0};
-    f->block0 = block_fetch_adopt(ctx->blocks, &ref, &f->as, head, f->keep);
+    f->block0 = block_fetch_adopt(ctx->blocks, &ref, &f->as, head, f->route.keep);
     f->adopted = f->block0 != NULL;
     atomic_store(&f->feeding, f->adopted);
 }
@@ -450,7 +451,7 @@ static void on_done(void *arg, sc_code rc)
     bool complete = f->cacheable && relay_body(f->relay, &body, &len) == SC_OK;
     pthread_mutex_lock(&f->t->mu);
     /* Not kept (a peer's name, --fleet-copy): verified and relayed all the same. */
-    bool store_it = complete && !f->invalidated && (f->keep || f->watches != NULL);
+    bool store_it = complete && !f->invalidated && (f->route.keep || f->watches != NULL);
     /* Queued under the table lock: a write beginning now removes after this put. */
     bool queued = store_it && store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len,
                                         on_stored, f) == SC_OK;
@@ -526,14 +527,14 @@ static fill *fill_new(fill_table *t, const char *bucket, const char *key,
 }
 
 /* Starts the transfer of a fill just listed, which holds a reference for it. A prefetch's is
- * stored whoever owns the name (keep NULL: no copy rule); a reader's as the rule says. */
+ * stored whoever owns the name; a reader's as the fleet's copy rule says. */
 static void start_transfer(fill_table *t, fill *f, bool prefetch)
 {
     sc_stat_add(t->ctx->stats->upstream_fetches, 1);
     up_req *req = NULL;
-    f->keep = true;
-    sc_code rc = origin_fetch(t->ctx->origin, f->bucket, f->key, &f->as, prefetch ? NULL : &f->keep,
-                              &fill_handler, f, &req);
+    f->route = (struct origin_route){.by_rule = !prefetch};
+    sc_code rc =
+        origin_fetch(t->ctx->origin, f->bucket, f->key, &f->as, &f->route, &fill_handler, f, &req);
     if (rc != SC_OK) {
         relay_finish(f->relay, rc);
         unlist_locked(f);

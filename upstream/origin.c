@@ -66,19 +66,22 @@ static bool keeps(struct origin *o, uint64_t name, bool from_peer)
     return true;
 }
 
-/* Where a fetch of name goes: the peer to ask first (NULL: the bucket), and into *keep
- * (unless NULL, which leaves the hot rule's ghosts alone) whether to store what comes. */
-static const char *route(struct origin *o, uint64_t name, struct fleet_owner *owner, bool *keep)
+/* Where a fetch of name goes: the peer to ask first (NULL: the bucket), told in *way (unless
+ * NULL) with whether to store what comes. */
+static const char *route(struct origin *o, uint64_t name, struct fleet_owner *owner,
+                         struct origin_route *way)
 {
     const char *peer = owner_peer(o, name, owner);
-    if (keep != NULL)
-        *keep = keeps(o, name, peer != NULL);
+    if (way != NULL) {
+        way->peer = peer != NULL;
+        way->keep = !way->by_rule || keeps(o, name, way->peer);
+    }
     return peer;
 }
 
 sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
-                     const struct up_identity *as, bool *keep, const struct up_handler *h,
-                     void *arg, up_req **out)
+                     const struct up_identity *as, struct origin_route *way,
+                     const struct up_handler *h, void *arg, up_req **out)
 {
     /* The full-object checksum, for bodies whose ETag is no MD5 (digest.h). */
     static const struct http_header checksum_mode = {DIGEST_MODE_HEADER, DIGEST_MODE_VALUE};
@@ -95,7 +98,7 @@ sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
         .as = *as,
     };
     struct fleet_owner owner;
-    req.peer = route(o, sc_key_hash(bucket, key), &owner, keep);
+    req.peer = route(o, sc_key_hash(bucket, key), &owner, way);
     return up_submit(o->bucket, &req, h, arg, out);
 }
 
@@ -135,11 +138,11 @@ static sc_code fetch_range(struct origin *o, const char *bucket, const char *key
 
 sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key,
                            const struct up_identity *as, uint64_t first, uint64_t last,
-                           const char *etag, bool *keep, const struct up_handler *h, void *arg,
-                           up_req **out)
+                           const char *etag, struct origin_route *way, const struct up_handler *h,
+                           void *arg, up_req **out)
 {
     struct fleet_owner owner;
-    const char *peer = route(o, range_name(o, bucket, key, first), &owner, keep);
+    const char *peer = route(o, range_name(o, bucket, key, first), &owner, way);
     return fetch_range(o, bucket, key, as, first, last, etag, peer, h, arg, out);
 }
 

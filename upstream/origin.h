@@ -29,6 +29,16 @@ enum fleet_copy {
     FLEET_COPY_ALL,  /* stored as any fill: saves the hop next time */
 };
 
+/* Where a fetch went, for a caller that stores what it fetches (origin_fetch, _range). */
+struct origin_route {
+    bool by_rule; /* in: the copy rule applies (a reader's miss); false: stored anyway (a
+                     prefetch), and the hot rule's ghosts are left alone */
+    bool keep;    /* out: what arrives may be stored here (false only when another peer owns
+                     the name and the copy rule says no) */
+    bool peer;    /* out: a peer is asked first (its answers say what the peer does, not the
+                     bucket: block_fetch.c learns whether the bucket honors If-Match) */
+};
+
 #define ORIGIN_HOT_WINDOW 600.0 /* seconds */
 #define ORIGIN_HOT_NAMES  16384
 
@@ -62,13 +72,12 @@ const char *fleet_copy_name(enum fleet_copy copy);
  * full-object checksum comes with it) for a cache fill, signed as `as` says (the client that
  * started the fill, or the gateway); from its owner first when that is another peer.
  * Callbacks and ownership as for up_submit().
- * @param[out] keep may be NULL: whether what arrives may be stored here (false only when
- *             another peer owns the name and the copy rule says no).
+ * @param[in,out] route may be NULL (no copy rule): see struct origin_route.
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED.
  */
 sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
-                     const struct up_identity *as, bool *keep, const struct up_handler *h,
-                     void *arg, up_req **out);
+                     const struct up_identity *as, struct origin_route *route,
+                     const struct up_handler *h, void *arg, up_req **out);
 
 /*
  * @brief Fetches bytes [first, last] of an object for a block of the cache: GET with
@@ -77,13 +86,13 @@ sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
  * names its version). Signed as `as`; the response must not run past its Content-Length.
  * From the owner of the block of `first` first, when that is another peer.
  * Callbacks and ownership as for up_submit().
- * @param[out] keep as for origin_fetch(), for the block's name.
+ * @param[in,out] route as for origin_fetch(), for the block's name.
  * @return SC_OK, SC_ENOMEM, SC_ECANCELED.
  */
 sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key,
                            const struct up_identity *as, uint64_t first, uint64_t last,
-                           const char *etag, bool *keep, const struct up_handler *h, void *arg,
-                           up_req **out);
+                           const char *etag, struct origin_route *route, const struct up_handler *h,
+                           void *arg, up_req **out);
 
 /*
  * @brief origin_fetch_range() from the bucket only: what the bucket itself does (whether it

@@ -311,21 +311,10 @@ static sc_code build_peer_headers(up_req *r, struct curl_slist **list)
     return rc;
 }
 
-/* Builds the header list of one attempt: forwarded headers plus date, payload hash and signature
- * (to the bucket), or the fleet's (to a peer). */
-static sc_code build_headers(up_req *r)
+/* The header list of a bucket attempt: forwarded headers plus date, payload hash and
+ * signature. */
+static sc_code build_bucket_headers(up_req *r, struct curl_slist **out)
 {
-    if (r->at_peer) {
-        struct curl_slist *list = NULL;
-        sc_code rc = build_peer_headers(r, &list);
-        if (rc != SC_OK) {
-            curl_slist_free_all(list);
-            return rc;
-        }
-        curl_slist_free_all(r->send_headers);
-        r->send_headers = list;
-        return SC_OK;
-    }
     upstream *up = r->up;
     struct curl_slist *list = NULL;
     char date[17];
@@ -362,6 +351,15 @@ static sc_code build_headers(up_req *r)
             rc = add_header(&list, "Authorization", auth);
         free(auth);
     }
+    *out = list;
+    return rc;
+}
+
+/* Builds the header list of one attempt, to the bucket or to a peer. */
+static sc_code build_headers(up_req *r)
+{
+    struct curl_slist *list = NULL;
+    sc_code rc = r->at_peer ? build_peer_headers(r, &list) : build_bucket_headers(r, &list);
     if (rc != SC_OK) {
         curl_slist_free_all(list);
         return rc;
@@ -505,6 +503,13 @@ static void start_attempt(up_req *r)
     r->resume_bad = false;
     free_resp_headers(r);
     sc_code rc = setup_easy(r);
+    if (rc != SC_OK && r->at_peer) { /* the peer attempt cannot be made (signing): the bucket */
+        sc_warn("upstream %s %s: cannot ask the peer %s (%s): asking the bucket", r->method,
+                r->path, r->peer, sc_strerror(rc));
+        r->at_peer = false;
+        atomic_fetch_add_explicit(&r->up->peer_fallbacks, 1, memory_order_relaxed);
+        rc = setup_easy(r);
+    }
     if (rc == SC_OK && curl_multi_add_handle(r->up->multi, r->easy) != CURLM_OK)
         rc = SC_EUPSTREAM;
     if (rc != SC_OK) {
@@ -522,10 +527,10 @@ static bool status_is_retryable(long status)
 }
 
 /* Retries go to the bucket, before any head was handed over, or before a resume's head
- * proved the rest of the body (nothing of it handed over yet). */
+ * answered (nothing of it handed over yet; an answer that is not the rest is final). */
 static bool may_retry(const up_req *r)
 {
-    return r->idempotent && (!r->delivered || (r->resuming && !r->resume_ok)) &&
+    return r->idempotent && (!r->delivered || (r->resuming && !r->resume_ok && !r->resume_bad)) &&
            r->attempt < r->up->cfg.retries;
 }
 
@@ -1126,9 +1131,10 @@ sc_code up_submit(upstream *up, const struct up_request *q, const struct up_hand
         atomic_fetch_add(&r->refs, 1);
         *out = r;
     }
-    if (r->at_peer)
-        atomic_fetch_add_explicit(&up->peer_attempts, 1, memory_order_relaxed);
+    bool at_peer = r->at_peer; /* r may be gone once queued, if the caller keeps no reference */
     rc = queue_cmd(up, CMD_SUBMIT, r);
+    if (rc == SC_OK && at_peer)
+        atomic_fetch_add_explicit(&up->peer_attempts, 1, memory_order_relaxed);
     if (rc != SC_OK) {
         if (out) {
             *out = NULL;
