@@ -101,11 +101,11 @@ def test_independent_gateways_fetch_the_dataset_once_per_node(upstream, make_fle
     """The comparison the fleet is for: the same trace on 3 independent gateways pulls about
     3x the objects (each node misses on what the others hold), and keeps missing."""
     prefix = s3util.unique_key("fleet-indep")
-    bodies = seed(upstream, prefix, n=300)
-    fleet = make_fleet(upstream, cache_size=str(capacity_for(300, SIZE, 2.5)), fleet=False)
+    bodies = seed(upstream, prefix, n=400)  # a cache of 1.3 MB: above the 1 MiB minimum
+    fleet = make_fleet(upstream, cache_size=str(capacity_for(400, SIZE, 2.5)), fleet=False)
     for epoch in (1, 2):
         assert read_epoch(fleet, bodies, shuffled(bodies, epoch)) == []
-    assert len(fleet.upstream_gets(prefix)) > 1.5 * 300
+    assert len(fleet.upstream_gets(prefix)) > 1.5 * 400
 
 
 def trace(keys, n, seed_):
