@@ -20,6 +20,7 @@
 #include "../common/log.h"
 #include "../common/uri.h"
 #include "../fleet/fleet.h"
+#include "../upstream/peer_invalidate.h"
 #include "auth.h"
 #include "gw.h"
 #include "respond.h"
@@ -289,9 +290,29 @@ static enum MHD_Result admit_peer_identity(struct gw_req *q, const char *identit
     return MHD_YES;
 }
 
+bool gw_auth_is_peer_invalidation(const struct gw_req *q)
+{
+    return strcmp(q->method, "POST") == 0 && q->tgt.kind == S3_REQ_ADMIN &&
+           strcmp(q->tgt.raw_path, PEER_INVALIDATE_PATH) == 0;
+}
+
+/* A peer's invalidation (peer_invalidate.h), already verified: sent as the gateway, with no
+ * body; the admin step carries it out (it needs no admin token: the fleet signature is its). */
+static enum MHD_Result admit_peer_invalidation(struct gw_req *q)
+{
+    const char *identity = header(q, FLEET_H_IDENTITY);
+    if (identity == NULL || strcmp(identity, "gateway") != 0)
+        return gw_auth_refuse_peer(q, "a peer invalidation is sent as the gateway");
+    if (q->has_body)
+        return gw_auth_refuse_peer(q, "a peer invalidation has no body");
+    q->peer.from = true;
+    atomic_fetch_add_explicit(&q->g->metrics.peer_requests_in, 1, memory_order_relaxed);
+    return MHD_YES;
+}
+
 /*
  * A request that carries a fleet header, or came in on the peer listener: a peer's read of an
- * object, signed with the fleet secret, or nothing. Anything else is refused, so that a client
+ * object, or its invalidation of a changed object, signed with the fleet secret, or nothing. Anything else is refused, so that a client
  * cannot pass itself off as a peer (and take its identity) without the secret.
  */
 static enum MHD_Result authenticate_peer(struct gw_req *q)
@@ -303,9 +324,12 @@ static enum MHD_Result authenticate_peer(struct gw_req *q)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
         return gw_auth_refuse_peer(q, "the fleet signature is missing, wrong or out of date");
+    if (gw_auth_is_peer_invalidation(q))
+        return admit_peer_invalidation(q);
     bool reads = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     if (!reads || (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT))
-        return gw_auth_refuse_peer(q, "peers may only read objects (GET or HEAD)");
+        return gw_auth_refuse_peer(q, "peers may only read objects (GET or HEAD) and send "
+                                      "invalidations");
     enum MHD_Result ret = admit_peer_identity(q, header(q, FLEET_H_IDENTITY));
     if (ret != MHD_YES || q->status != 0)
         return ret;

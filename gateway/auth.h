@@ -64,7 +64,8 @@ enum MHD_Result gw_authenticate(struct gw_req *q);
  * (--fleet-listen), is verified by gw_authenticate() as a peer request and nothing else: its
  * fleet signature (fleet_verify() over the method, the target as received, FLEET_H_IDENTITY,
  * Range and If-Match, dated within FLEET_MAX_SKEW) must hold, it must be a GET or HEAD of an
- * object, and its identity is "gateway" (the gateway's own), "anonymous" (where anonymous reads
+ * object or a peer's invalidation (POST PEER_INVALIDATE_PATH without a body, as "gateway";
+ * peer_invalidate.h; the admin step carries it out, gw_admin()), and a read's identity is "gateway" (the gateway's own), "anonymous" (where anonymous reads
  * are checked: g->authz), or "key:AKID", a key of --client-credentials under --identity client
  * (whose bucket list applies), so that --identity client holds across the fleet. Anything
  * else is refused with 403 AccessDenied and the header FLEET_H_REFUSED (gw_auth_refuse_peer()),
@@ -74,6 +75,10 @@ enum MHD_Result gw_authenticate(struct gw_req *q);
 
 /* @brief True when q carries any fleet header: it is a peer request, or refused. */
 bool gw_auth_is_peer_request(const struct gw_req *q);
+
+/* @brief True when q's target is a peer's invalidation (POST PEER_INVALIDATE_PATH): admitted
+ * only as a verified peer request (then q->peer.from is set). */
+bool gw_auth_is_peer_invalidation(const struct gw_req *q);
 
 /* @brief Refuses q as a peer request (403 AccessDenied with FLEET_H_REFUSED), why the message.
  * @return what the access handler returns. */

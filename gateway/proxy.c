@@ -24,6 +24,10 @@
  * until the transfer is over, no fill of an affected key is stored
  * (fill_write_begin), so a read racing the write cannot put the old bytes back.
  *
+ * On a fleet, the other gateways hold copies too (the key's owner, askers with --fleet-copy):
+ * every key a write drops here (or its whole bucket) is noted, and when the write is over at
+ * the upstream (write_end) the live peers are told to drop it as well (peer_invalidate.h).
+ *
  * A GET whose answer is an object's whole body (a version, other response
  * headers) is checked like a fill (digest.h): its last byte waits for the
  * verdict, and a body that fails reaches the client as a failed transfer.
@@ -49,6 +53,7 @@
 #include "respond.h"
 #include "../store/store.h"
 #include "../upstream/fill.h"
+#include "../upstream/peer_invalidate.h"
 
 #define PIPE_SIZE    (256 * 1024)
 #define RELAY_WINDOW (1024 * 1024)
@@ -80,6 +85,11 @@ struct upload {
     long status;               /* the upstream's answer, 0 until its head is in (mu) */
     fill_table *fills;         /* where it is noted */
     store *st;
+    upstream *up;         /* sends the peers' invalidations (write_end) */
+    fleet *fleet;         /* the fleet, or NULL */
+    char **peer_keys;     /* the keys dropped here, for the peers to drop too (mu) */
+    size_t n_peer_keys;
+    bool peer_bucket;     /* the whole bucket was dropped here (mu) */
     char *write_bucket, *write_key;
     bool delete_objects;  /* DeleteObjects: its answer lists what the upstream deleted */
     bool holding;         /* the answer is kept from the client until read (upstream thread) */
@@ -134,6 +144,9 @@ static void upload_unref(struct upload *u)
     write_end(u); /* a write never submitted */
     free(u->write_bucket);
     free(u->write_key);
+    for (size_t i = 0; i < u->n_peer_keys; i++)
+        free(u->peer_keys[i]);
+    free(u->peer_keys);
     sc_buf_free(&u->answer);
     relay_unref(u->relay);
     up_req_release(u->req);
@@ -159,6 +172,39 @@ static void resume_conn(struct gw_req *q)
 {
     if (q)
         q->waiter.wake(q->waiter.arg);
+}
+
+/*
+ * Notes a key dropped here (NULL: the whole bucket), for the fleet's other gateways to drop
+ * when the write is over. A key that cannot be noted (no memory) widens to the bucket.
+ */
+static void note_peer_drop(struct upload *u, const char *key)
+{
+    if (u == NULL || u->fleet == NULL)
+        return;
+    pthread_mutex_lock(&u->mu);
+    char *copy = key != NULL && !u->peer_bucket ? strdup(key) : NULL;
+    char **grown = copy ? realloc(u->peer_keys, (u->n_peer_keys + 1) * sizeof(*grown)) : NULL;
+    if (grown != NULL) {
+        u->peer_keys = grown;
+        u->peer_keys[u->n_peer_keys++] = copy;
+    } else {
+        free(copy);
+        u->peer_bucket = true;
+    }
+    pthread_mutex_unlock(&u->mu);
+}
+
+/* Tells the live peers to drop what the write dropped here (write_end: the write is over). */
+static void tell_peers(struct upload *u)
+{
+    if (u->peer_bucket) {
+        peer_invalidate(u->up, u->fleet, u->write_bucket, NULL);
+        return;
+    }
+    for (size_t i = 0; i < u->n_peer_keys; i++)
+        if (peer_invalidate(u->up, u->fleet, u->write_bucket, u->peer_keys[i]) != SC_OK)
+            return;
 }
 
 /* ---- upstream side (upstream thread) ----------------------------------------------- */
@@ -214,9 +260,11 @@ static void drop_answered_keys(struct upload *u)
 {
     struct s3_delete_keys keys;
     if (s3_delete_keys_parse(u->answer.data, u->answer.len, &keys) == SC_OK) {
-        for (size_t i = 0; i < keys.n; i++)
+        for (size_t i = 0; i < keys.n; i++) {
             if (store_remove_queued(u->st, u->write_bucket, keys.keys[i]) != SC_OK)
                 sc_err("could not drop cached %s/%s", u->write_bucket, keys.keys[i]);
+            note_peer_drop(u, keys.keys[i]);
+        }
         store_flush(u->st);
         s3_delete_keys_free(&keys);
     } else {
@@ -448,6 +496,7 @@ static void drop_stored(struct gw_req *q, const char *key)
 {
     if (store_remove(q->g->st, q->tgt.bucket, key) != SC_OK)
         sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
+    note_peer_drop(q->upload, key);
 }
 
 /* Like drop_stored() without waiting: store_flush() waits for them all at once. */
@@ -455,6 +504,7 @@ static void queue_drop(struct gw_req *q, const char *key)
 {
     if (store_remove_queued(q->g->st, q->tgt.bucket, key) != SC_OK)
         sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
+    note_peer_drop(q->upload, key);
 }
 
 /*
@@ -481,6 +531,7 @@ static void drop_bucket(struct gw_req *q, const char *why)
     uint64_t n = 0;
     if (store_remove_prefix(q->g->st, q->tgt.bucket, "", &n) != SC_OK)
         sc_err("could not drop the cached objects of bucket %s", q->tgt.bucket);
+    note_peer_drop(q->upload, NULL);
     sc_warn("%s %s: %s; dropped its %llu cached objects", q->method, q->tgt.bucket, why,
             (unsigned long long)n);
 }
@@ -586,6 +637,8 @@ static sc_code write_begin(struct gw_req *q, struct upload *u, bool body_pending
     u->writes = writes;
     u->fills = q->g->fills;
     u->st = q->g->st;
+    u->up = q->g->up;
+    u->fleet = q->g->fleet;
     u->delete_objects = writes == S3_INVALIDATE_BUCKET && is_delete_objects(q);
     if (writes == S3_INVALIDATE_BUCKET && body_pending)
         return SC_OK;
@@ -603,10 +656,14 @@ static void write_end(struct upload *u)
     pthread_mutex_lock(&u->mu);
     bool was = u->writing;
     bool in_doubt = u->submitted && (u->status == 0 || u->status >= 500);
+    bool refused = u->status >= 400 && u->status < 500; /* the upstream changed nothing */
     u->writing = false;
     pthread_mutex_unlock(&u->mu);
-    if (was)
-        fill_write_end(u->fills, u->write_bucket, u->write_key, in_doubt);
+    if (!was)
+        return;
+    fill_write_end(u->fills, u->write_bucket, u->write_key, in_doubt);
+    if (u->submitted && !refused)
+        tell_peers(u);
 }
 
 /*

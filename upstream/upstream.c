@@ -111,6 +111,7 @@ struct up_req {
     char *peer;         /* its base URL, or NULL */
     char *peer_path;    /* the path-style path it is sent ("/bucket/key", encoded) */
     bool at_peer;       /* this attempt goes to the peer */
+    bool peer_only;     /* never to the bucket: a peer failure ends the request */
     bool peer_bad;      /* this peer attempt's head says the peer failed (5xx, refused) */
     bool peer_told;     /* the peer's outcome went to the fleet */
     double peer_head_s; /* seconds from the peer attempt's start to its head */
@@ -503,7 +504,7 @@ static void start_attempt(up_req *r)
     r->resume_bad = false;
     free_resp_headers(r);
     sc_code rc = setup_easy(r);
-    if (rc != SC_OK && r->at_peer) { /* the peer attempt cannot be made (signing): the bucket */
+    if (rc != SC_OK && r->at_peer && !r->peer_only) { /* the peer attempt cannot be made (signing): the bucket */
         sc_warn("upstream %s %s: cannot ask the peer %s (%s): asking the bucket", r->method,
                 r->path, r->peer, sc_strerror(rc));
         r->at_peer = false;
@@ -810,6 +811,8 @@ static bool leave_peer(up_req *r, CURLcode cc)
 {
     upstream *up = r->up;
     tell_fleet(r, true);
+    if (r->peer_only)
+        return false; /* it ends here: its status (discarded if failing) is handed over */
     r->at_peer = false;
     if (!r->delivered) {
         sc_debug("upstream %s %s: the peer %s failed (%s), asking the bucket", r->method, r->path,
@@ -842,8 +845,9 @@ static void on_transfer_done(up_req *r, CURLcode cc)
         schedule_retry(r);
         return;
     }
-    if (cc == CURLE_OK && !r->delivered && !r->at_peer) {
-        /* The retried status was the last word: hand it over as is. */
+    if (cc == CURLE_OK && !r->delivered && (!r->at_peer || r->peer_only)) {
+        /* The retried status (or a peer-only request's failing one) was the last word: hand it
+         * over as is. */
         long status = 0;
         curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
         deliver_head(r, status);
@@ -1074,14 +1078,15 @@ static sc_code build_path(const char *base_path, const struct up_request *q, cha
 }
 
 /* The fleet peer to ask first, path-style on its base URL: only a GET or HEAD without a body
- * of a named bucket, and only with a fleet to sign it. */
+ * of a named bucket (or a peer-only request), and only with a fleet to sign it. */
 static sc_code copy_peer(up_req *r, const struct up_request *q)
 {
+    bool reads = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     bool askable = q->peer != NULL && *q->peer != '\0' && r->up->cfg.fleet != NULL &&
-                   q->body_length < 0 && *q->bucket != '\0' &&
-                   (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0);
+                   q->body_length < 0 && *q->bucket != '\0' && (reads || q->peer_only);
     if (!askable)
-        return SC_OK;
+        return q->peer_only ? SC_EINVAL : SC_OK;
+    r->peer_only = q->peer_only;
     r->peer = strdup(q->peer);
     if (r->peer == NULL)
         return SC_ENOMEM;
@@ -1106,7 +1111,7 @@ static sc_code copy_request(up_req *r, const struct up_request *q)
     if (rc != SC_OK)
         return rc;
     r->body_length = q->body_length;
-    r->idempotent = q->idempotent && q->body_length < 0;
+    r->idempotent = q->idempotent && q->body_length < 0 && !q->peer_only;
     r->exact_length = q->exact_length;
     r->as = q->as;
     return SC_OK;

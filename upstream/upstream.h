@@ -21,6 +21,7 @@
  * its head was handed over (mid-body) is resumed from the bucket with "Range: bytes=NEXT-LAST"
  * and "If-Match: ETAG" of the head already given, and the caller's body goes on; an answer
  * that is not exactly that range of that version fails the transfer (SC_EMISMATCH).
+ * A peer-only request (up_request.peer_only) goes to the peer and nowhere else.
  *
  * Callbacks run on the upstream thread and must not block. Flow control
  * works both ways: on_body may refuse data (the transfer pauses) and
@@ -94,6 +95,11 @@ struct up_request {
     const char *peer;      /* a fleet peer's base URL ("http://host:port") to ask first, or
                               NULL; only for an idempotent GET or HEAD without a body, and
                               ignored when the client has no fleet (see above) */
+    bool peer_only;        /* the request is for the peer alone (a fleet message such as an
+                              invalidation, any method, no body): it never goes to the bucket,
+                              is never retried, and a peer failure ends it (SC_EUPSTREAM, or the
+                              peer's failing status handed over); up_submit() answers SC_EINVAL
+                              without a fleet or a peer */
 };
 
 #define UP_READ_PAUSE ((size_t)-1)

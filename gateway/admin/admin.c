@@ -13,6 +13,8 @@
  *   DELETE /_s3cached/manifests/{id}                cancel
  *   POST   /_s3cached/importance                    a trainer's per-sample losses
  *   POST   /_s3cached/invalidate                    drop cached keys, or a prefix
+ *   POST   /_s3cached/fleet/invalidate?bucket=B[&key=K]  a peer's invalidation (fleet-signed,
+ *                                                   no admin token; peer_invalidate.h): 204
  *
  * Who may call it: with an admin token configured, whoever sends it as
  * "Authorization: Bearer <token>"; without one, anyone when the listener is
@@ -32,6 +34,7 @@
 #include "../addr.h"
 #include "../req.h"
 #include "../respond.h"
+#include "../auth.h"
 #include "../web_origin.h"
 #include "stats_json.h"
 #include "../../manifest/score_keep.h"
@@ -216,6 +219,22 @@ static enum MHD_Result one_manifest(struct gw_req *q, const char *rest)
     return respond_json(q, 200, o);
 }
 
+/* Drops what r names from in-flight fills (none of them is stored) and from the store. */
+static sc_code drop_named(struct gw *g, const struct invalidate_req *r, uint64_t *removed)
+{
+    sc_code rc = SC_OK;
+    if (r->prefix != NULL) {
+        fill_invalidate_bucket(g->fills, r->bucket);
+        return store_remove_prefix(g->st, r->bucket, r->prefix, removed);
+    }
+    for (size_t i = 0; i < r->n_keys && rc == SC_OK; i++) {
+        fill_invalidate(g->fills, r->bucket, r->keys[i]);
+        rc = store_remove(g->st, r->bucket, r->keys[i]);
+        (*removed)++;
+    }
+    return rc;
+}
+
 /* Drops what the body names from in-flight fills and from the store; replies {"removed": n}. */
 static enum MHD_Result post_invalidate(struct gw_req *q)
 {
@@ -228,22 +247,41 @@ static enum MHD_Result post_invalidate(struct gw_req *q)
     if (rc != SC_OK)
         return respond_api_err(q, &err);
     uint64_t removed = 0;
-    if (r.prefix != NULL) {
-        fill_invalidate_bucket(q->g->fills, r.bucket);
-        rc = store_remove_prefix(q->g->st, r.bucket, r.prefix, &removed);
-    } else {
-        for (size_t i = 0; i < r.n_keys && rc == SC_OK; i++) {
-            fill_invalidate(q->g->fills, r.bucket, r.keys[i]);
-            rc = store_remove(q->g->st, r.bucket, r.keys[i]);
-            removed++;
-        }
-    }
+    rc = drop_named(q->g, &r, &removed);
     invalidate_req_free(&r);
     if (rc != SC_OK)
         return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
                                       "The cache could not drop the keys");
     sc_stat_add(q->g->stats.invalidations, removed);
     return respond_json(q, 200, json_pack("{s:I}", "removed", (json_int_t)removed));
+}
+
+/*
+ * A peer's invalidation (peer_invalidate.h), its fleet signature verified (auth.c):
+ * "bucket=B&key=K" drops K, "bucket=B" the whole bucket, as the admin invalidation does;
+ * 204 once done. Nothing else in the query.
+ */
+static enum MHD_Result peer_invalidate_here(struct gw_req *q)
+{
+    const struct s3_param *bucket = s3_target_param(&q->tgt, "bucket");
+    const struct s3_param *key = s3_target_param(&q->tgt, "key");
+    size_t expected = 1 + (key != NULL);
+    if (bucket == NULL || bucket->value == NULL || *bucket->value == '\0' ||
+        (key != NULL && (key->value == NULL || *key->value == '\0')) ||
+        q->tgt.nparams != expected)
+        return gw_respond_known_error(q, S3_XML_INVALID_ARGUMENT,
+                                      "a fleet invalidation names a bucket and at most one key");
+    char *keys[1] = {key != NULL ? key->value : NULL};
+    struct invalidate_req r = {.bucket = bucket->value,
+                               .prefix = key != NULL ? NULL : "",
+                               .keys = keys,
+                               .n_keys = key != NULL ? 1 : 0};
+    uint64_t removed = 0;
+    if (drop_named(q->g, &r, &removed) != SC_OK)
+        return gw_respond_known_error(q, S3_XML_SERVICE_UNAVAILABLE,
+                                      "The cache could not drop the keys");
+    sc_stat_add(q->g->stats.invalidations, removed);
+    return gw_respond_queue(q, 204, gw_respond_empty());
 }
 
 /* True if the request carries the admin token; compared in constant time. */
@@ -300,6 +338,8 @@ enum MHD_Result gw_admin(struct gw_req *q)
 {
     const char *path = q->tgt.raw_path;
     enum MHD_Result ret;
+    if (q->peer.from) /* auth.c admits nothing else of the admin API from a peer */
+        return gw_auth_is_peer_invalidation(q) ? peer_invalidate_here(q) : MHD_NO;
     if (!admin_allowed(q, &ret))
         return ret;
     if (body_refused(q, &ret))

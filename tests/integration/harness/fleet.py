@@ -9,6 +9,42 @@ import os
 import secrets
 import tempfile
 
+_MASK = (1 << 64) - 1
+_FNV_BASIS = 0xcbf29ce484222325
+_FNV_PRIME = 0x100000001b3
+
+
+def _fnv1a(h, data):
+    for b in data:
+        h = ((h ^ b) * _FNV_PRIME) & _MASK
+    return h
+
+
+def _mix(h):
+    """common/hash.c sc_hash_mix (the splitmix64 finalizer)."""
+    h ^= h >> 30
+    h = (h * 0xbf58476d1ce4e5b9) & _MASK
+    h ^= h >> 27
+    h = (h * 0x94d049bb133111eb) & _MASK
+    return h ^ (h >> 31)
+
+
+def key_hash(bucket, key):
+    """common/hash.c sc_key_hash: the name of an object."""
+    h = _fnv1a(_FNV_BASIS, bucket.encode() + b"\0")
+    return _mix(_fnv1a(h, key.encode()))
+
+
+def owner_index(urls, name):
+    """fleet/owner.c: the index in urls of the owner of name when every peer is live (the
+    highest sc_hash_mix(name ^ sc_bytes_hash(url)); a tie goes to the smaller URL)."""
+    best, best_score = None, -1
+    for i in sorted(range(len(urls)), key=lambda i: urls[i]):
+        score = _mix(name ^ _mix(_fnv1a(_FNV_BASIS, urls[i].encode())))
+        if score > best_score:
+            best, best_score = i, score
+    return best
+
 from . import proc
 from .tcp_proxy import TcpProxy
 
@@ -44,6 +80,18 @@ class Fleet:
 
     def __len__(self):
         return len(self.gateways)
+
+    def owner_of(self, bucket, key):
+        """The index of the gateway that owns (bucket, key) while every peer is live."""
+        return owner_index(self.urls, key_hash(bucket, key))
+
+    def key_owned_by(self, i, prefix="k", bucket=None):
+        """A key under prefix that gateway i owns."""
+        bucket = bucket or self.up.bucket
+        n = 0
+        while self.owner_of(bucket, "%s%d" % (prefix, n)) != i:
+            n += 1
+        return "%s%d" % (prefix, n)
 
     def upstream_gets(self, prefix=""):
         """Object GETs the fleet sent the bucket (path-style targets under prefix)."""
