@@ -35,6 +35,7 @@
 #include "../common/log.h"
 #include "../fleet/fleet.h"
 #include "../proto/answer.h"
+#include "../proto/cond.h"
 #include "../proto/hdrblob.h"
 #include "../proto/range.h"
 #include "authz.h"
@@ -456,6 +457,24 @@ static bool stored_without_etag(store_obj *obj)
     return hdrblob_get(hdrs, hlen, "ETag") == NULL;
 }
 
+/*
+ * A peer's If-Match that the cached copy fails: the peer saw another version (a block fetch
+ * of a large object that changed at the bucket), most likely a newer one, so this copy may be
+ * stale. It is dropped and the request answered as a miss, from the bucket, rather than 412
+ * from the copy (after which the peer would reopen the object here and get the old version).
+ */
+static bool peer_holds_another_version(struct gw_req *q, store_obj *obj)
+{
+    const char *if_match = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "If-Match");
+    if (!q->peer.from || if_match == NULL)
+        return false;
+    size_t hlen = 0;
+    const char *hdrs = store_obj_headers(obj, &hlen);
+    struct cond_headers ch = {.if_match = if_match};
+    return cond_evaluate(&ch, hdrblob_get(hdrs, hlen, "ETag"), 0, true) ==
+           COND_PRECONDITION_FAILED;
+}
+
 /* A cached block object: its metadata goes to the blocks step (blocks.h); the view closes. */
 static struct gw_next read_by_blocks(struct gw_req *q, store_obj *obj, bool stale)
 {
@@ -493,6 +512,15 @@ static void serve_cached(struct gw_req *q, bool may_revalidate, bool stale, stru
         sc_warn("cached %s/%s has no ETag: dropped, fetching again", q->tgt.bucket, q->tgt.key);
         store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
         return;
+    }
+    if (peer_holds_another_version(q, obj)) {
+        store_obj_close(obj);
+        sc_info("a peer asked for %s/%s at a version other than the cached one: dropped, "
+                "asking the bucket",
+                q->tgt.bucket, q->tgt.key);
+        fill_invalidate(q->g->fills, q->tgt.bucket, q->tgt.key);
+        store_remove(q->g->st, q->tgt.bucket, q->tgt.key);
+        return; /* the miss: the bucket answers the peer's If-Match */
     }
     if (!gw_authz_admit(q, next)) {
         store_obj_close(obj); /* refused, or asked: the answer comes back to the lookup */

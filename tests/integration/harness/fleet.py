@@ -35,6 +35,11 @@ def key_hash(bucket, key):
     return _mix(_fnv1a(h, key.encode()))
 
 
+def block_key_hash(khash, idx):
+    """common/hash.c sc_block_key_hash: the name of block idx of an object."""
+    return _mix(khash ^ ((0x9E3779B97F4A7C15 * (idx + 1)) & _MASK))
+
+
 def owner_index(urls, name):
     """fleet/owner.c: the index in urls of the owner of name when every peer is live (the
     highest sc_hash_mix(name ^ sc_bytes_hash(url)); a tie goes to the smaller URL)."""
@@ -84,6 +89,10 @@ class Fleet:
     def owner_of(self, bucket, key):
         """The index of the gateway that owns (bucket, key) while every peer is live."""
         return owner_index(self.urls, key_hash(bucket, key))
+
+    def block_owner_of(self, bucket, key, idx):
+        """The index of the gateway that owns block idx of (bucket, key), every peer live."""
+        return owner_index(self.urls, block_key_hash(key_hash(bucket, key), idx))
 
     def key_owned_by(self, i, prefix="k", bucket=None):
         """A key under prefix that gateway i owns."""
