@@ -492,28 +492,28 @@ static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum M
     return true;
 }
 
-static void drop_stored(struct gw_req *q, const char *key)
+static void drop_stored(struct gw_req *q, struct upload *u, const char *key)
 {
     if (store_remove(q->g->st, q->tgt.bucket, key) != SC_OK)
         sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
-    note_peer_drop(q->upload, key);
+    note_peer_drop(u, key);
 }
 
 /* Like drop_stored() without waiting: store_flush() waits for them all at once. */
-static void queue_drop(struct gw_req *q, const char *key)
+static void queue_drop(struct gw_req *q, struct upload *u, const char *key)
 {
     if (store_remove_queued(q->g->st, q->tgt.bucket, key) != SC_OK)
         sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
-    note_peer_drop(q->upload, key);
+    note_peer_drop(u, key);
 }
 
 /*
  * Drops key, and key without the white space around it if that differs: some upstreams
  * (s3rver) trim the text of a <Key>, and then delete that other key.
  */
-static void drop_stored_and_trimmed(struct gw_req *q, char *key)
+static void drop_stored_and_trimmed(struct gw_req *q, struct upload *u, char *key)
 {
-    queue_drop(q, key);
+    queue_drop(q, u, key);
     static const char ws[] = " \t\r\n";
     size_t lead = strspn(key, ws), len = strlen(key);
     while (len > lead && strchr(ws, key[len - 1]) != NULL)
@@ -522,16 +522,16 @@ static void drop_stored_and_trimmed(struct gw_req *q, char *key)
         return;
     key[len] = '\0';
     if (len > lead)
-        queue_drop(q, key + lead);
+        queue_drop(q, u, key + lead);
 }
 
 /* Drops every cached object of the bucket: the write may have changed any of them. */
-static void drop_bucket(struct gw_req *q, const char *why)
+static void drop_bucket(struct gw_req *q, struct upload *u, const char *why)
 {
     uint64_t n = 0;
     if (store_remove_prefix(q->g->st, q->tgt.bucket, "", &n) != SC_OK)
         sc_err("could not drop the cached objects of bucket %s", q->tgt.bucket);
-    note_peer_drop(q->upload, NULL);
+    note_peer_drop(u, NULL);
     sc_warn("%s %s: %s; dropped its %llu cached objects", q->method, q->tgt.bucket, why,
             (unsigned long long)n);
 }
@@ -554,15 +554,15 @@ static void drop_deleted_keys(struct gw_req *q, struct upload *u)
 {
     struct s3_delete_keys keys;
     if (u->tee_overflow) {
-        drop_bucket(q, "DeleteObjects body too long to read");
+        drop_bucket(q, u, "DeleteObjects body too long to read");
         return;
     }
     if (s3_delete_keys_parse(u->tee, u->tee_len, &keys) != SC_OK) {
-        drop_bucket(q, "DeleteObjects body not readable");
+        drop_bucket(q, u, "DeleteObjects body not readable");
         return;
     }
     for (size_t i = 0; i < keys.n; i++)
-        drop_stored_and_trimmed(q, keys.keys[i]);
+        drop_stored_and_trimmed(q, u, keys.keys[i]);
     store_flush(q->g->st);
     s3_delete_keys_free(&keys);
 }
@@ -573,12 +573,12 @@ static void drop_posted_key(struct gw_req *q, struct upload *u)
     char *key = NULL, *expanded = NULL;
     if (s3_post_form_key(req_header(q, "Content-Type"), u->tee, u->tee_len, &key, &expanded) !=
         SC_OK) {
-        drop_bucket(q, "POST form upload whose key is not readable");
+        drop_bucket(q, u, "POST form upload whose key is not readable");
         return;
     }
-    drop_stored(q, key);
+    drop_stored(q, u, key);
     if (expanded != NULL)
-        drop_stored(q, expanded);
+        drop_stored(q, u, expanded);
     free(key);
     free(expanded);
 }
@@ -598,7 +598,7 @@ static sc_code write_note(struct gw_req *q, struct upload *u)
     u->writing = true;
     pthread_mutex_unlock(&u->mu);
     if (u->write_key != NULL)
-        drop_stored(q, u->write_key);
+        drop_stored(q, u, u->write_key);
     return SC_OK;
 }
 
@@ -611,7 +611,7 @@ static void drop_written_keys(struct gw_req *q, struct upload *u)
         sc_err("no memory to note a write to bucket %s: a fill may store what it replaces",
                q->tgt.bucket);
     if (u->tee == NULL)
-        drop_bucket(q, "a write that does not name its keys");
+        drop_bucket(q, u, "a write that does not name its keys");
     else if (is_delete_objects(q))
         drop_deleted_keys(q, u);
     else
