@@ -312,8 +312,9 @@ static enum MHD_Result admit_peer_invalidation(struct gw_req *q)
 
 /*
  * A request that carries a fleet header, or came in on the peer listener: a peer's read of an
- * object, or its invalidation of a changed object, signed with the fleet secret, or nothing. Anything else is refused, so that a client
- * cannot pass itself off as a peer (and take its identity) without the secret.
+ * object, or its invalidation of a changed object, signed with the fleet secret, or nothing.
+ * Anything else is refused, so that a client cannot pass itself off as a peer (and take its
+ * identity) without the secret.
  */
 static enum MHD_Result authenticate_peer(struct gw_req *q)
 {

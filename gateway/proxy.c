@@ -85,11 +85,11 @@ struct upload {
     long status;               /* the upstream's answer, 0 until its head is in (mu) */
     fill_table *fills;         /* where it is noted */
     store *st;
-    upstream *up;         /* sends the peers' invalidations (write_end) */
-    fleet *fleet;         /* the fleet, or NULL */
-    char **peer_keys;     /* the keys dropped here, for the peers to drop too (mu) */
+    upstream *up;     /* sends the peers' invalidations (write_end) */
+    fleet *fleet;     /* the fleet, or NULL */
+    char **peer_keys; /* the keys dropped here, for the peers to drop too (mu) */
     size_t n_peer_keys;
-    bool peer_bucket;     /* the whole bucket was dropped here (mu) */
+    bool peer_bucket; /* the whole bucket was dropped here (mu) */
     char *write_bucket, *write_key;
     bool delete_objects;  /* DeleteObjects: its answer lists what the upstream deleted */
     bool holding;         /* the answer is kept from the client until read (upstream thread) */

@@ -471,8 +471,7 @@ static bool peer_holds_another_version(struct gw_req *q, store_obj *obj)
     size_t hlen = 0;
     const char *hdrs = store_obj_headers(obj, &hlen);
     struct cond_headers ch = {.if_match = if_match};
-    return cond_evaluate(&ch, hdrblob_get(hdrs, hlen, "ETag"), 0, true) ==
-           COND_PRECONDITION_FAILED;
+    return cond_evaluate(&ch, hdrblob_get(hdrs, hlen, "ETag"), 0, true) == COND_PRECONDITION_FAILED;
 }
 
 /* A cached block object: its metadata goes to the blocks step (blocks.h); the view closes. */

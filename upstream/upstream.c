@@ -504,7 +504,8 @@ static void start_attempt(up_req *r)
     r->resume_bad = false;
     free_resp_headers(r);
     sc_code rc = setup_easy(r);
-    if (rc != SC_OK && r->at_peer && !r->peer_only) { /* the peer attempt cannot be made (signing): the bucket */
+    if (rc != SC_OK && r->at_peer &&
+        !r->peer_only) { /* the peer attempt cannot be made (signing): the bucket */
         sc_warn("upstream %s %s: cannot ask the peer %s (%s): asking the bucket", r->method,
                 r->path, r->peer, sc_strerror(rc));
         r->at_peer = false;

@@ -267,8 +267,7 @@ static enum MHD_Result peer_invalidate_here(struct gw_req *q)
     const struct s3_param *key = s3_target_param(&q->tgt, "key");
     size_t expected = 1 + (key != NULL);
     if (bucket == NULL || bucket->value == NULL || *bucket->value == '\0' ||
-        (key != NULL && (key->value == NULL || *key->value == '\0')) ||
-        q->tgt.nparams != expected)
+        (key != NULL && (key->value == NULL || *key->value == '\0')) || q->tgt.nparams != expected)
         return gw_respond_known_error(q, S3_XML_INVALID_ARGUMENT,
                                       "a fleet invalidation names a bucket and at most one key");
     char *keys[1] = {key != NULL ? key->value : NULL};
