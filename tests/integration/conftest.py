@@ -19,6 +19,7 @@ from harness import gateway as gwmod
 from harness import radosgw as rgwmod
 from harness import s3rver as s3rvermod
 from harness import s3util
+from harness.fleet import Fleet
 from harness.tcp_proxy import TcpProxy
 
 for _var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
@@ -120,3 +121,20 @@ def gateway(request):
 @pytest.fixture
 def gw(gateway, upstream):
     return gateway(upstream)
+
+
+@pytest.fixture
+def make_fleet(gateway):
+    """Fleet(gateway, up, **kw) factory (harness/fleet.py): gateways only, closed after."""
+    made = []
+
+    def make(up, **kw):
+        f = Fleet(gateway, up, **kw)
+        made.append(f)
+        for g in f.gateways:
+            g.require_real()
+        return f
+
+    yield make
+    for f in made:
+        f.close()

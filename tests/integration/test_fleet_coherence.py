@@ -22,27 +22,10 @@ import botocore.exceptions
 import pytest
 
 from harness import s3util
-from harness.fleet import Fleet
 
 KiB = 1024
 MiB = 1024 * KiB
 SIZE = 64 * KiB
-
-
-@pytest.fixture
-def make_fleet(gateway):
-    made = []
-
-    def make(up, **kw):
-        f = Fleet(gateway, up, **kw)
-        made.append(f)
-        for g in f.gateways:
-            g.require_real()
-        return f
-
-    yield make
-    for f in made:
-        f.close()
 
 
 def read(gw, bucket, key):
