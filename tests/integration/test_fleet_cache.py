@@ -13,27 +13,10 @@ import urllib.request
 import pytest
 
 from harness import s3util
-from harness.fleet import Fleet
 
 KiB = 1024
 SIZE = 8 * KiB
 OBJECTS = 900  # many names, so that each of 3 owners' share is within a few % of a third
-
-
-@pytest.fixture
-def make_fleet(gateway):
-    made = []
-
-    def make(up, **kw):
-        f = Fleet(gateway, up, **kw)
-        made.append(f)
-        for g in f.gateways:
-            g.require_real()
-        return f
-
-    yield make
-    for f in made:
-        f.close()
 
 
 def seed(up, prefix, n=OBJECTS, size=SIZE):
