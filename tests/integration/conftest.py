@@ -9,6 +9,9 @@ Fixtures:
                     returns a started harness.gateway.Gateway (with .proxy when asked);
                     all are stopped at teardown, which fails on sanitizer reports.
   gw                gateway(upstream) with defaults.
+  make_fleet        a factory: make_fleet(up, n=3, cache_size=..., copy=..., fleet=True, ...)
+                    starts harness.fleet.Fleet (gateways on loopback as one fleet behind one
+                    counting proxy); all are closed at teardown.
 """
 import os
 
@@ -125,7 +128,6 @@ def gw(gateway, upstream):
 
 @pytest.fixture
 def make_fleet(gateway):
-    """Fleet(gateway, up, **kw) factory (harness/fleet.py): gateways only, closed after."""
     made = []
 
     def make(up, **kw):
