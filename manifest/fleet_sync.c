@@ -156,8 +156,29 @@ static void ask_peer(struct mf_registry *r, const char *id, struct mf_peer_repor
     sc_buf_free(&answer);
 }
 
-/* Polls every peer for job j (a reference) and swaps the reports in. */
-static void poll_job(struct mf_registry *r, struct mf *j, const struct fleet_peer_info *peers,
+/* Gives the reports to job id, if it is still listed (another poll replaces them). */
+static void store_reports(struct mf_registry *r, const char *id, struct mf_peer_report *reps,
+                          size_t n)
+{
+    pthread_rwlock_rdlock(&r->list_lock);
+    struct mf *j = r->list;
+    while (j != NULL && (j->job != NULL || strcmp(j->id, id) != 0))
+        j = j->next;
+    if (j != NULL) {
+        pthread_mutex_lock(&j->mu);
+        free(j->reports);
+        j->reports = reps;
+        j->n_reports = n;
+        clock_gettime(CLOCK_MONOTONIC, &j->reported_at);
+        pthread_mutex_unlock(&j->mu);
+    }
+    pthread_rwlock_unlock(&r->list_lock);
+    if (j == NULL)
+        free(reps);
+}
+
+/* Polls every peer for job id and gives it the reports. */
+static void poll_job(struct mf_registry *r, const char *id, const struct fleet_peer_info *peers,
                      size_t n)
 {
     struct mf_peer_report *reps = calloc(n ? n : 1, sizeof(*reps));
@@ -168,43 +189,34 @@ static void poll_job(struct mf_registry *r, struct mf *j, const struct fleet_pee
         if (peers[i].state != FLEET_UP)
             reps[i].why = "down";
         else
-            ask_peer(r, j->id, &reps[i]);
+            ask_peer(r, id, &reps[i]);
     }
-    pthread_mutex_lock(&j->mu);
-    free(j->reports);
-    j->reports = reps;
-    j->n_reports = n;
-    clock_gettime(CLOCK_MONOTONIC, &j->reported_at);
-    pthread_mutex_unlock(&j->mu);
+    store_reports(r, id, reps, n);
 }
 
-/* Asks the peers for the progress of every job at work. */
+/* Asks the peers for the progress of every job at work (by id: no lock is held meanwhile). */
 static void poll_peers(struct mf_registry *r)
 {
     size_t n_jobs = 0, cap = 0, n;
-    struct mf **jobs = NULL;
+    char(*ids)[MF_ID_MAX] = NULL;
     pthread_rwlock_rdlock(&r->list_lock);
     for (struct mf *m = r->list; m; m = m->next) {
         if (m->job != NULL || m->plan == NULL || !mf_active(m))
             continue;
         if (n_jobs == cap) {
-            struct mf **grown = realloc(jobs, (cap = cap ? 2 * cap : 8) * sizeof(*jobs));
+            char(*grown)[MF_ID_MAX] = realloc(ids, (cap = cap ? 2 * cap : 8) * sizeof(*ids));
             if (grown == NULL)
                 break;
-            jobs = grown;
+            ids = grown;
         }
-        mf_ref(m);
-        jobs[n_jobs++] = m;
+        memcpy(ids[n_jobs++], m->id, MF_ID_MAX);
     }
     pthread_rwlock_unlock(&r->list_lock);
     struct fleet_peer_info *peers = n_jobs ? other_peers(r, &n) : NULL;
-    for (size_t i = 0; i < n_jobs; i++) {
-        if (peers)
-            poll_job(r, jobs[i], peers, n);
-        mf_unref(jobs[i]);
-    }
+    for (size_t i = 0; peers && i < n_jobs; i++)
+        poll_job(r, ids[i], peers, n);
     free(peers);
-    free(jobs);
+    free(ids);
 }
 
 /* Waits for a forward to send, a poll to make or the end; returns the forward (the caller's),
