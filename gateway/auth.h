@@ -66,8 +66,10 @@ enum MHD_Result gw_authenticate(struct gw_req *q);
  * Range and If-Match, dated within FLEET_MAX_SKEW) must hold, it must be a GET or HEAD of an
  * object, and its identity is "gateway" (the gateway's own), "anonymous" (where anonymous reads
  * are checked: g->authz), or "key:AKID", a key of --client-credentials under --identity client
- * (whose bucket list applies), so that --identity client holds across the fleet. Anything
- * else is refused with 403 AccessDenied and the header FLEET_H_REFUSED (gw_auth_refuse_peer()),
+ * (whose bucket list applies), so that --identity client holds across the fleet. Or it is a
+ * call of a manifest route of the admin API (POST /_s3cached/manifests, GET or DELETE
+ * /_s3cached/manifests/ID: docs/fleet.md, "Manifests on a fleet"), whose identity does not
+ * matter: the signature stands for the admin token (admin.c). Anything else is refused with 403 AccessDenied and the header FLEET_H_REFUSED (gw_auth_refuse_peer()),
  * which tells the asking peer to read from the bucket instead. Once admitted, q->peer.from is
  * set.
  */
