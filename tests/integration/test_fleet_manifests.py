@@ -158,3 +158,27 @@ def test_a_forwarded_registration_is_not_forwarded_again(upstream, make_fleet):
     time.sleep(3)  # what a peer would forward again has arrived by now
     assert [registrations(g, "client") for g in fleet.gateways] == [0, 1, 0]
     assert [registrations(g, "peer") for g in fleet.gateways] == [1, 0, 1]
+
+
+def test_progress_says_which_peer_did_not_report(upstream, make_fleet):
+    prefix = s3util.unique_key("fleet-mf-gone")
+    bodies = seed(upstream, prefix, n=20)
+    fleet = make_fleet(upstream)
+    status, reply, _ = api(fleet[0], "POST", "manifests",
+                           {"bucket": upstream.bucket, "keys": sorted(bodies), "prefetch": False})
+    assert status == 201, reply
+    mid = reply["id"]
+
+    def reporting(k):
+        def check():
+            f = (progress(fleet[0], mid) or {}).get("fleet")
+            return f if f and f["reporting"] == k else None
+        return check
+
+    wait_for("every gateway reporting", reporting(3))
+    fleet[2].stop(kill=True)
+    f = wait_for("gateway 2 missing from the sums", reporting(2))
+    assert f["gateways"] == 3, f
+    gone = [p for p in f["peers"] if p["url"] == fleet.urls[2]]
+    assert len(gone) == 1 and not gone[0]["reporting"], f
+    assert gone[0]["why"] in ("down", "no answer"), f
