@@ -69,9 +69,9 @@ enum MHD_Result gw_authenticate(struct gw_req *q);
  * (whose bucket list applies), so that --identity client holds across the fleet. Or it is a
  * call of a manifest route of the admin API (POST /_s3cached/manifests, GET or DELETE
  * /_s3cached/manifests/ID: docs/fleet.md, "Manifests on a fleet"), whose identity does not
- * matter: the signature stands for the admin token (admin.c). Anything else is refused with 403 AccessDenied and the header FLEET_H_REFUSED (gw_auth_refuse_peer()),
- * which tells the asking peer to read from the bucket instead. Once admitted, q->peer.from is
- * set.
+ * matter: the signature stands for the admin token (admin.c). Anything else is refused with 403
+ * AccessDenied and the header FLEET_H_REFUSED (gw_auth_refuse_peer()), which tells the asking peer
+ * to read from the bucket instead. Once admitted, q->peer.from is set.
  */
 
 /* @brief True when q carries any fleet header: it is a peer request, or refused. */

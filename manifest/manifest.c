@@ -1069,10 +1069,10 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
     if (rc == SC_OK && pthread_create(&r->thread, NULL, mf_prefetch_main, r) != 0)
         rc = SC_EIO;
     r->running = rc == SC_OK;
-    if (rc == SC_OK && cfg->fleet != NULL &&
-        pthread_create(&r->fleet_thread, NULL, mf_fleet_main, r) != 0)
+    bool with_peers = cfg->fleet != NULL && cfg->up != NULL; /* the thread talks through up */
+    if (rc == SC_OK && with_peers && pthread_create(&r->fleet_thread, NULL, mf_fleet_main, r) != 0)
         rc = SC_EIO;
-    r->fleet_running = rc == SC_OK && cfg->fleet != NULL;
+    r->fleet_running = rc == SC_OK && with_peers;
     if (rc != SC_OK) {
         mf_registry_free(r);
         return rc;

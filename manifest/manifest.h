@@ -42,7 +42,9 @@ struct mf_config {
     const char *dir;        /* where manifests are kept across restarts; NULL: not kept */
     struct sc_stats *stats; /* counts prefetched objects */
     fleet *fleet;           /* NULL: no fleet; else each gateway plans and warms the names it
-                               owns, and sees every read of them (docs/fleet.md) */
+                               owns, and sees every read of them; with up, registrations and
+                               withdrawals go to every live peer and progress is the fleet's
+                               (fleet_sync.c, docs/fleet.md) */
 };
 
 /*
