@@ -310,11 +310,27 @@ static enum MHD_Result admit_peer_invalidation(struct gw_req *q)
     return MHD_YES;
 }
 
+/* The admin routes a peer may call (docs/fleet.md, "Manifests on a fleet"): registering a
+ * manifest forwarded to it, withdrawing one, asking for one's progress. */
+static bool peer_admin_route(const struct gw_req *q)
+{
+    static const char manifests[] = "/_s3cached/manifests";
+    const char *path = q->tgt.raw_path;
+    if (q->tgt.kind != S3_REQ_ADMIN || path == NULL ||
+        strncmp(path, manifests, sizeof(manifests) - 1) != 0)
+        return false;
+    const char *rest = path + sizeof(manifests) - 1;
+    if (*rest == '\0')
+        return strcmp(q->method, "POST") == 0;
+    bool one = rest[0] == '/' && rest[1] != '\0' && strchr(rest + 1, '/') == NULL;
+    return one && (strcmp(q->method, "GET") == 0 || strcmp(q->method, "DELETE") == 0);
+}
+
 /*
  * A request that carries a fleet header, or came in on the peer listener: a peer's read of an
- * object, or its invalidation of a changed object, signed with the fleet secret, or nothing.
- * Anything else is refused, so that a client cannot pass itself off as a peer (and take its
- * identity) without the secret.
+ * object, its invalidation of a changed object, or its call of a manifest route of the admin
+ * API, signed with the fleet secret, or nothing. Anything else is refused, so that a client
+ * cannot pass itself off as a peer (and take its identity) without the secret.
  */
 static enum MHD_Result authenticate_peer(struct gw_req *q)
 {
@@ -327,10 +343,16 @@ static enum MHD_Result authenticate_peer(struct gw_req *q)
         return gw_auth_refuse_peer(q, "the fleet signature is missing, wrong or out of date");
     if (gw_auth_is_peer_invalidation(q))
         return admit_peer_invalidation(q);
+    if (peer_admin_route(q)) { /* the signature is the admin API's authentication (admin.c) */
+        q->peer.from = true;
+        atomic_fetch_add_explicit(&q->g->metrics.peer_requests_in, 1, memory_order_relaxed);
+        return MHD_YES;
+    }
     bool reads = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     if (!reads || (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT))
-        return gw_auth_refuse_peer(q, "peers may only read objects (GET or HEAD) and send "
-                                      "invalidations");
+        return gw_auth_refuse_peer(q,
+                                   "peers may only read objects (GET or HEAD), send "
+                                   "invalidations and call the manifest routes of the admin API");
     enum MHD_Result ret = admit_peer_identity(q, header(q, FLEET_H_IDENTITY));
     if (ret != MHD_YES || q->status != 0)
         return ret;

@@ -64,13 +64,15 @@ enum MHD_Result gw_authenticate(struct gw_req *q);
  * (--fleet-listen), is verified by gw_authenticate() as a peer request and nothing else: its
  * fleet signature (fleet_verify() over the method, the target as received, FLEET_H_IDENTITY,
  * Range and If-Match, dated within FLEET_MAX_SKEW) must hold, it must be a GET or HEAD of an
- * object or a peer's invalidation (POST PEER_INVALIDATE_PATH without a body, as "gateway";
- * peer_invalidate.h; the admin step carries it out, gw_admin()), and a read's identity is "gateway"
- * (the gateway's own), "anonymous" (where anonymous reads are checked: g->authz), or "key:AKID", a
- * key of --client-credentials under --identity client (whose bucket list applies), so that
- * --identity client holds across the fleet. Anything else is refused with 403 AccessDenied and the
- * header FLEET_H_REFUSED (gw_auth_refuse_peer()), which tells the asking peer to read from the
- * bucket instead. Once admitted, q->peer.from is set.
+ * object, a peer's invalidation (POST PEER_INVALIDATE_PATH without a body, as "gateway";
+ * peer_invalidate.h; the admin step carries it out, gw_admin()), or a call of a manifest route of
+ * the admin API (POST /_s3cached/manifests, GET or DELETE /_s3cached/manifests/ID:
+ * docs/fleet.md, "Manifests on a fleet"; the signature stands for the admin token, admin.c). A
+ * read's identity is "gateway" (the gateway's own), "anonymous" (where anonymous reads are
+ * checked: g->authz), or "key:AKID", a key of --client-credentials under --identity client
+ * (whose bucket list applies), so that --identity client holds across the fleet. Anything else
+ * is refused with 403 AccessDenied and the header FLEET_H_REFUSED (gw_auth_refuse_peer()), which
+ * tells the asking peer to read from the bucket instead. Once admitted, q->peer.from is set.
  */
 
 /* @brief True when q carries any fleet header: it is a peer request, or refused. */

@@ -178,6 +178,13 @@ static void write_manifests(FILE *out, struct gw *g)
             (unsigned long long)t.inflight);
     fprintf(out, "s3cached_manifest_objects{state=\"failed\"} %llu\n",
             (unsigned long long)t.failed);
+    header(out, "s3cached_manifest_registrations_total", "counter",
+           "Manifest registrations: posted here by a client (registered), or forwarded by a "
+           "peer of the fleet (arrived, registered or refused).");
+    fprintf(out, "s3cached_manifest_registrations_total{from=\"client\"} %llu\n",
+            (unsigned long long)t.registered_client);
+    fprintf(out, "s3cached_manifest_registrations_total{from=\"peer\"} %llu\n",
+            (unsigned long long)t.registered_peer);
 }
 
 static void write_upstream(FILE *out, struct gw *g)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "../common/clock.h"
+#include "../common/hash.h"
 #include "../common/log.h"
 #include "manifest_int.h"
 
@@ -60,6 +61,7 @@ void mf_unref(struct mf *m)
     free(m->body);
     free(m->list_token);
     free(m->list_sizes);
+    free(m->reports);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -215,7 +217,11 @@ void mf_kick_registrar(struct mf_registry *r)
     pthread_mutex_lock(&r->wake_mu);
     r->parse_pending = true;
     pthread_cond_signal(&r->parse_wake);
+    pthread_cond_signal(&r->fleet_wake);
     pthread_mutex_unlock(&r->wake_mu);
+    if (r->fleet_running)
+        pthread_join(r->fleet_thread, NULL); /* after the peer call it waits for, if any */
+    r->fleet_running = false;
 }
 
 /* Fills futs (if not NULL) with the active jobs' futures, oldest first; returns how many. */
@@ -473,23 +479,61 @@ static sc_code add(struct mf_registry *r, const char *id, const char *body, size
 
 static json_t *registration_progress(struct mf *m, bool failures);
 
-sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, struct api_err *err)
+/*
+ * A new registration's id: "m" and the registry's counter; on a fleet followed by "-" and 6 hex
+ * digits of this gateway's URL, so that ids are unique across the fleet (a registration has
+ * the same id on every gateway).
+ */
+static void new_id(mf_registry *r, char id[MF_ID_MAX])
+{
+    char tag[8] = "";
+    if (r->cfg.fleet != NULL)
+        snprintf(tag, sizeof(tag), "-%06x",
+                 (unsigned)(sc_key_hash("fleet", fleet_self(r->cfg.fleet)) & 0xffffff));
+    snprintf(id, MF_ID_MAX, "m%llu%s", (unsigned long long)r->next_id, tag);
+}
+
+/* An id a peer may register under: "m", digits, and "-" with 6 lowercase hex digits (new_id);
+ * nothing that could name another file of the cache directory. */
+static bool id_acceptable(const char *id)
+{
+    size_t digits = strspn(id + (id[0] == 'm'), "0123456789");
+    const char *tag = id + 1 + digits;
+    return id[0] == 'm' && digits > 0 && digits <= 12 && strlen(tag) == 7 && tag[0] == '-' &&
+           strspn(tag + 1, "0123456789abcdef") == 6;
+}
+
+/* Registers body under a new id (given NULL) or under the id a peer gave it. */
+static sc_code create(mf_registry *r, const char *given, const char *body, size_t len,
+                      json_t **reply, struct api_err *err)
 {
     char id[MF_ID_MAX];
     struct mf *m = NULL;
     err->code = API_OK;
+    if (given != NULL)
+        atomic_fetch_add(&r->registered_peer, 1); /* registered or not: a storm would show */
     pthread_mutex_lock(&r->reg_mu);
-    snprintf(id, sizeof(id), "m%llu", (unsigned long long)r->next_id);
+    if (given == NULL)
+        new_id(r, id);
+    else
+        snprintf(id, sizeof(id), "%s", given);
     uint64_t waiting = unparsed_bytes(r);
     sc_code rc = SC_EBUSY;
-    if (len > MF_PARSE_INLINE_MAX && waiting + len > MF_PARSE_PENDING_MAX)
+    if (given != NULL && find(r, id) != NULL)
+        api_err_set(err, API_INVALID_FIELD, "manifest %s is registered here already", id);
+    else if (len > MF_PARSE_INLINE_MAX && waiting + len > MF_PARSE_PENDING_MAX)
         api_err_set(err, API_BUSY,
                     "%llu bytes of manifests wait to be parsed already; retry when they are",
                     (unsigned long long)waiting); /* memory held for a client: bounded */
     else
         rc = add(r, id, body, len, 0, &m, err);
+    if (rc == SC_EBUSY && err->code == API_INVALID_FIELD)
+        rc = SC_EINVAL;
     if (rc == SC_OK) {
-        r->next_id++;
+        if (given == NULL)
+            r->next_id++;
+        if (given == NULL)
+            atomic_fetch_add(&r->registered_client, 1);
         mf_persist(r, id, body, len);
         pthread_rwlock_rdlock(&r->list_lock);
         *reply = registration_progress(m, false);
@@ -498,9 +542,27 @@ sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, 
             rc = SC_ENOMEM; /* the manifest stands; only the reply failed */
     }
     pthread_mutex_unlock(&r->reg_mu);
-    if (rc == SC_OK)
+    if (m != NULL)
         mf_kick(r);
+    if (m != NULL && given == NULL)
+        mf_forward(r, id, body, len); /* a peer's copy is never forwarded again */
     return rc;
+}
+
+sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply, struct api_err *err)
+{
+    return create(r, NULL, body, len, reply, err);
+}
+
+sc_code mf_create_forwarded(mf_registry *r, const char *id, const char *body, size_t len,
+                            json_t **reply, struct api_err *err)
+{
+    if (!id_acceptable(id)) {
+        err->code = API_OK;
+        api_err_set(err, API_INVALID_FIELD, "a forwarded manifest's id must be m<n>-<6 hex>");
+        return SC_EINVAL;
+    }
+    return create(r, id, body, len, reply, err);
 }
 
 /* ---- progress ---------------------------------------------------------------- */
@@ -584,6 +646,9 @@ static json_t *registration_progress(struct mf *m, bool failures)
         json_object_set_new(o, "id", json_string(m->id));
         json_object_set_new(o, "job", json_string(j->id));
         json_object_set_new(o, "objects", j->fut ? json_integer(j->used) : json_null());
+        json_t *whole = mf_fleet_progress(j);
+        if (whole != NULL)
+            json_object_set_new(o, "fleet", whole);
     }
     pthread_mutex_unlock(&j->mu);
     return o;
@@ -619,7 +684,9 @@ json_t *mf_list(mf_registry *r)
 
 void mf_get_totals(mf_registry *r, struct mf_totals *t)
 {
-    *t = (struct mf_totals){.prefetch_inflight = atomic_load(&r->inflight)};
+    *t = (struct mf_totals){.prefetch_inflight = atomic_load(&r->inflight),
+                            .registered_client = atomic_load(&r->registered_client),
+                            .registered_peer = atomic_load(&r->registered_peer)};
     pthread_rwlock_rdlock(&r->list_lock);
     for (struct mf *m = r->list; m; m = m->next) {
         pthread_mutex_lock(&m->mu);
@@ -795,7 +862,7 @@ static json_t *cancel_unparsed(struct mf_registry *r, struct mf *m)
     return o;
 }
 
-json_t *mf_cancel(mf_registry *r, const char *id)
+static json_t *cancel(mf_registry *r, const char *id)
 {
     json_t *o = NULL;
     pthread_mutex_lock(&r->reg_mu);
@@ -826,6 +893,19 @@ json_t *mf_cancel(mf_registry *r, const char *id)
     if (ended)
         mf_unref(j); /* fetches in flight keep it until they end */
     return o;
+}
+
+json_t *mf_cancel(mf_registry *r, const char *id)
+{
+    json_t *o = cancel(r, id);
+    if (o != NULL)
+        mf_forward(r, id, NULL, 0);
+    return o;
+}
+
+json_t *mf_cancel_forwarded(mf_registry *r, const char *id)
+{
+    return cancel(r, id);
 }
 
 /*
@@ -978,6 +1058,10 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
     pthread_cond_init(&r->wake, &ca);
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&r->parse_wake, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->fleet_wake, &ca);
+    pthread_condattr_destroy(&ca);
     sc_code rc = cfg->dir ? reload(r) : SC_OK;
     if (rc == SC_OK && pthread_create(&r->registrar, NULL, mf_registrar_main, r) != 0)
         rc = SC_EIO;
@@ -985,6 +1069,10 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
     if (rc == SC_OK && pthread_create(&r->thread, NULL, mf_prefetch_main, r) != 0)
         rc = SC_EIO;
     r->running = rc == SC_OK;
+    bool with_peers = cfg->fleet != NULL && cfg->up != NULL; /* the thread talks through up */
+    if (rc == SC_OK && with_peers && pthread_create(&r->fleet_thread, NULL, mf_fleet_main, r) != 0)
+        rc = SC_EIO;
+    r->fleet_running = rc == SC_OK && with_peers;
     if (rc != SC_OK) {
         mf_registry_free(r);
         return rc;
@@ -1001,7 +1089,11 @@ void mf_registry_stop(mf_registry *r)
     r->stopping = true;
     pthread_cond_signal(&r->wake);
     pthread_cond_signal(&r->parse_wake);
+    pthread_cond_signal(&r->fleet_wake);
     pthread_mutex_unlock(&r->wake_mu);
+    if (r->fleet_running)
+        pthread_join(r->fleet_thread, NULL); /* after the peer call it waits for, if any */
+    r->fleet_running = false;
     if (r->registrar_running)
         pthread_join(r->registrar, NULL); /* after the body it parses, if any */
     r->registrar_running = false;
@@ -1021,6 +1113,8 @@ void mf_registry_free(mf_registry *r)
         mf_unref(m);
     }
     future_set_unref(r->hinted);
+    mf_forward_free_all(r);
+    pthread_cond_destroy(&r->fleet_wake);
     pthread_cond_destroy(&r->parse_wake);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->wake_mu);

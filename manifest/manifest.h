@@ -42,7 +42,9 @@ struct mf_config {
     const char *dir;        /* where manifests are kept across restarts; NULL: not kept */
     struct sc_stats *stats; /* counts prefetched objects */
     fleet *fleet;           /* NULL: no fleet; else each gateway plans and warms the names it
-                               owns, and sees every read of them (docs/fleet.md) */
+                               owns, and sees every read of them; with up, registrations and
+                               withdrawals go to every live peer and progress is the fleet's
+                               (fleet_sync.c, docs/fleet.md) */
 };
 
 /*
@@ -63,13 +65,22 @@ void mf_registry_stop(mf_registry *r);
 void mf_registry_free(mf_registry *r);
 
 /*
- * @brief Registers a manifest from a request body.
+ * @brief Registers a manifest from a request body. On a fleet its id is fleet-unique and the
+ * registration is sent to every live peer by the fleet thread (it does not wait for them).
  * @param[out] reply the 201 body ({"id", "state", ...}), owned by the caller.
  * @param[out] err the API error when the result is not SC_OK.
  * @return SC_OK, SC_EINVAL or SC_ETOOBIG (err says why), SC_ENOMEM.
  */
 sc_code mf_create(mf_registry *r, const char *body, size_t len, json_t **reply,
                   struct api_err *err);
+
+/*
+ * @brief Registers a manifest a peer forwarded (docs/fleet.md): as mf_create(), under the id
+ * it has on the peer (fleet-unique: "m<n>-<6 hex>"), and never forwarded again.
+ * @return as mf_create(); SC_EINVAL also for an id of another shape or registered already.
+ */
+sc_code mf_create_forwarded(mf_registry *r, const char *id, const char *body, size_t len,
+                            json_t **reply, struct api_err *err);
 
 /* @brief One manifest's progress (with failures), or NULL if unknown / out of memory. */
 json_t *mf_progress(mf_registry *r, const char *id);
@@ -89,17 +100,24 @@ json_t *mf_order(mf_registry *r, const char *id, uint32_t e, uint32_t rank, stru
 
 /*
  * @brief Withdraws a registration: its ranks leave its job's plan. With the job's last rank
- * the job is canceled: no new fetches; it leaves the listing and the policy's plan.
+ * the job is canceled: no new fetches; it leaves the listing and the policy's plan. On a fleet
+ * the withdrawal is sent to every live peer, as registrations are.
  * @return the job's progress (state "canceled" when it ended), or NULL if unknown or
  *         withdrawn already / out of memory.
  */
 json_t *mf_cancel(mf_registry *r, const char *id);
+
+/* @brief mf_cancel() of a withdrawal a peer forwarded: never forwarded again. */
+json_t *mf_cancel_forwarded(mf_registry *r, const char *id);
 
 /* Sums over the manifests still at work (listing, warming, warm, planned), for metrics. */
 struct mf_totals {
     uint32_t active;
     uint64_t objects, cached, inflight, failed; /* distinct objects of this rank */
     uint64_t prefetch_inflight; /* fills the prefetcher has running, all manifests */
+    uint64_t registered_client; /* registrations posted here (mf_create), since start */
+    uint64_t registered_peer;   /* registrations a peer forwarded that arrived here
+                                   (mf_create_forwarded), registered or refused */
 };
 
 /* @brief Fills t. Any thread. */

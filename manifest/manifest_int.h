@@ -51,6 +51,23 @@ enum mf_obj {
     MF_OBJ_FAILED,
 };
 
+/* A peer's latest progress of a job (fleet_sync.c polls it). */
+struct mf_peer_report {
+    char url[FLEET_URL_MAX];
+    bool reported;   /* it answered the last poll with the job's progress */
+    const char *why; /* when not: a static reason ("down", "no answer", "unknown manifest"...) */
+    uint64_t cached, bytes_cached, inflight, failed;
+};
+
+/* A registration or a withdrawal to send to every live peer (fleet_sync.c). */
+struct mf_forward {
+    struct mf_forward *next;
+    bool withdraw; /* DELETE /_s3cached/manifests/ID, else POST of body */
+    char id[24];   /* MF_ID_MAX */
+    char *body;    /* POST: the body as the client sent it, len bytes */
+    size_t len;
+};
+
 struct mf_failure {
     char *key;
     struct plan_range range; /* length 0: the whole object */
@@ -119,6 +136,11 @@ struct mf {
     time_t created;
     struct timespec first_fetch; /* when the first prefetch started; tv_sec 0 before */
     atomic_bool blocked;         /* the last walk waits for the trainer to move */
+    /* A job on a fleet: every other peer's latest progress of it (NULL before the first
+     * poll), n_reports entries; replaced whole by each poll (mu). */
+    struct mf_peer_report *reports;
+    size_t n_reports;
+    struct timespec reported_at; /* when the last poll ended */
     struct mf *next;             /* the registry's list, newest first */
 };
 
@@ -143,6 +165,16 @@ struct mf_registry {
     bool registrar_running;
     pthread_t registrar;
     atomic_uint inflight; /* prefetches in flight, all manifests */
+    atomic_uint_fast64_t registered_client, registered_peer; /* see mf_totals */
+    /* On a fleet (cfg.fleet): the fleet thread forwards registrations and withdrawals made
+     * here to every live peer, and polls the peers' progress of every job (fleet_sync.c).
+     * fwd_* and fleet_wake are guarded by wake_mu. */
+    struct mf_forward *fwd_head, *fwd_tail;
+    uint64_t fwd_bytes; /* bodies queued, bounded by MF_PARSE_PENDING_MAX */
+    pthread_cond_t fleet_wake;
+    bool fleet_running;
+    pthread_t fleet_thread;
+    char id_tag[8]; /* "-" and 6 hex digits of this gateway's URL: fleet-unique ids; "" alone */
 };
 
 void mf_ref(struct mf *m);
@@ -313,6 +345,24 @@ void mf_kick_registrar(struct mf_registry *r);
  * @param[out] size its object's size when known, else 0.
  */
 bool mf_item_cached(struct mf *m, uint32_t idx, uint64_t *size);
+
+/* ---- fleet_sync.c: manifests on a fleet (docs/fleet.md) ---- */
+
+#define MF_FLEET_POLL_MS 1000 /* the peers' progress of each job is asked this often */
+
+/* @brief Queues what registration id's POST (body) or DELETE (body NULL) sends to every live
+ * peer; the body is copied. No-op without a fleet. Any lock but wake_mu. */
+void mf_forward(struct mf_registry *r, const char *id, const char *body, size_t len);
+
+/* @brief The fleet thread's body: forwards what mf_forward() queued, polls the peers. */
+void *mf_fleet_main(void *arg);
+
+/* @brief Frees what is still queued (the thread stopped). */
+void mf_forward_free_all(struct mf_registry *r);
+
+/* @brief The "fleet" object of job j's progress: the sums over the gateways that reported
+ * (j->mu held). NULL without a fleet. */
+json_t *mf_fleet_progress(struct mf *j);
 
 /* prefetch.c: the prefetcher thread's body. */
 void *mf_prefetch_main(void *arg);

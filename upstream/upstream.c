@@ -111,7 +111,7 @@ struct up_req {
     char *peer;         /* its base URL, or NULL */
     char *peer_path;    /* the path-style path it is sent ("/bucket/key", encoded) */
     bool at_peer;       /* this attempt goes to the peer */
-    bool peer_only;     /* never to the bucket: a peer failure ends the request */
+    bool peer_only;     /* the peer alone: never the bucket (up_request.peer_only) */
     bool peer_bad;      /* this peer attempt's head says the peer failed (5xx, refused) */
     bool peer_told;     /* the peer's outcome went to the fleet */
     double peer_head_s; /* seconds from the peer attempt's start to its head */
@@ -607,7 +607,7 @@ static bool check_resume_head(up_req *r, long status)
  * resume), or handed over. False aborts the transfer. */
 static bool on_final_head(up_req *r, long status)
 {
-    if (r->at_peer && peer_head_failed(r, status)) {
+    if (r->at_peer && peer_head_failed(r, status) && !r->peer_only) {
         r->peer_bad = true;
         r->discard = true;
         return true;
@@ -813,7 +813,7 @@ static bool leave_peer(up_req *r, CURLcode cc)
     upstream *up = r->up;
     tell_fleet(r, true);
     if (r->peer_only)
-        return false; /* it ends here: its status (discarded if failing) is handed over */
+        return false; /* the peer alone: its failure is the request's */
     r->at_peer = false;
     if (!r->delivered) {
         sc_debug("upstream %s %s: the peer %s failed (%s), asking the bucket", r->method, r->path,
@@ -1079,15 +1079,17 @@ static sc_code build_path(const char *base_path, const struct up_request *q, cha
 }
 
 /* The fleet peer to ask first, path-style on its base URL: only a GET or HEAD without a body
- * of a named bucket (or a peer-only request), and only with a fleet to sign it. */
+ * of a named bucket, and only with a fleet to sign it; a peer_only request, anything. */
 static sc_code copy_peer(up_req *r, const struct up_request *q)
 {
-    bool reads = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
-    bool askable = q->peer != NULL && *q->peer != '\0' && r->up->cfg.fleet != NULL &&
-                   q->body_length < 0 && *q->bucket != '\0' && (reads || q->peer_only);
-    if (!askable)
-        return q->peer_only ? SC_EINVAL : SC_OK;
+    bool has_peer = q->peer != NULL && *q->peer != '\0' && r->up->cfg.fleet != NULL;
+    if (q->peer_only && !has_peer)
+        return SC_EINVAL;
+    bool askable = has_peer && q->body_length < 0 && *q->bucket != '\0' &&
+                   (strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0);
     r->peer_only = q->peer_only;
+    if (!askable && !q->peer_only)
+        return SC_OK;
     r->peer = strdup(q->peer);
     if (r->peer == NULL)
         return SC_ENOMEM;

@@ -95,11 +95,11 @@ struct up_request {
     const char *peer;      /* a fleet peer's base URL ("http://host:port") to ask first, or
                               NULL; only for an idempotent GET or HEAD without a body, and
                               ignored when the client has no fleet (see above) */
-    bool peer_only;        /* the request is for the peer alone (a fleet message such as an
-                              invalidation, any method, no body): it never goes to the bucket,
-                              is never retried, and a peer failure ends it (SC_EUPSTREAM, or the
-                              peer's failing status handed over); up_submit() answers SC_EINVAL
-                              without a fleet or a peer */
+    bool peer_only;        /* a request to the peer alone (any method, with or without a body):
+                              failed if the peer fails, never sent to the bucket, never retried;
+                              a head saying the peer failed (5xx, refused) is handed over as it
+                              is. Needs peer and a fleet: without them up_submit answers
+                              SC_EINVAL */
 };
 
 #define UP_READ_PAUSE ((size_t)-1)

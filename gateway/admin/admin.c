@@ -16,7 +16,12 @@
  *   POST   /_s3cached/fleet/invalidate?bucket=B[&key=K]  a peer's invalidation (fleet-signed,
  *                                                   no admin token; peer_invalidate.h): 204
  *
- * Who may call it: with an admin token configured, whoever sends it as
+ * A peer of the fleet (a fleet-signed request, auth.c) may call only the manifest routes: it
+ * forwards a registration (POST ?id=ID&sha256=HEX of the body: the signature covers the query,
+ * not the body) or a withdrawal made on it, registered here as forwarded (never forwarded
+ * again), and asks for progress (docs/fleet.md).
+ *
+ * Who may call it otherwise: with an admin token configured, whoever sends it as
  * "Authorization: Bearer <token>"; without one, anyone when the listener is
  * loopback, else loopback clients only. The status page obeys the same rule; when
  * the token is missing it is still sent, with 401, since it holds no data and is what
@@ -43,6 +48,7 @@
 #include "../../store/store.h"
 #include "../../manifest/manifest.h"
 #include "../../upstream/fill.h"
+#include "../../sigv4/sigv4.h"
 
 #define PREFIX "/_s3cached/"
 #define ID_MAX 23
@@ -126,12 +132,35 @@ void gw_admin_collect(struct gw_req *q, const char *data, size_t n)
 
 /* ---- endpoints --------------------------------------------------------------- */
 
+static const char *query_arg(struct gw_req *q, const char *name)
+{
+    return MHD_lookup_connection_value(q->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* A peer's forwarded registration: the body must be the one whose hash the signed query
+ * names. */
+static sc_code create_forwarded(struct gw_req *q, const char *body, json_t **reply,
+                                struct api_err *err)
+{
+    const char *id = query_arg(q, "id"), *sha = query_arg(q, "sha256");
+    char got[65];
+    sigv4_sha256_hex(body, q->admin.body.len, got);
+    if (id == NULL || sha == NULL || strcmp(sha, got) != 0) {
+        api_err_set(err, API_INVALID_FIELD,
+                    "a forwarded manifest needs ?id= and the sha256= "
+                    "of its body");
+        return SC_EINVAL;
+    }
+    return mf_create_forwarded(q->g->manifests, id, body, q->admin.body.len, reply, err);
+}
+
 static enum MHD_Result create_manifest(struct gw_req *q)
 {
     struct api_err err = {0};
     json_t *reply = NULL;
-    sc_code rc = mf_create(q->g->manifests, q->admin.body.data ? q->admin.body.data : "",
-                           q->admin.body.len, &reply, &err);
+    const char *body = q->admin.body.data ? q->admin.body.data : "";
+    sc_code rc = q->peer.from ? create_forwarded(q, body, &reply, &err)
+                              : mf_create(q->g->manifests, body, q->admin.body.len, &reply, &err);
     if (rc == SC_ENOMEM && reply == NULL && err.code == API_OK)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
@@ -211,7 +240,8 @@ static enum MHD_Result one_manifest(struct gw_req *q, const char *rest)
     if (is(q, "GET"))
         o = mf_progress(q->g->manifests, id);
     else if (is(q, "DELETE"))
-        o = mf_cancel(q->g->manifests, id);
+        o = q->peer.from ? mf_cancel_forwarded(q->g->manifests, id)
+                         : mf_cancel(q->g->manifests, id);
     else
         return not_allowed(q);
     if (o == NULL) /* out of memory looks the same; rare enough to call it unknown */
@@ -309,6 +339,8 @@ static bool is_page(const char *path)
 /* Answers 401 or 403 and returns false when this client may not use the admin API. */
 static bool admin_allowed(struct gw_req *q, enum MHD_Result *ret)
 {
+    if (q->peer.from)
+        return true; /* fleet-signed, and only for the manifest routes here (auth.c) */
     const char *token = q->g->cfg->admin_token;
     const char *why = NULL;
     if (gw_from_other_site(q, token == NULL, &why)) {
@@ -337,8 +369,8 @@ enum MHD_Result gw_admin(struct gw_req *q)
 {
     const char *path = q->tgt.raw_path;
     enum MHD_Result ret;
-    if (q->peer.from) /* auth.c admits nothing else of the admin API from a peer */
-        return gw_auth_is_peer_invalidation(q) ? peer_invalidate_here(q) : MHD_NO;
+    if (q->peer.from && gw_auth_is_peer_invalidation(q))
+        return peer_invalidate_here(q); /* else a manifest route: auth.c admits no other */
     if (!admin_allowed(q, &ret))
         return ret;
     if (body_refused(q, &ret))

@@ -1,0 +1,309 @@
+/*
+ * fleet_sync.c - manifests on a fleet (docs/fleet.md, "Manifests on a fleet"): the fleet
+ * thread sends every registration and withdrawal made on this gateway to every live peer, so
+ * that each gateway knows the whole plan (and warms the names it owns, build.c), and asks each
+ * live peer for its progress of every job once a second, so that any gateway reports the
+ * fleet's progress. Requests to peers are fleet-signed and go to the peer alone
+ * (upstream/peer_call.h); a forwarded copy is registered by the peer under the same id and
+ * never forwarded again (gateway/admin/admin.c). The thread is the only one that waits for a
+ * peer: HTTP workers only queue (mf_forward) or read the latest numbers (mf_fleet_progress).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/clock.h"
+#include "../common/log.h"
+#include "../sigv4/sigv4.h"
+#include "../upstream/peer_call.h"
+#include "manifest_int.h"
+
+#define REPORT_MAX_BODY (1024u * 1024u) /* a progress answer: 100 failures of long keys fit */
+
+void mf_forward(struct mf_registry *r, const char *id, const char *body, size_t len)
+{
+    if (r->cfg.fleet == NULL || !r->fleet_running)
+        return;
+    struct mf_forward *f = calloc(1, sizeof(*f));
+    char *copy = body ? malloc(len ? len : 1) : NULL;
+    if (f == NULL || (body != NULL && copy == NULL)) {
+        sc_warn("manifest %s: out of memory: not sent to the fleet's peers", id);
+        free(f);
+        free(copy);
+        return;
+    }
+    if (copy)
+        memcpy(copy, body, len);
+    f->withdraw = body == NULL;
+    snprintf(f->id, sizeof(f->id), "%s", id);
+    f->body = copy;
+    f->len = copy ? len : 0;
+    pthread_mutex_lock(&r->wake_mu);
+    if (r->fwd_bytes + f->len > MF_PARSE_PENDING_MAX) {
+        pthread_mutex_unlock(&r->wake_mu);
+        sc_warn("manifest %s: %llu bytes wait to be sent to the peers already: not sent", id,
+                (unsigned long long)r->fwd_bytes);
+        free(copy);
+        free(f);
+        return;
+    }
+    r->fwd_bytes += f->len;
+    if (r->fwd_tail)
+        r->fwd_tail->next = f;
+    else
+        r->fwd_head = f;
+    r->fwd_tail = f;
+    pthread_cond_signal(&r->fleet_wake);
+    pthread_mutex_unlock(&r->wake_mu);
+}
+
+void mf_forward_free_all(struct mf_registry *r)
+{
+    while (r->fwd_head) {
+        struct mf_forward *f = r->fwd_head;
+        r->fwd_head = f->next;
+        free(f->body);
+        free(f);
+    }
+    r->fwd_tail = NULL;
+    r->fwd_bytes = 0;
+}
+
+/* The other peers of the fleet, in URL order; *n of them. NULL: none, or out of memory. */
+static struct fleet_peer_info *other_peers(struct mf_registry *r, size_t *n)
+{
+    struct fleet_peer_info *all = calloc(FLEET_MAX_PEERS, sizeof(*all));
+    size_t k = 0, total = all ? fleet_peers(r->cfg.fleet, all, FLEET_MAX_PEERS) : 0;
+    for (size_t i = 0; i < total && i < FLEET_MAX_PEERS; i++)
+        if (!all[i].self)
+            all[k++] = all[i];
+    *n = k;
+    return all;
+}
+
+/* Sends one queued registration or withdrawal to every live peer. */
+static void send_forward(struct mf_registry *r, const struct mf_forward *f)
+{
+    size_t n;
+    struct fleet_peer_info *peers = other_peers(r, &n);
+    char sha[65], query[160], key[64];
+    if (f->withdraw) {
+        query[0] = '\0';
+    } else {
+        sigv4_sha256_hex(f->body, f->len, sha); /* the body is not signed; its hash is */
+        snprintf(query, sizeof(query), "id=%s&sha256=%s", f->id, sha);
+    }
+    snprintf(key, sizeof(key), f->withdraw ? "manifests/%s" : "manifests", f->id);
+    for (size_t i = 0; i < n; i++) {
+        if (peers[i].state != FLEET_UP)
+            continue; /* down: it misses this one (docs/fleet.md) */
+        struct up_peer_call c = {.peer = peers[i].url,
+                                 .method = f->withdraw ? "DELETE" : "POST",
+                                 .bucket = "_s3cached",
+                                 .key = key,
+                                 .query = *query ? query : NULL,
+                                 .body = f->withdraw ? NULL : f->body,
+                                 .body_len = f->len};
+        struct sc_buf answer;
+        sc_buf_init(&answer, REPORT_MAX_BODY);
+        long status = 0;
+        sc_code rc = up_peer_call(r->cfg.up, &c, &status, &answer);
+        if (rc != SC_OK || status >= 300)
+            sc_warn("manifest %s: %s to the peer %s failed: %s %ld %.200s", f->id,
+                    f->withdraw ? "the withdrawal" : "the registration", peers[i].url,
+                    sc_strerror(rc), status, answer.data ? answer.data : "");
+        else
+            sc_debug("manifest %s: %s sent to %s", f->id, c.method, peers[i].url);
+        sc_buf_free(&answer);
+    }
+    free(peers);
+}
+
+/* The counts of one answer to a progress poll: what that gateway holds of the job. */
+static bool parse_report(const struct sc_buf *answer, struct mf_peer_report *rep)
+{
+    json_t *o = answer->data ? json_loadb(answer->data, answer->len, 0, NULL) : NULL;
+    json_t *c = json_object_get(o, "objects_cached"), *b = json_object_get(o, "bytes_cached");
+    json_t *i = json_object_get(o, "objects_in_flight"), *f = json_object_get(o, "objects_failed");
+    bool ok = json_is_integer(c) && json_is_integer(b) && json_is_integer(i) &&
+              json_is_integer(f) && json_integer_value(c) >= 0 && json_integer_value(b) >= 0 &&
+              json_integer_value(i) >= 0 && json_integer_value(f) >= 0;
+    if (ok) {
+        rep->cached = (uint64_t)json_integer_value(c);
+        rep->bytes_cached = (uint64_t)json_integer_value(b);
+        rep->inflight = (uint64_t)json_integer_value(i);
+        rep->failed = (uint64_t)json_integer_value(f);
+    }
+    json_decref(o);
+    return ok;
+}
+
+/* Asks one live peer for its progress of registration id. */
+static void ask_peer(struct mf_registry *r, const char *id, struct mf_peer_report *rep)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "manifests/%s", id);
+    struct up_peer_call c = {.peer = rep->url, .method = "GET", .bucket = "_s3cached", .key = key};
+    struct sc_buf answer;
+    sc_buf_init(&answer, REPORT_MAX_BODY);
+    long status = 0;
+    sc_code rc = up_peer_call(r->cfg.up, &c, &status, &answer);
+    rep->reported = rc == SC_OK && status == 200 && parse_report(&answer, rep);
+    rep->why = rep->reported   ? NULL
+               : rc != SC_OK   ? "no answer"
+               : status == 404 ? "unknown manifest"
+                               : "refused";
+    sc_buf_free(&answer);
+}
+
+/* Gives the reports to job id, if it is still listed (another poll replaces them). */
+static void store_reports(struct mf_registry *r, const char *id, struct mf_peer_report *reps,
+                          size_t n)
+{
+    pthread_rwlock_rdlock(&r->list_lock);
+    struct mf *j = r->list;
+    while (j != NULL && (j->job != NULL || strcmp(j->id, id) != 0))
+        j = j->next;
+    if (j != NULL) {
+        pthread_mutex_lock(&j->mu);
+        free(j->reports);
+        j->reports = reps;
+        j->n_reports = n;
+        clock_gettime(CLOCK_MONOTONIC, &j->reported_at);
+        pthread_mutex_unlock(&j->mu);
+    }
+    pthread_rwlock_unlock(&r->list_lock);
+    if (j == NULL)
+        free(reps);
+}
+
+/* Polls every peer for job id and gives it the reports. */
+static void poll_job(struct mf_registry *r, const char *id, const struct fleet_peer_info *peers,
+                     size_t n)
+{
+    struct mf_peer_report *reps = calloc(n ? n : 1, sizeof(*reps));
+    if (reps == NULL)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(reps[i].url, sizeof(reps[i].url), "%s", peers[i].url);
+        if (peers[i].state != FLEET_UP)
+            reps[i].why = "down";
+        else
+            ask_peer(r, id, &reps[i]);
+    }
+    store_reports(r, id, reps, n);
+}
+
+/* Asks the peers for the progress of every job at work (by id: no lock is held meanwhile). */
+static void poll_peers(struct mf_registry *r)
+{
+    size_t n_jobs = 0, cap = 0, n;
+    char(*ids)[MF_ID_MAX] = NULL;
+    pthread_rwlock_rdlock(&r->list_lock);
+    for (struct mf *m = r->list; m; m = m->next) {
+        if (m->job != NULL || m->plan == NULL || !mf_active(m))
+            continue;
+        if (n_jobs == cap) {
+            char(*grown)[MF_ID_MAX] = realloc(ids, (cap = cap ? 2 * cap : 8) * sizeof(*ids));
+            if (grown == NULL)
+                break;
+            ids = grown;
+        }
+        memcpy(ids[n_jobs++], m->id, MF_ID_MAX);
+    }
+    pthread_rwlock_unlock(&r->list_lock);
+    struct fleet_peer_info *peers = n_jobs ? other_peers(r, &n) : NULL;
+    for (size_t i = 0; peers && i < n_jobs; i++)
+        poll_job(r, ids[i], peers, n);
+    free(peers);
+    free(ids);
+}
+
+/* Waits for a forward to send, a poll to make or the end; returns the forward (the caller's),
+ * or NULL. */
+static struct mf_forward *next_forward(struct mf_registry *r, int64_t poll_at_ms)
+{
+    int64_t wait_ms = poll_at_ms - sc_now_ms();
+    struct timespec poll_at = sc_deadline_in_ms(wait_ms > 0 ? wait_ms : 0);
+    pthread_mutex_lock(&r->wake_mu);
+    while (!r->stopping && r->fwd_head == NULL &&
+           pthread_cond_timedwait(&r->fleet_wake, &r->wake_mu, &poll_at) == 0)
+        ;
+    struct mf_forward *f = r->stopping ? NULL : r->fwd_head;
+    if (f != NULL) {
+        r->fwd_head = f->next;
+        if (r->fwd_head == NULL)
+            r->fwd_tail = NULL;
+        r->fwd_bytes -= f->len;
+    }
+    pthread_mutex_unlock(&r->wake_mu);
+    return f;
+}
+
+static bool stopping(struct mf_registry *r)
+{
+    pthread_mutex_lock(&r->wake_mu);
+    bool s = r->stopping;
+    pthread_mutex_unlock(&r->wake_mu);
+    return s;
+}
+
+void *mf_fleet_main(void *arg)
+{
+    struct mf_registry *r = arg;
+    int64_t poll_at = sc_now_ms();
+    while (!stopping(r)) {
+        struct mf_forward *f = next_forward(r, poll_at);
+        if (f != NULL) {
+            send_forward(r, f);
+            free(f->body);
+            free(f);
+            continue; /* forwards first: a peer learns the plan before it is asked about it */
+        }
+        if (sc_now_ms() < poll_at)
+            continue;
+        poll_peers(r);
+        poll_at = sc_now_ms() + MF_FLEET_POLL_MS;
+    }
+    return NULL;
+}
+
+/* One peer's entry of the "fleet" object. */
+static json_t *report_json(const struct mf_peer_report *p)
+{
+    if (!p->reported)
+        return json_pack("{s:s, s:b, s:s}", "url", p->url, "reporting", 0, "why", p->why);
+    return json_pack("{s:s, s:b, s:I, s:I, s:I, s:I}", "url", p->url, "reporting", 1,
+                     "objects_cached", (json_int_t)p->cached, "bytes_cached",
+                     (json_int_t)p->bytes_cached, "objects_in_flight", (json_int_t)p->inflight,
+                     "objects_failed", (json_int_t)p->failed);
+}
+
+json_t *mf_fleet_progress(struct mf *j)
+{
+    fleet *f = j->reg->cfg.fleet;
+    if (f == NULL)
+        return NULL;
+    uint64_t cached = j->cached, bytes = j->bytes_cached, inflight = j->inflight;
+    uint64_t failed = j->failed, reporting = 1;
+    json_t *peers = json_array();
+    for (size_t i = 0; i < j->n_reports; i++) {
+        const struct mf_peer_report *p = &j->reports[i];
+        json_array_append_new(peers, report_json(p));
+        if (!p->reported)
+            continue;
+        reporting++;
+        cached += p->cached;
+        bytes += p->bytes_cached;
+        inflight += p->inflight;
+        failed += p->failed;
+    }
+    size_t gateways = j->reports ? j->n_reports + 1 : fleet_peers(f, NULL, 0);
+    return json_pack("{s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o}", "gateways",
+                     (json_int_t)gateways, "reporting", (json_int_t)reporting, "objects_total",
+                     j->fut ? json_integer(j->used) : json_null(), "objects_cached",
+                     (json_int_t)cached, "bytes_cached", (json_int_t)bytes, "objects_in_flight",
+                     (json_int_t)inflight, "objects_failed", (json_int_t)failed, "as_of_seconds",
+                     j->reports ? json_real(sc_seconds_since(&j->reported_at)) : json_null(),
+                     "peers", peers ? peers : json_array());
+}

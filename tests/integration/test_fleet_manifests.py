@@ -1,0 +1,184 @@
+"""Manifests on a fleet (issue 13, docs/fleet.md): a registration posted to any gateway is
+forwarded to every peer, each gateway warms the names it owns, progress is the fleet's on any
+gateway, ranks registered on different gateways join one job everywhere, a withdrawal through
+any gateway withdraws everywhere, and a forwarded registration is never forwarded again.
+
+Three gateways on loopback (harness/fleet.py), real upstreams; the counting proxy in front of
+the bucket sees every request the fleet sends it.
+"""
+import time
+import urllib.request
+
+import pytest
+
+from harness import s3util
+from harness.fleet import Fleet
+from test_fleet_cache import seed
+from test_manifests import api
+
+OBJECTS = 300  # 8 KiB each: the dataset fits every gateway's cache many times over
+
+
+@pytest.fixture
+def make_fleet(gateway):
+    made = []
+
+    def make(up, **kw):
+        f = Fleet(gateway, up, **kw)
+        made.append(f)
+        for g in f.gateways:
+            g.require_real()
+        return f
+
+    yield make
+    for f in made:
+        f.close()
+
+
+def wait_for(what, check, timeout=60):
+    """Polls check() until it returns something true; returns it, or fails naming what."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError("%s never happened (last: %r)" % (what, last))
+
+
+def progress(gw, mid):
+    status, prog, _ = api(gw, "GET", "manifests/" + mid)
+    return prog if status == 200 else None
+
+
+def registrations(gw, source):
+    with urllib.request.urlopen(gw.endpoint + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    want = 's3cached_manifest_registrations_total{from="%s"} ' % source
+    for line in text.splitlines():
+        if line.startswith(want):
+            return int(line.rsplit(" ", 1)[1])
+    raise AssertionError("no %s in /metrics" % want)
+
+
+def known_everywhere(fleet, mid):
+    return all(progress(g, mid) is not None for g in fleet.gateways)
+
+
+def test_manifest_posted_to_one_gateway_warms_the_dataset_once_over_the_fleet(upstream,
+                                                                             make_fleet):
+    prefix = s3util.unique_key("fleet-mf-warm")
+    bodies = seed(upstream, prefix, n=OBJECTS)
+    fleet = make_fleet(upstream)
+    status, reply, _ = api(fleet[0], "POST", "manifests",
+                           {"bucket": upstream.bucket, "keys": sorted(bodies)})
+    assert status == 201, reply
+    mid = reply["id"]
+
+    # Progress asked of gateway 2, which never saw the POST, reaches the whole dataset.
+    def fleet_warm():
+        prog = progress(fleet[2], mid)
+        f = prog and prog.get("fleet")
+        return f if f and f["reporting"] == 3 and f["objects_cached"] == OBJECTS else None
+
+    total = wait_for("the fleet's progress reaching the dataset on gateway 2", fleet_warm)
+    assert total["gateways"] == 3 and total["objects_total"] == OBJECTS, total
+    assert total["objects_failed"] == 0, total
+    assert total["bytes_cached"] == OBJECTS * 8 * 1024, total
+    assert all(p["reporting"] for p in total["peers"]), total
+
+    # Each object came from the bucket exactly once, for the whole fleet.
+    gets = fleet.upstream_gets(prefix)
+    assert sorted(t.split("/", 2)[2] for t in gets) == sorted(bodies), len(gets)
+    # Each gateway warmed its own share: about a third of the dataset.
+    held = [g.stats()["objects"] for g in fleet.gateways]
+    assert sum(held) == OBJECTS, held
+    assert all(OBJECTS * 0.2 <= h <= OBJECTS * 0.47 for h in held), held
+    # What gateway 2 says of itself is its share, not the fleet's.
+    own = progress(fleet[2], mid)
+    assert own["objects_cached"] < OBJECTS, own
+
+
+def test_ranks_registered_on_three_gateways_form_one_job_on_each(upstream, make_fleet):
+    prefix = s3util.unique_key("fleet-mf-ranks")
+    seed(upstream, prefix, n=30)
+    fleet = make_fleet(upstream)
+    ids = []
+    for rank in range(3):  # a trainer on each of 3 nodes registers its own rank
+        status, reply, _ = api(fleet[rank], "POST", "manifests", {
+            "bucket": upstream.bucket, "prefix": prefix + "/", "num_epochs": 2,
+            "shuffle": True, "seed": 7, "world_size": 3, "rank": rank, "prefetch": False})
+        assert status == 201, reply
+        ids.append(reply["id"])
+    assert len(set(ids)) == 3, ids  # fleet-unique ids
+
+    for g in fleet.gateways:
+        def one_job_of_three_ranks(g=g):
+            _, listing, _ = api(g, "GET", "manifests")
+            jobs = listing["manifests"]
+            ok = len(jobs) == 1 and jobs[0]["sampling"]["ranks"] == [0, 1, 2]
+            return jobs if ok else None
+
+        jobs = wait_for("one job of ranks 0, 1, 2 on %s" % g.endpoint, one_job_of_three_ranks)
+        # Every registration's id answers on every gateway, for that one job.
+        for mid in ids:
+            prog = progress(g, mid)
+            assert prog is not None and prog["job"] == jobs[0]["id"], (mid, prog)
+
+
+def test_withdrawal_through_any_gateway_withdraws_everywhere(upstream, make_fleet):
+    prefix = s3util.unique_key("fleet-mf-del")
+    bodies = seed(upstream, prefix, n=20)
+    fleet = make_fleet(upstream)
+    status, reply, _ = api(fleet[0], "POST", "manifests",
+                           {"bucket": upstream.bucket, "keys": sorted(bodies), "prefetch": False})
+    assert status == 201, reply
+    mid = reply["id"]
+    wait_for("the registration on every gateway", lambda: known_everywhere(fleet, mid))
+
+    status, gone, _ = api(fleet[1], "DELETE", "manifests/" + mid)  # not where it was posted
+    assert status == 200 and gone["state"] == "canceled", gone
+
+    def withdrawn_everywhere():
+        return all(progress(g, mid) is None and api(g, "GET", "manifests")[1]["manifests"] == []
+                   for g in fleet.gateways)
+
+    wait_for("the withdrawal on every gateway", withdrawn_everywhere)
+
+
+def test_a_forwarded_registration_is_not_forwarded_again(upstream, make_fleet):
+    prefix = s3util.unique_key("fleet-mf-storm")
+    bodies = seed(upstream, prefix, n=20)
+    fleet = make_fleet(upstream)
+    status, reply, _ = api(fleet[1], "POST", "manifests",
+                           {"bucket": upstream.bucket, "keys": sorted(bodies), "prefetch": False})
+    assert status == 201, reply
+    wait_for("the registration on every gateway", lambda: known_everywhere(fleet, reply["id"]))
+    time.sleep(3)  # what a peer would forward again has arrived by now
+    assert [registrations(g, "client") for g in fleet.gateways] == [0, 1, 0]
+    assert [registrations(g, "peer") for g in fleet.gateways] == [1, 0, 1]
+
+
+def test_progress_says_which_peer_did_not_report(upstream, make_fleet):
+    prefix = s3util.unique_key("fleet-mf-gone")
+    bodies = seed(upstream, prefix, n=20)
+    fleet = make_fleet(upstream)
+    status, reply, _ = api(fleet[0], "POST", "manifests",
+                           {"bucket": upstream.bucket, "keys": sorted(bodies), "prefetch": False})
+    assert status == 201, reply
+    mid = reply["id"]
+
+    def reporting(k):
+        def check():
+            f = (progress(fleet[0], mid) or {}).get("fleet")
+            return f if f and f["reporting"] == k else None
+        return check
+
+    wait_for("every gateway reporting", reporting(3))
+    fleet[2].stop(kill=True)
+    f = wait_for("gateway 2 missing from the sums", reporting(2))
+    assert f["gateways"] == 3, f
+    gone = [p for p in f["peers"] if p["url"] == fleet.urls[2]]
+    assert len(gone) == 1 and not gone[0]["reporting"], f
+    assert gone[0]["why"] in ("down", "no answer"), f
