@@ -36,3 +36,38 @@ def test_a_signed_peer_request_cannot_be_turned_to_another_bucket_by_its_host(s3
             assert body == signed_body
         else:
             assert_refused((status, hdrs, body), "a peer request addressed by its Host")
+
+
+# ---- a bucket's error is not a peer's failure -----------------------------------------------
+
+def test_a_buckets_5xx_for_one_object_does_not_put_its_owner_down(gateway):
+    """The owner relays the bucket's answer; a 503 SlowDown (or 500) the bucket gives for one
+    object is the bucket's, the owner is healthy. Today the asker reads any 5xx from a peer as
+    the peer failing (upstream.c peer_head_failed) and marks it down: one client reading one
+    throttled or broken object takes a healthy gateway out of the fleet for every name (its
+    backoff doubling on each read), and the fleet's generation changes (replanning).
+    The bucket is the fault-injecting fake (harness/faulty_upstream.py): s3rver cannot answer
+    503 on cue; the gateways are real."""
+    from harness import faulty_upstream as faults
+    from harness.fleet import Fleet
+    from harness import rawhttp
+    from test_fleet import metrics
+    fake = faults.FaultyUpstream(bucket="test").start()
+    fleet = None
+    try:
+        fake.put("bad", s3util.data(4 * KiB, seed="bad"), faults.slowdown(times=10 ** 6))
+        fleet = Fleet(gateway, fake.upstream(), n=2)
+        for g in fleet.gateways:
+            g.require_real()
+        for g in fleet.gateways:  # one of them is not the owner: it asks the owner first
+            r = rawhttp.get(g.endpoint, s3util.object_path(g, "bad"))
+            assert r.status == 503, r.status
+        for i, g in enumerate(fleet.gateways):
+            other = fleet.urls[1 - i]
+            text = metrics(g)
+            assert 's3cached_peer_up{peer="%s"} 1' % other in text, (
+                "gateway %d marked the healthy peer %s down for the bucket's 503" % (i, other))
+    finally:
+        if fleet is not None:
+            fleet.close()
+        fake.stop()
