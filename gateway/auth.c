@@ -303,10 +303,6 @@ static enum MHD_Result authenticate_peer(struct gw_req *q)
         return gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL);
     if (rc != SC_OK)
         return gw_auth_refuse_peer(q, "the fleet signature is missing, wrong or out of date");
-    /* The signature covers the path, not the Host: a Host naming a bucket (--vhost-domain)
-     * would read another object than the one signed. Peers ask path-style only. */
-    if (q->tgt.virtual_host)
-        return gw_auth_refuse_peer(q, "a peer request names its bucket in its path only");
     bool reads = strcmp(q->method, "GET") == 0 || strcmp(q->method, "HEAD") == 0;
     if (!reads || (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT))
         return gw_auth_refuse_peer(q, "peers may only read objects (GET or HEAD)");

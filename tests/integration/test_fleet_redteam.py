@@ -71,3 +71,70 @@ def test_a_buckets_5xx_for_one_object_does_not_put_its_owner_down(gateway):
         if fleet is not None:
             fleet.close()
         fake.stop()
+
+
+# ---- resume edge cases ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cut", [0, 1])
+def test_a_peer_dying_right_after_its_head_is_resumed_from_the_first_byte(gateway, tmp_path, cut):
+    """The peer sends its head (200, Content-Length, ETag) and dies after `cut` body bytes:
+    the rest comes from the bucket (Range from the next byte, If-Match), the client gets the
+    exact object. The peer is the fault-injecting fake (a real gateway cannot be made to die
+    on cue); the bucket is a second fake with the same bytes, as in test_fleet_path.py."""
+    import hashlib
+    from harness import faulty_upstream as faults
+    from test_fleet_path import asked_of, assert_exact, fleet_member, put_both, N_KEYS
+    peer = faults.FaultyUpstream(bucket="test").start()
+    bucket = faults.FaultyUpstream(bucket="test").start()
+    try:
+        size = 64 * KiB
+        keys = ["edge%d/%02d" % (cut, i) for i in range(N_KEYS)]
+        bodies = put_both(peer, bucket, keys, size, faults.truncated(after=cut))
+        gw = fleet_member(gateway, bucket, peer.endpoint, tmp_path)
+        for k in keys:
+            assert_exact(gw, k, bodies[k])
+        resumed = [k for k in keys if asked_of(peer, k)]
+        assert resumed, "no name was asked of the peer"
+        for k in resumed:
+            rest = bucket.request_headers(k)[-1]
+            assert rest["range"] == "bytes=%d-%d" % (cut, size - 1), rest
+            assert rest["if-match"] == '"%s"' % hashlib.md5(bodies[k]).hexdigest(), rest
+    finally:
+        peer.stop()
+        bucket.stop()
+
+
+def test_peers_whose_names_lie_under_the_vhost_domain_read_path_style(s3rver, gateway, tmp_path):
+    """A peer's Host is its own name (curl sends the peer URL's host). When that name lies
+    under --vhost-domain (a StatefulSet's pod names under the domain clients use for
+    virtual-hosted buckets; here peers on 127.0.0.2 under the domain "0.0.2", clients on
+    127.0.0.1), the owner took the Host's first label for the bucket ("127") and the whole path
+    for the key: every peer miss asked the wrong bucket (a 404 relayed to the client as the
+    bucket's answer)."""
+    from harness import proc
+    from test_fleet import metrics
+    from test_fleet_path import secret_file
+    n = 3
+    peer_ports = [proc.free_port() for _ in range(n)]
+    urls = ["http://127.0.0.2:%d" % p for p in peer_ports]
+    secret = secret_file(tmp_path)
+    gws = []
+    for i in range(n):
+        g = gateway(s3rver, extra_args=[
+            "--vhost-domain", "0.0.2", "--peers", ",".join(urls), "--self", urls[i],
+            "--fleet-listen", "127.0.0.2:%d" % peer_ports[i], "--fleet-secret-file", secret])
+        g.require_real()
+        gws.append(g)
+    keys = [s3util.unique_key("fleet-vhost-peer") for _ in range(12)]
+    for k in keys:
+        put(s3rver, k, s3util.data(4 * KiB, seed=k))
+    for g in gws:
+        c = g.client()
+        for k in keys:
+            assert c.get_object(Bucket=s3rver.bucket, Key=k)["Body"].read() == \
+                s3util.data(4 * KiB, seed=k), k
+    for i, g in enumerate(gws):
+        text = metrics(g)
+        for url in urls:
+            if url != urls[i]:
+                assert 's3cached_peer_up{peer="%s"} 1' % url in text, (i, url)
