@@ -9,6 +9,9 @@ Fixtures:
                     returns a started harness.gateway.Gateway (with .proxy when asked);
                     all are stopped at teardown, which fails on sanitizer reports.
   gw                gateway(upstream) with defaults.
+  make_fleet        a factory: make_fleet(up, n=3, cache_size=..., copy=..., fleet=True, ...)
+                    starts harness.fleet.Fleet (gateways on loopback as one fleet behind one
+                    counting proxy); all are closed at teardown.
 """
 import os
 
@@ -19,6 +22,7 @@ from harness import gateway as gwmod
 from harness import radosgw as rgwmod
 from harness import s3rver as s3rvermod
 from harness import s3util
+from harness.fleet import Fleet
 from harness.tcp_proxy import TcpProxy
 
 for _var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
@@ -120,3 +124,19 @@ def gateway(request):
 @pytest.fixture
 def gw(gateway, upstream):
     return gateway(upstream)
+
+
+@pytest.fixture
+def make_fleet(gateway):
+    made = []
+
+    def make(up, **kw):
+        f = Fleet(gateway, up, **kw)
+        made.append(f)
+        for g in f.gateways:
+            g.require_real()
+        return f
+
+    yield make
+    for f in made:
+        f.close()

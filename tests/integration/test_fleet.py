@@ -20,28 +20,11 @@ import pytest
 
 from harness import proc
 from harness import s3util
-from harness.fleet import Fleet
 from test_metrics import scrape
 
 KiB = 1024
 REFUSED = "x-s3cached-fleet-refused"
 AK, SK = "it-fleet-client", "it-fleet-client-secret"
-
-
-@pytest.fixture
-def make_fleet(gateway):
-    made = []
-
-    def make(up, **kw):
-        f = Fleet(gateway, up, **kw)
-        made.append(f)
-        for g in f.gateways:
-            g.require_real()
-        return f
-
-    yield make
-    for f in made:
-        f.close()
 
 
 def secret_of(fleet):

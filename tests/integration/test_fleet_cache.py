@@ -7,33 +7,17 @@ boto3 clients make one attempt), so a read that fails anywhere on the way fails 
 """
 import concurrent.futures
 import random
+import threading
 import time
 import urllib.request
 
 import pytest
 
 from harness import s3util
-from harness.fleet import Fleet
 
 KiB = 1024
 SIZE = 8 * KiB
 OBJECTS = 900  # many names, so that each of 3 owners' share is within a few % of a third
-
-
-@pytest.fixture
-def make_fleet(gateway):
-    made = []
-
-    def make(up, **kw):
-        f = Fleet(gateway, up, **kw)
-        made.append(f)
-        for g in f.gateways:
-            g.require_real()
-        return f
-
-    yield make
-    for f in made:
-        f.close()
 
 
 def seed(up, prefix, n=OBJECTS, size=SIZE):
@@ -249,3 +233,26 @@ def test_membership_from_dns_follows_the_records(upstream, gateway, tmp_path):
         assert 60 <= held <= 140, held  # about a third of 300
     finally:
         proxy.stop()
+
+
+def test_concurrent_misses_on_one_object_from_every_gateway_fetch_it_once(upstream, make_fleet):
+    """Twenty-four readers spread over the 3 gateways ask for the same cold object at once (a
+    slow bucket keeps the fetch open while they arrive): the bucket serves it once for the
+    fleet, and every reader gets every byte."""
+    prefix = s3util.unique_key("fleet-herd")
+    key = prefix + "/big"
+    body = s3util.data(3 * 1024 * KiB, seed=key)
+    s3util.upstream_client(upstream).put_object(Bucket=upstream.bucket, Key=key, Body=body)
+    fleet = make_fleet(upstream, cache_size="16M")
+    fleet.proxy.rate = 2 * 1024 * KiB  # bytes/s from the bucket: the fetch takes 1.5 s
+    clients = [g.client() for g in fleet.gateways]
+    barrier = threading.Barrier(24)
+
+    def one(i):
+        barrier.wait()
+        got = clients[i % 3].get_object(Bucket=upstream.bucket, Key=key)["Body"].read()
+        return got == body
+
+    with concurrent.futures.ThreadPoolExecutor(24) as pool:
+        assert all(pool.map(one, range(24)))
+    assert len(fleet.upstream_gets(prefix)) == 1, fleet.proxy.request_lines()
