@@ -7,7 +7,7 @@ test_fleet.py's signing helpers, byte for byte.
 import pytest
 
 from harness import s3util
-from test_fleet import (KiB, assert_refused, make_fleet, peer_get, put, secret_of, send,  # noqa: F401
+from test_fleet import (KiB, assert_refused, peer_get, put, secret_of, send,  # noqa: F401
                         sign, target_of)
 
 VHOST = "s3.redteam.test"
