@@ -131,8 +131,11 @@ static struct gw_next step_parse(struct gw_req *q)
     enum s3_target_fault fault = S3_TARGET_FAULT_NONE;
     if (q->target == NULL)
         return respond_known_error(q, S3_XML_INVALID_URI);
-    sc_code rc =
-        s3_target_parse(q->method, q->target, host, q->g->cfg->vhost_domain, &q->tgt, &fault);
+    /* A peer request is path-style (fleet.h) whatever its Host: the fleet signature covers
+     * the path, not the Host, and a peer's name may lie under --vhost-domain. */
+    const char *vhost_domain =
+        q->peer.listener || gw_auth_is_peer_request(q) ? NULL : q->g->cfg->vhost_domain;
+    sc_code rc = s3_target_parse(q->method, q->target, host, vhost_domain, &q->tgt, &fault);
     if (rc == SC_ENOMEM)
         return GW_CLOSE;
     if (rc != SC_OK)

@@ -16,7 +16,8 @@
  *   POST   /_s3cached/fleet/invalidate?bucket=B[&key=K]  a peer's invalidation (fleet-signed,
  *                                                   no admin token; peer_invalidate.h): 204
  *
- * A peer of the fleet (a fleet-signed request, auth.c) may call only the manifest routes: it
+ * A peer of the fleet (a fleet-signed request, auth.c) may call only its invalidation and the
+ * manifest routes: it
  * forwards a registration (POST ?id=ID&sha256=HEX of the body: the signature covers the query,
  * not the body) or a withdrawal made on it, registered here as forwarded (never forwarded
  * again), and asks for progress (docs/fleet.md).
