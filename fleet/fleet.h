@@ -39,6 +39,9 @@
 #define FLEET_H_SIGNATURE "x-s3cached-fleet-signature" /* lowercase hex HMAC-SHA256 */
 /* A peer's answer to a request whose fleet signature it refused carries this header. */
 #define FLEET_H_REFUSED "x-s3cached-fleet-refused"
+/* A peer's answer with a 5xx of its own (it failed: draining, out of memory, its bucket
+ * unreachable) carries this header; a 5xx without it is the bucket's answer, relayed. */
+#define FLEET_H_FAILED "x-s3cached-fleet-failed"
 /* A signed request older or newer than this (seconds) is refused (clock skew, replays). */
 #define FLEET_MAX_SKEW 300
 

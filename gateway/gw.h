@@ -110,6 +110,8 @@ struct gw_req {
         bool listener; /* it came in on --fleet-listen, which takes signed peer requests only */
         bool from;     /* its fleet signature was verified: a peer sent it */
         bool refused;  /* refused as a peer request: the answer carries FLEET_H_REFUSED */
+        bool failed;   /* the gateway's own 5xx (not the bucket's): the answer to a peer
+                          carries FLEET_H_FAILED */
     } peer;
     struct relay_waiter waiter; /* suspends and resumes the connection (req.h) */
     /* Reading a relay to the client (deliver.c). */

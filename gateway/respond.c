@@ -20,6 +20,12 @@ void gw_respond_common_headers(struct gw_req *q, struct MHD_Response *resp)
     MHD_add_response_header(resp, "Server", "s3cached");
     if (q->peer.refused) /* the asking peer reads from the bucket instead of relaying this */
         MHD_add_response_header(resp, FLEET_H_REFUSED, "true");
+    /* A 5xx of this gateway's own, to a peer: it failed, not the bucket, so the asker reads
+     * from the bucket and marks it down; a 5xx it relays is the bucket's answer to pass on. */
+    if (q->peer.failed &&
+        (q->peer.from || q->peer.listener ||
+         MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, FLEET_H_SIGNATURE) != NULL))
+        MHD_add_response_header(resp, FLEET_H_FAILED, "true");
     if (q->x_cache)
         MHD_add_response_header(resp, "X-Cache", q->x_cache);
 }
@@ -50,6 +56,7 @@ static enum MHD_Result respond_error(struct gw_req *q, int status, const char *c
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", "application/xml");
+    q->peer.failed = status >= 500;
     sc_debug("%s %s -> %d %s", q->method, q->target, status, code);
     return gw_respond_queue(q, status, resp);
 }

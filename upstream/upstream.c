@@ -536,12 +536,12 @@ static bool may_retry(const up_req *r)
            r->attempt < r->up->cfg.retries;
 }
 
-/* A peer attempt's head that says the peer failed, not the object: a 5xx (it could not ask
- * the bucket, or is going away) or a refused fleet signature. A 404, 403 or 412 is the bucket's
- * answer through its owner. */
+/* Whether a peer's head says the peer failed: its own 5xx (FLEET_H_FAILED) or a refused
+ * signature. A 5xx without the mark is the bucket's, relayed by a healthy owner: the answer. */
 static bool peer_head_failed(const up_req *r, long status)
 {
-    return status >= 500 || http_header_get(r->resp, r->n_resp, FLEET_H_REFUSED) != NULL;
+    return (status >= 500 && http_header_get(r->resp, r->n_resp, FLEET_H_FAILED) != NULL) ||
+           http_header_get(r->resp, r->n_resp, FLEET_H_REFUSED) != NULL;
 }
 
 /* Notes what a head handed over says for a resume: the span of its body and its version. */
@@ -614,7 +614,8 @@ static bool on_final_head(up_req *r, long status)
     }
     if (r->resuming)
         return check_resume_head(r, status);
-    if (status_is_retryable(status) && may_retry(r)) {
+    /* at a peer, a 5xx not its own is the bucket's after the owner's retries: handed over */
+    if (status_is_retryable(status) && may_retry(r) && !r->at_peer) {
         r->discard = true;
         return true;
     }
