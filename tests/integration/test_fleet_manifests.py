@@ -9,30 +9,11 @@ the bucket sees every request the fleet sends it.
 import time
 import urllib.request
 
-import pytest
-
 from harness import s3util
-from harness.fleet import Fleet
 from test_fleet_cache import seed
 from test_manifests import api
 
 OBJECTS = 300  # 8 KiB each: the dataset fits every gateway's cache many times over
-
-
-@pytest.fixture
-def make_fleet(gateway):
-    made = []
-
-    def make(up, **kw):
-        f = Fleet(gateway, up, **kw)
-        made.append(f)
-        for g in f.gateways:
-            g.require_real()
-        return f
-
-    yield make
-    for f in made:
-        f.close()
 
 
 def wait_for(what, check, timeout=60):
