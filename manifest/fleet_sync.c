@@ -4,7 +4,7 @@
  * that each gateway knows the whole plan (and warms the names it owns, build.c), and asks each
  * live peer for its progress of every job once a second, so that any gateway reports the
  * fleet's progress. Requests to peers are fleet-signed and go to the peer alone
- * (upstream/peer_call.h); a forwarded copy is registered by the peer under the same id and
+ * (upstream/call.h); a forwarded copy is registered by the peer under the same id and
  * never forwarded again (gateway/admin/admin.c). The thread is the only one that waits for a
  * peer: HTTP workers only queue (mf_forward) or read the latest numbers (mf_fleet_progress).
  */
@@ -15,7 +15,7 @@
 #include "../common/clock.h"
 #include "../common/log.h"
 #include "../sigv4/sigv4.h"
-#include "../upstream/peer_call.h"
+#include "../upstream/call.h"
 #include "manifest_int.h"
 
 #define REPORT_MAX_BODY (1024u * 1024u) /* a progress answer: 100 failures of long keys fit */

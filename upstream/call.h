@@ -1,12 +1,13 @@
 /*
- * peer_call.h - one request to a fleet peer alone (up_request.peer_only), waited for: the
- * gateways' own exchanges about manifests (docs/fleet.md, "Manifests on a fleet").
+ * call.h - one request, waited for: a page of a listing (list.c) and the gateways' own
+ * exchanges with a fleet peer alone (up_request.peer_only) about manifests (docs/fleet.md,
+ * "Manifests on a fleet").
  *
- * up_peer_call() blocks until the peer answered or failed, so only a thread of the gateway's
- * own (the manifests' fleet thread) may call it, never an HTTP worker.
+ * These block until the answer is whole or the request failed, so only a thread of the
+ * gateway's own (the manifests' threads) may call them, never an HTTP worker.
  */
-#ifndef UP_PEER_CALL_H
-#define UP_PEER_CALL_H
+#ifndef UP_CALL_H
+#define UP_CALL_H
 
 #include "../common/buf.h"
 #include "upstream.h"
@@ -21,6 +22,18 @@ struct up_peer_call {
     const char *body;   /* body_len bytes, borrowed until the call returns; NULL: no body */
     size_t body_len;
 };
+
+/*
+ * @brief Submits req (up_submit) and waits for its answer.
+ * @param body req->body_length bytes to send when it is >= 0, borrowed until the call returns.
+ * @param[out] status the answer's HTTP status (0 when there was none).
+ * @param[out] answer the answer's body, appended (bounded by answer->max, see sc_buf); the
+ *             caller initializes and frees it. Past the bound the rest is dropped and the call
+ *             answers SC_ETOOBIG.
+ * @return SC_OK (see *status), SC_ETOOBIG, SC_ENOMEM, or the transfer's failure.
+ */
+sc_code up_call(upstream *up, const struct up_request *req, const char *body, long *status,
+                struct sc_buf *answer);
 
 /*
  * @brief Sends the call, fleet-signed, to the peer alone and waits for its answer.

@@ -1,7 +1,7 @@
 /*
- * peer_call.c - one request to a fleet peer alone, waited for (see peer_call.h).
+ * call.c - one request, waited for (see call.h).
  */
-#include "peer_call.h"
+#include "call.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -26,8 +26,9 @@ static void on_head(void *arg, const struct http_head *head)
 static bool on_body(void *arg, const char *p, size_t n)
 {
     struct call *c = arg;
-    if (sc_buf_append(c->answer, p, n) != SC_OK && c->rc == SC_OK)
-        c->rc = SC_ETOOBIG; /* the rest is dropped; the answer is refused at the end */
+    sc_code rc = sc_buf_append(c->answer, p, n);
+    if (rc != SC_OK && c->rc == SC_OK)
+        c->rc = rc; /* the rest is dropped; the answer is refused at the end */
     return true;
 }
 
@@ -54,20 +55,14 @@ static void on_done(void *arg, sc_code rc)
 
 static const struct up_handler call_handler = {on_head, on_body, read_body, on_done};
 
-sc_code up_peer_call(upstream *up, const struct up_peer_call *pc, long *status,
-                     struct sc_buf *answer)
+sc_code up_call(upstream *up, const struct up_request *req, const char *body, long *status,
+                struct sc_buf *answer)
 {
-    struct call c = {.rc = SC_OK, .answer = answer, .body = pc->body, .left = pc->body_len};
+    size_t len = req->body_length > 0 ? (size_t)req->body_length : 0;
+    struct call c = {.rc = SC_OK, .answer = answer, .body = body, .left = len};
     pthread_mutex_init(&c.mu, NULL);
     pthread_cond_init(&c.cv, NULL);
-    struct up_request req = {.method = pc->method,
-                             .bucket = pc->bucket,
-                             .key = pc->key,
-                             .query = pc->query,
-                             .body_length = pc->body ? (int64_t)pc->body_len : -1,
-                             .peer = pc->peer,
-                             .peer_only = true};
-    sc_code rc = up_submit(up, &req, &call_handler, &c, NULL);
+    sc_code rc = up_submit(up, req, &call_handler, &c, NULL);
     if (rc == SC_OK) {
         pthread_mutex_lock(&c.mu);
         while (!c.done)
@@ -79,4 +74,17 @@ sc_code up_peer_call(upstream *up, const struct up_peer_call *pc, long *status,
     pthread_cond_destroy(&c.cv);
     pthread_mutex_destroy(&c.mu);
     return rc;
+}
+
+sc_code up_peer_call(upstream *up, const struct up_peer_call *pc, long *status,
+                     struct sc_buf *answer)
+{
+    struct up_request req = {.method = pc->method,
+                             .bucket = pc->bucket,
+                             .key = pc->key,
+                             .query = pc->query,
+                             .body_length = pc->body ? (int64_t)pc->body_len : -1,
+                             .peer = pc->peer,
+                             .peer_only = true};
+    return up_call(up, &req, pc->body, status, answer);
 }
