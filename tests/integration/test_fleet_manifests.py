@@ -108,13 +108,19 @@ def test_ranks_registered_on_three_gateways_form_one_job_on_each(upstream, make_
             assert prog is not None and prog["job"] == jobs[0]["id"], (mid, prog)
 
 
+def register_keys(g, up, bodies):
+    """Registers a manifest of bodies' keys (no prefetch) on gateway g; returns the reply."""
+    status, reply, _ = api(g, "POST", "manifests",
+                           {"bucket": up.bucket, "keys": sorted(bodies), "prefetch": False})
+    assert status == 201, reply
+    return reply
+
+
 def test_withdrawal_through_any_gateway_withdraws_everywhere(upstream, make_fleet):
     prefix = s3util.unique_key("fleet-mf-del")
     bodies = seed(upstream, prefix, n=20)
     fleet = make_fleet(upstream)
-    status, reply, _ = api(fleet[0], "POST", "manifests",
-                           {"bucket": upstream.bucket, "keys": sorted(bodies), "prefetch": False})
-    assert status == 201, reply
+    reply = register_keys(fleet[0], upstream, bodies)
     mid = reply["id"]
     wait_for("the registration on every gateway", lambda: known_everywhere(fleet, mid))
 
@@ -132,9 +138,7 @@ def test_a_forwarded_registration_is_not_forwarded_again(upstream, make_fleet):
     prefix = s3util.unique_key("fleet-mf-storm")
     bodies = seed(upstream, prefix, n=20)
     fleet = make_fleet(upstream)
-    status, reply, _ = api(fleet[1], "POST", "manifests",
-                           {"bucket": upstream.bucket, "keys": sorted(bodies), "prefetch": False})
-    assert status == 201, reply
+    reply = register_keys(fleet[1], upstream, bodies)
     wait_for("the registration on every gateway", lambda: known_everywhere(fleet, reply["id"]))
     time.sleep(3)  # what a peer would forward again has arrived by now
     assert [registrations(g, "client") for g in fleet.gateways] == [0, 1, 0]
@@ -145,9 +149,7 @@ def test_progress_says_which_peer_did_not_report(upstream, make_fleet):
     prefix = s3util.unique_key("fleet-mf-gone")
     bodies = seed(upstream, prefix, n=20)
     fleet = make_fleet(upstream)
-    status, reply, _ = api(fleet[0], "POST", "manifests",
-                           {"bucket": upstream.bucket, "keys": sorted(bodies), "prefetch": False})
-    assert status == 201, reply
+    reply = register_keys(fleet[0], upstream, bodies)
     mid = reply["id"]
 
     def reporting(k):
