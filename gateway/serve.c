@@ -62,6 +62,13 @@ static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t by
 
 /* ---- peer requests ------------------------------------------------------------------- */
 
+/* The span of q's Range header; false without one (or one range_span does not take). */
+static bool request_span(struct gw_req *q, uint64_t *first, uint64_t *last)
+{
+    const char *range = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range");
+    return range != NULL && range_span(range, first, last);
+}
+
 /*
  * The name a peer request asks for (fleet.h): for a range, the name of the block its first
  * byte lies in (a peer asks a large object block by block), else the object's.
@@ -69,9 +76,8 @@ static void count_read(struct gw_req *q, enum gw_read_result result, uint64_t by
 static uint64_t peer_request_name(struct gw_req *q)
 {
     uint64_t khash = sc_key_hash(q->tgt.bucket, q->tgt.key);
-    const char *range = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range");
     uint64_t first = 0, last = 0;
-    if (range == NULL || !range_span(range, &first, &last))
+    if (!request_span(q, &first, &last))
         return khash;
     return sc_block_key_hash(khash, (uint32_t)(first / q->g->cfg->block_size));
 }
@@ -95,10 +101,9 @@ static struct gw_next pass_for_peer(struct gw_req *q)
  * without fetching any. */
 static bool peer_range_cached(struct gw_req *q, store_obj *obj)
 {
-    const char *range = MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, "Range");
     uint64_t first = 0, last = 0, size = store_obj_size(obj);
     uint32_t bs = store_obj_block_size(obj);
-    if (range == NULL || !range_span(range, &first, &last) || bs == 0 || first >= size)
+    if (!request_span(q, &first, &last) || bs == 0 || first >= size)
         return false;
     if (last >= size)
         last = size - 1;
