@@ -95,6 +95,11 @@ struct fleet_owner {
  * under a read lock (it runs on every miss). */
 void fleet_owner_of(fleet *f, uint64_t name, struct fleet_owner *out);
 
+/* @brief The name of the bytes from offset `first` of the object whose sc_key_hash() is khash,
+ * as the fleet owns them: the name of the block they lie in (sc_block_key_hash) at block_size,
+ * or khash itself when blocks do not apply (block_size 0, or a block index past 32 bits). */
+uint64_t fleet_range_name(uint64_t khash, uint64_t first, uint32_t block_size);
+
 /* @brief Whether this gateway owns name now. */
 bool fleet_owns(fleet *f, uint64_t name);
 

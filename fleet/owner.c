@@ -45,3 +45,10 @@ bool fleet_owns(fleet *f, uint64_t name)
     pthread_rwlock_unlock(&f->lock);
     return self;
 }
+
+uint64_t fleet_range_name(uint64_t khash, uint64_t first, uint32_t block_size)
+{
+    if (block_size == 0 || first / block_size > UINT32_MAX)
+        return khash;
+    return sc_block_key_hash(khash, (uint32_t)(first / block_size));
+}

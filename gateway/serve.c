@@ -79,7 +79,7 @@ static uint64_t peer_request_name(struct gw_req *q)
     uint64_t first = 0, last = 0;
     if (!request_span(q, &first, &last))
         return khash;
-    return sc_block_key_hash(khash, (uint32_t)(first / q->g->cfg->block_size));
+    return fleet_range_name(khash, first, q->g->cfg->block_size);
 }
 
 /* A peer request for a name another gateway owns by this one's view (views differ for a

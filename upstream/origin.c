@@ -102,16 +102,6 @@ sc_code origin_fetch(struct origin *o, const char *bucket, const char *key,
     return up_submit(o->bucket, &req, h, arg, out);
 }
 
-/* The name of the range starting at first: its block's, or the object's without blocks. */
-static uint64_t range_name(const struct origin *o, const char *bucket, const char *key,
-                           uint64_t first)
-{
-    uint64_t khash = sc_key_hash(bucket, key);
-    if (o->block_size == 0 || first / o->block_size > UINT32_MAX)
-        return khash;
-    return sc_block_key_hash(khash, (uint32_t)(first / o->block_size));
-}
-
 /* A ranged GET of [first, last] (If-Match etag unless NULL), to the bucket unless peer. */
 static sc_code fetch_range(struct origin *o, const char *bucket, const char *key,
                            const struct up_identity *as, uint64_t first, uint64_t last,
@@ -142,7 +132,8 @@ sc_code origin_fetch_range(struct origin *o, const char *bucket, const char *key
                            void *arg, up_req **out)
 {
     struct fleet_owner owner;
-    const char *peer = route(o, range_name(o, bucket, key, first), &owner, way);
+    const char *peer =
+        route(o, fleet_range_name(sc_key_hash(bucket, key), first, o->block_size), &owner, way);
     return fetch_range(o, bucket, key, as, first, last, etag, peer, h, arg, out);
 }
 

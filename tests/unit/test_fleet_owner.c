@@ -331,10 +331,23 @@ static void with_every_peer_down_this_gateway_owns_all(void **state)
     fleet_free(f);
 }
 
+/* A range is owned by its block's name; without blocks, or past 32-bit block indices, by its
+ * object's (origin.c and serve.c both name ranges with it, so asker and owner agree). */
+static void a_range_is_named_by_its_block(void **state)
+{
+    (void)state;
+    uint64_t k = sc_key_hash("bkt", "shard-000.tar");
+    assert_true(fleet_range_name(k, 0, 8u << 20) == sc_block_key_hash(k, 0));
+    assert_true(fleet_range_name(k, (5ull << 23) + 7, 8u << 20) == sc_block_key_hash(k, 5));
+    assert_true(fleet_range_name(k, 123, 0) == k);
+    assert_true(fleet_range_name(k, (uint64_t)UINT32_MAX * 2 + 2, 1) == k);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(shares_are_even),
+        cmocka_unit_test(a_range_is_named_by_its_block),
         cmocka_unit_test(the_owner_is_the_highest_score),
         cmocka_unit_test(every_gateway_agrees),
         cmocka_unit_test(a_fourth_peer_takes_a_quarter_from_the_others),
