@@ -180,6 +180,8 @@ tool_layer = $(if $(filter test_sim,$(1)),policy,$(if $(filter test_trainsim_%,$
 # constant time.
 LDEXTRA_test_s3_auth := -Wl,--wrap=CRYPTO_memcmp
 LDEXTRA_test_fleet_auth := -Wl,--wrap=CRYPTO_memcmp
+# test_httpdate wraps timegm, to see that a parse takes no time zone lock.
+LDEXTRA_test_httpdate := -Wl,--wrap=timegm
 
 define unit_test
 build/asan/tests/$(1): tests/unit/$(1).c $$(call tool_objs,$(1)) \
