@@ -65,6 +65,7 @@ TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
 EMBED_SRC   := tools/embed/embed.c
 RELAY_SRC   := $(wildcard tools/latency-relay/*.c)
 PLANBENCH_SRC := $(wildcard tools/planbench/*.c)
+MEMFILL_SRC   := $(wildcard tools/memfill/*.c)
 
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 
@@ -79,7 +80,8 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 
 .PHONY: all asan unit pyunit test integration run format lint clean deps valgrind bench \
         fuzz fuzz-build fuzz-smoke docker-test layers
-all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim build/plan-bench
+all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim build/plan-bench \
+     build/s3cached-memfill
 
 # One archive per layer, optimized (build/lib) and sanitized (build/asan/lib).
 define layer_lib
@@ -109,6 +111,10 @@ build/s3cachectl: $(CTL_SRC:%.c=build/obj/%.o) $(call layer_libs,common,build)
 
 # A large manifest parsed and registered, timed and its memory counted (bench/plans.sh).
 build/plan-bench: $(PLANBENCH_SRC:%.c=build/obj/%.o) $(call layer_libs,manifest,build)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The memory a cached object costs beyond LMDB's map (bench/memory.sh).
+build/s3cached-memfill: $(MEMFILL_SRC:%.c=build/obj/%.o) $(call layer_libs,store,build)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # A small C program, not xxd (often missing): it also checks the page loads nothing
@@ -174,6 +180,8 @@ tool_layer = $(if $(filter test_sim,$(1)),policy,$(if $(filter test_trainsim_%,$
 # constant time.
 LDEXTRA_test_s3_auth := -Wl,--wrap=CRYPTO_memcmp
 LDEXTRA_test_fleet_auth := -Wl,--wrap=CRYPTO_memcmp
+# test_httpdate wraps timegm, to see that a parse takes no time zone lock.
+LDEXTRA_test_httpdate := -Wl,--wrap=timegm
 
 define unit_test
 build/asan/tests/$(1): tests/unit/$(1).c $$(call tool_objs,$(1)) \
@@ -288,7 +296,7 @@ test: deps
 lint:
 	@clang-format --dry-run --Werror $(FORMAT_SRC)
 	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC) \
-	         $(EMBED_SRC) $(RELAY_SRC) $(PLANBENCH_SRC) $(FUZZ_SRC); do \
+	         $(EMBED_SRC) $(RELAY_SRC) $(PLANBENCH_SRC) $(MEMFILL_SRC) $(FUZZ_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean"
 	@$(MAKE) -s layers

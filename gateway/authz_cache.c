@@ -4,6 +4,11 @@
  * Each set holds two entries; a lookup compares the 32-byte digest of (identity,
  * bucket, key) with both. An insert takes the matching entry, else an empty or
  * expired one, else the one that expires first.
+ *
+ * Every authenticated request looks here, on every HTTP thread: the sets are locked in
+ * STRIPES stripes (set index modulo STRIPES), each a read-write lock, so lookups share and
+ * threads reading other keys do not meet; SHA-256 is fetched from OpenSSL once (an
+ * EVP_sha256() init fetches it again, under OpenSSL's own global lock).
  */
 #include "authz_cache.h"
 
@@ -14,6 +19,7 @@
 
 #define DIGEST_LEN 32
 #define WAYS       2
+#define STRIPES    64
 
 struct entry {
     unsigned char digest[DIGEST_LEN];
@@ -22,7 +28,7 @@ struct entry {
 };
 
 struct authz_cache {
-    pthread_mutex_t mu;
+    pthread_rwlock_t stripe[STRIPES]; /* stripe[i] guards the sets whose index is i mod STRIPES */
     struct entry *entries;
     size_t n_sets;
     uint64_t ttl;
@@ -43,7 +49,8 @@ sc_code authz_cache_new(size_t entries, uint64_t ttl, authz_cache **out)
         free(c);
         return SC_ENOMEM;
     }
-    pthread_mutex_init(&c->mu, NULL);
+    for (size_t i = 0; i < STRIPES; i++)
+        pthread_rwlock_init(&c->stripe[i], NULL);
     *out = c;
     return SC_OK;
 }
@@ -52,18 +59,28 @@ void authz_cache_free(authz_cache *c)
 {
     if (c == NULL)
         return;
-    pthread_mutex_destroy(&c->mu);
+    for (size_t i = 0; i < STRIPES; i++)
+        pthread_rwlock_destroy(&c->stripe[i]);
     free(c->entries);
     free(c);
+}
+
+static EVP_MD *sha256;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void fetch_sha256(void)
+{
+    sha256 = EVP_MD_fetch(NULL, "SHA2-256", NULL);
 }
 
 /* SHA-256 over identity, NUL, bucket, NUL, key; false if the digest fails. */
 static bool digest_of(const char *identity, const char *bucket, const char *key,
                       unsigned char out[DIGEST_LEN])
 {
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    pthread_once(&sha256_once, fetch_sha256);
+    EVP_MD_CTX *ctx = sha256 != NULL ? EVP_MD_CTX_new() : NULL;
     unsigned int len = 0;
-    bool ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+    bool ok = ctx != NULL && EVP_DigestInit_ex(ctx, sha256, NULL) == 1 &&
               EVP_DigestUpdate(ctx, identity, strlen(identity) + 1) == 1 &&
               EVP_DigestUpdate(ctx, bucket, strlen(bucket) + 1) == 1 &&
               EVP_DigestUpdate(ctx, key, strlen(key)) == 1 &&
@@ -72,11 +89,12 @@ static bool digest_of(const char *identity, const char *bucket, const char *key,
     return ok;
 }
 
-static struct entry *set_of(authz_cache *c, const unsigned char digest[DIGEST_LEN])
+/* The index of digest's set. */
+static size_t set_index(const authz_cache *c, const unsigned char digest[DIGEST_LEN])
 {
     uint64_t h;
     memcpy(&h, digest, sizeof(h));
-    return &c->entries[(h % c->n_sets) * WAYS];
+    return (size_t)(h % c->n_sets);
 }
 
 enum authz_answer authz_cache_get(authz_cache *c, const char *identity, const char *bucket,
@@ -86,13 +104,14 @@ enum authz_answer authz_cache_get(authz_cache *c, const char *identity, const ch
     if (c->ttl == 0 || !digest_of(identity, bucket, key, d))
         return AUTHZ_UNKNOWN;
     enum authz_answer a = AUTHZ_UNKNOWN;
-    pthread_mutex_lock(&c->mu);
-    struct entry *set = set_of(c, d);
+    size_t s = set_index(c, d);
+    const struct entry *set = &c->entries[s * WAYS];
+    pthread_rwlock_rdlock(&c->stripe[s % STRIPES]);
     for (size_t i = 0; i < WAYS; i++) {
         if (set[i].expires > now && memcmp(set[i].digest, d, DIGEST_LEN) == 0)
             a = set[i].allowed ? AUTHZ_ALLOWED : AUTHZ_DENIED;
     }
-    pthread_mutex_unlock(&c->mu);
+    pthread_rwlock_unlock(&c->stripe[s % STRIPES]);
     return a;
 }
 
@@ -119,20 +138,23 @@ void authz_cache_put(authz_cache *c, const char *identity, const char *bucket, c
     unsigned char d[DIGEST_LEN];
     if (c->ttl == 0 || !digest_of(identity, bucket, key, d))
         return;
-    pthread_mutex_lock(&c->mu);
-    struct entry *e = victim(set_of(c, d), d, now);
+    size_t s = set_index(c, d);
+    pthread_rwlock_wrlock(&c->stripe[s % STRIPES]);
+    struct entry *e = victim(&c->entries[s * WAYS], d, now);
     memcpy(e->digest, d, DIGEST_LEN);
     e->expires = now + (int64_t)c->ttl;
     e->allowed = allowed;
-    pthread_mutex_unlock(&c->mu);
+    pthread_rwlock_unlock(&c->stripe[s % STRIPES]);
 }
 
 size_t authz_cache_count(authz_cache *c, int64_t now)
 {
     size_t n = 0;
-    pthread_mutex_lock(&c->mu);
-    for (size_t i = 0; i < c->n_sets * WAYS; i++)
-        n += c->entries[i].expires > now;
-    pthread_mutex_unlock(&c->mu);
+    for (size_t s = 0; s < c->n_sets; s++) {
+        pthread_rwlock_rdlock(&c->stripe[s % STRIPES]);
+        for (size_t i = 0; i < WAYS; i++)
+            n += c->entries[s * WAYS + i].expires > now;
+        pthread_rwlock_unlock(&c->stripe[s % STRIPES]);
+    }
     return n;
 }

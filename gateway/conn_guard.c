@@ -1,6 +1,8 @@
 /*
  * conn_guard.c - the slow-client watchdog (see conn_guard.h): a list of connections under one
  * lock, a thread that looks at each twice a second, and conn_guard_judge(), which decides.
+ * Request threads do not take the lock for a request: they post its phase and the suspensions
+ * to atomics of the connection's entry, which the watchdog reads at each look.
  */
 #include "conn_guard.h"
 
@@ -26,10 +28,12 @@
 struct guard_conn {
     struct guard_conn *prev, *next;
     int fd;
-    bool cut;           /* shut down: libmicrohttpd closes it next */
-    bool suspended;     /* the gateway holds the connection now */
-    bool was_suspended; /* ... or did since the last look */
-    struct guard_track track;
+    bool cut;                  /* shut down: libmicrohttpd closes it next */
+    atomic_bool suspended;     /* the gateway holds the connection now */
+    atomic_bool was_suspended; /* ... or did since the last look */
+    atomic_uint posted;        /* the request thread's phase (conn_guard_post) */
+    unsigned seen;             /* posted as of the watchdog's last look */
+    struct guard_track track;  /* the watchdog's alone */
 };
 
 struct conn_guard {
@@ -105,6 +109,21 @@ static enum guard_verdict judge_response(struct guard_track *t, const struct gua
                                                                                : GUARD_OK;
 }
 
+unsigned conn_guard_post(unsigned posted, enum guard_phase phase)
+{
+    return ((posted >> 2) + 1) << 2 | ((unsigned)phase & 3u);
+}
+
+bool conn_guard_catch_up(struct guard_track *t, unsigned *seen, unsigned posted)
+{
+    if (posted == *seen)
+        return false;
+    *seen = posted;
+    t->phase = GUARD_POST_PHASE(posted);
+    t->have_mark = false;
+    return true;
+}
+
 enum guard_verdict conn_guard_judge(struct guard_track *t, const struct guard_sample *s,
                                     const struct guard_limits *lim)
 {
@@ -137,8 +156,8 @@ static void look(struct guard_conn *c, double now, struct guard_sample *s)
     s->acked = s->have_bytes ? ti.tcpi_bytes_acked : 0;
     s->unread = ioctl(c->fd, FIONREAD, &unread) == 0 && unread > 0;
     s->unsent = ioctl(c->fd, SIOCOUTQ, &unsent) == 0 && unsent > 0;
-    s->held = c->suspended || c->was_suspended;
-    c->was_suspended = c->suspended;
+    bool suspended = atomic_load(&c->suspended);
+    s->held = atomic_exchange(&c->was_suspended, suspended) || suspended;
 }
 
 /* Ends c: libmicrohttpd reads the end of input, or cannot write, and closes it (guard locked). */
@@ -171,7 +190,10 @@ static void look_at_all(struct conn_guard *cg)
 {
     double now = sc_now_seconds();
     for (struct guard_conn *c = cg->conns; c != NULL; c = c->next) {
-        if (c->cut || (c->track.phase == GUARD_BUSY && cg->lim.min_rate <= 0))
+        if (c->cut)
+            continue;
+        conn_guard_catch_up(&c->track, &c->seen, atomic_load(&c->posted));
+        if (c->track.phase == GUARD_BUSY && cg->lim.min_rate <= 0)
             continue;
         struct guard_sample s;
         look(c, now, &s);
@@ -281,15 +303,13 @@ void conn_guard_close(conn_guard *cg, struct guard_conn *c)
     free(c);
 }
 
-/* Moves c to phase; the next look takes a fresh byte count. */
+/* Moves c to phase; the next look takes a fresh byte count. The request's thread only. */
 static void set_phase(conn_guard *cg, struct guard_conn *c, enum guard_phase phase)
 {
     if (cg == NULL || c == NULL)
         return;
-    pthread_mutex_lock(&cg->mu);
-    c->track.phase = phase;
-    c->track.have_mark = false;
-    pthread_mutex_unlock(&cg->mu);
+    unsigned posted = atomic_load_explicit(&c->posted, memory_order_relaxed);
+    atomic_store_explicit(&c->posted, conn_guard_post(posted, phase), memory_order_release);
 }
 
 void conn_guard_head_in(conn_guard *cg, struct guard_conn *c, bool body)
@@ -299,14 +319,9 @@ void conn_guard_head_in(conn_guard *cg, struct guard_conn *c, bool body)
 
 void conn_guard_body_in(conn_guard *cg, struct guard_conn *c)
 {
-    if (cg == NULL || c == NULL)
-        return;
-    pthread_mutex_lock(&cg->mu);
-    if (c->track.phase == GUARD_BODY) {
-        c->track.phase = GUARD_BUSY;
-        c->track.have_mark = false;
-    }
-    pthread_mutex_unlock(&cg->mu);
+    if (c != NULL &&
+        GUARD_POST_PHASE(atomic_load_explicit(&c->posted, memory_order_relaxed)) == GUARD_BODY)
+        set_phase(cg, c, GUARD_BUSY);
 }
 
 void conn_guard_request_done(conn_guard *cg, struct guard_conn *c)
@@ -318,11 +333,9 @@ void conn_guard_hold(conn_guard *cg, struct guard_conn *c, bool held)
 {
     if (cg == NULL || c == NULL)
         return;
-    pthread_mutex_lock(&cg->mu);
-    c->suspended = held;
+    atomic_store(&c->suspended, held);
     if (held)
-        c->was_suspended = true;
-    pthread_mutex_unlock(&cg->mu);
+        atomic_store(&c->was_suspended, true);
 }
 
 uint64_t conn_guard_count(conn_guard *cg, enum guard_verdict verdict)

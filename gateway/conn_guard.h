@@ -24,7 +24,11 @@
  * libmicrohttpd's CLOSED notification, which comes before it closes the descriptor) with the
  * guard locked, so a descriptor in the guard is always still that connection's.
  *
- * The guard knows sockets, not HTTP: server.c tells it where each connection's request is.
+ * The guard knows sockets, not HTTP: server.c tells it where each connection's request is,
+ * without taking the guard's lock (a request would otherwise take it three times, and every
+ * HTTP thread would meet the others on it): the request's thread posts the phase to the
+ * connection's entry (conn_guard_post), and the watchdog takes the latest post at its next
+ * look (conn_guard_catch_up) as if the phase had been set then.
  * Every function below accepts a NULL guard or connection (no guard configured, or no memory
  * for the entry: that connection is then only under --connection-timeout) and does nothing.
  */
@@ -121,6 +125,22 @@ struct guard_sample {
     bool unsent;     /* bytes wait in the socket that the client has not taken */
     bool held;       /* the gateway suspended the connection since the last look */
 };
+
+/*
+ * A connection's posted phase: a count of posts << 2 | the phase, written by the request's
+ * thread alone, read by the watchdog. Starts at 0 (no post, GUARD_IDLE).
+ */
+#define GUARD_POST_PHASE(posted) ((enum guard_phase)((posted)&3u))
+
+/* @brief The posted word after posting phase (the count moves on even if the phase is the same). */
+unsigned conn_guard_post(unsigned posted, enum guard_phase phase);
+
+/*
+ * @brief Takes what was posted since the last look (*seen): the latest posted phase, its mark
+ * unset, as a set of the phase would have left t. Nothing changes if nothing was posted.
+ * @return true if t changed.
+ */
+bool conn_guard_catch_up(struct guard_track *t, unsigned *seen, unsigned posted);
 
 /*
  * @brief Moves t on by one look s at the connection and says whether to end it.

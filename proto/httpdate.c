@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -150,11 +151,22 @@ static bool fields_in_range(const struct tm *tm)
            tm->tm_min <= 59 && tm->tm_sec <= 60;
 }
 
-/* timegm() returns -1 both on error and for 1969-12-31 23:59:59; tm is normalized by then. */
-static bool is_last_second_before_epoch(const struct tm *tm)
+/*
+ * Seconds since the epoch of tm (fields_in_range), UTC: what timegm() gives, without the time
+ * zone lock glibc takes in it (every hit parses the Last-Modified it has cached, on every HTTP
+ * thread). Days from the civil date as in H. Hinnant's days_from_civil; a leap second (60) is
+ * the next minute's first, as timegm() normalizes it.
+ */
+static time_t utc_seconds(const struct tm *tm)
 {
-    return tm->tm_year == 69 && tm->tm_mon == 11 && tm->tm_mday == 31 && tm->tm_hour == 23 &&
-           tm->tm_min == 59 && tm->tm_sec == 59;
+    int64_t y = (int64_t)tm->tm_year + 1900, m = tm->tm_mon + 1;
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;                                             /* [0, 399] */
+    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + tm->tm_mday - 1; /* from March 1 */
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    int64_t days = era * 146097 + doe - 719468; /* 719468: 0000-03-01 to 1970-01-01 */
+    return (time_t)(days * 86400 + tm->tm_hour * 3600 + tm->tm_min * 60 + tm->tm_sec);
 }
 
 static void trim(struct cursor *c)
@@ -189,10 +201,7 @@ sc_code httpdate_parse(const char *s, time_t *out)
     trim(&c);
     if (!parse_any(&c, &tm) || c.p != c.end || !fields_in_range(&tm))
         return SC_EINVAL;
-    time_t t = timegm(&tm);
-    if (t == (time_t)-1 && !is_last_second_before_epoch(&tm))
-        return SC_EINVAL;
-    *out = t;
+    *out = utc_seconds(&tm);
     return SC_OK;
 }
 

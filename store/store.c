@@ -36,7 +36,7 @@
 #define CAPACITY_MAX        (1ull << 60)
 #define DEFAULT_MAX_READERS 512u
 #define N_DBIS              5
-#define N_LOCKS             5 /* see init_locks() */
+#define N_LOCKS             6 /* see init_locks() */
 #define LOCK_FILE           "s3cached.lock"
 
 /* The directory must be writable (and searchable) with this process's effective ids. */
@@ -180,6 +180,8 @@ static sc_code fit_capacity(store *st)
 
 static void destroy_locks(store *st, int made)
 {
+    if (made > 5)
+        st_readers_free(st);
     if (made > 4)
         pthread_cond_destroy(&st->q_done);
     if (made > 3)
@@ -192,8 +194,9 @@ static void destroy_locks(store *st, int made)
         pthread_mutex_destroy(&st->pol_lock);
 }
 
-/* Initializes the five locks; *made counts those initialized, for destroy_locks(). */
-static sc_code init_locks(store *st, int *made)
+/* Initializes the five locks and the readers' slots; *made counts those initialized, for
+ * destroy_locks(). */
+static sc_code init_locks(store *st, unsigned max_readers, int *made)
 {
     sc_code rc = SC_ENOMEM;
     *made = 0;
@@ -212,6 +215,9 @@ static sc_code init_locks(store *st, int *made)
     if (pthread_cond_init(&st->q_done, NULL) != 0)
         goto out;
     (*made)++;
+    if (st_readers_init(st, max_readers) != SC_OK)
+        goto out;
+    (*made)++;
     rc = SC_OK;
 out:
     return rc;
@@ -220,8 +226,10 @@ out:
 /* Frees what store_open() built, in reverse; the writer must not be running. */
 static void release(store *st, int locks)
 {
-    if (st->env != NULL)
+    if (st->env != NULL) {
+        st_rtxn_drop_idle(st);
         mdb_env_close(st->env);
+    }
     if (st->lock_fd >= 0)
         close(st->lock_fd); /* after the environment: nobody else writes before it is shut */
     if (st->pol_state != NULL)
@@ -249,7 +257,7 @@ sc_code store_open(const struct store_config *cfg, store **out)
     st->verify = cfg->verify_checksums;
     st->pol = cfg->policy;
     st->stats.capacity_bytes = cfg->capacity_bytes;
-    rc = init_locks(st, &locks);
+    rc = init_locks(st, cfg->max_readers != 0 ? cfg->max_readers : DEFAULT_MAX_READERS, &locks);
     if (rc != SC_OK)
         goto out;
     rc = make_dirs(cfg->dir);
@@ -298,6 +306,7 @@ sc_code store_hint(store *st, const struct policy_hint *h)
 {
     if (st->pol->hint == NULL)
         return SC_OK;
+    st_hits_drain(st); /* the hint comes after every hit so far */
     pthread_mutex_lock(&st->pol_lock);
     sc_code rc = st->pol->hint(st->pol_state, h);
     pthread_mutex_unlock(&st->pol_lock);
@@ -308,6 +317,7 @@ static bool would_admit(store *st, const struct policy_obj *obj)
 {
     if (st->pol->admit == NULL)
         return true;
+    st_hits_drain(st);
     pthread_mutex_lock(&st->pol_lock);
     bool yes = st->pol->admit(st->pol_state, obj);
     pthread_mutex_unlock(&st->pol_lock);

@@ -80,10 +80,14 @@ static sc_code read_block(store_obj *obj, uint32_t idx, const void **data, uint3
 
 static void count_hits(store_obj *obj, uint32_t first, uint32_t n)
 {
-    pthread_mutex_lock(&obj->st->pol_lock);
-    for (uint32_t i = 0; i < n; i++)
-        obj->st->pol->on_hit(obj->st->pol_state, STORE_BLOCK_ID(obj->rec.id, first + i));
-    pthread_mutex_unlock(&obj->st->pol_lock);
+    uint64_t ids[ST_HITBUF_LEN];
+    for (uint32_t done = 0; done < n;) {
+        uint32_t k = n - done < ST_HITBUF_LEN ? n - done : ST_HITBUF_LEN;
+        for (uint32_t i = 0; i < k; i++)
+            ids[i] = STORE_BLOCK_ID(obj->rec.id, first + done + i);
+        st_hits_add(obj->st, ids, k);
+        done += k;
+    }
 }
 
 sc_code store_obj_block(store_obj *obj, uint32_t idx, const void **data, uint32_t *len)

@@ -10,6 +10,8 @@
  *   store_scan.c   the start-up scan: rebuild counters and policy, drop leftovers
  *   store_writer.c the job queue, the writer thread, batching, map-full retries
  *   store_txn.c    changes inside one write transaction, mirrored in the policy
+ *   store_readers.c what reading threads share: hits buffered for the policy, idle read
+ *                  transactions
  *   store_record.c key and record encodings
  *   store_err.c    LMDB and errno codes translated into sc_code
  *
@@ -20,8 +22,9 @@
  * the scan and the writer change the database through store_txn.c; all of them
  * use store_record.c and store_err.c, which call nothing else of store/.
  *
- * Locks (never two held at once):
- *   pol_lock   every call into the policy (readers' on_hit, the writer's others)
+ * Locks (never two held at once, but a hit buffer's lock, then pol_lock: store_readers.c):
+ *   pol_lock   every call into the policy (readers' buffered on_hit, the writer's others)
+ *   hits[i].mu one thread's buffered hits (store_readers.c)
  *   stats_lock the counters in stats
  *   q_lock     the job queue, seq_* and each waited job's finished flag
  */
@@ -30,6 +33,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "store.h"
 #include "store_record.h"
@@ -44,6 +48,18 @@ enum st_job_kind {
     ST_JOB_REMOVE,     /* removals of a whole or a block object */
     ST_JOB_DROP_BLOCK, /* one block that failed its checksum */
     ST_JOB_TOUCH,
+};
+
+/* Reading threads' slots (store_readers.c): a thread's hit buffer and its idle transaction. */
+#define ST_SLOTS      64
+#define ST_HITBUF_LEN 64 /* hits a thread buffers before it gives them to the policy */
+
+/* One thread's hits, not yet given to the policy. */
+struct st_hitbuf {
+    pthread_mutex_t mu;
+    uint32_t n;
+    uint64_t ids[ST_HITBUF_LEN];
+    char apart[64]; /* keeps the next buffer's lock off this one's cache lines */
 };
 
 /* One queued write. */
@@ -98,6 +114,11 @@ struct store {
 
     pthread_mutex_t stats_lock;
     struct store_stats stats;
+
+    /* store_readers.c */
+    struct st_hitbuf hits[ST_SLOTS];
+    _Atomic(MDB_txn *) idle[ST_SLOTS]; /* a reset read transaction parked by its thread, or NULL */
+    unsigned n_idle;                   /* slots below this may park one (reader slots are few) */
 
     /* Committed state, touched only by the writer once the store is open. */
     uint64_t used;
@@ -211,6 +232,29 @@ sc_code st_delete_chunks(MDB_txn *txn, MDB_dbi dbi, uint64_t id);
 typedef sc_code (*st_each_fn)(void *ctx, uint32_t idx, size_t value_len);
 sc_code st_count_keys(MDB_txn *txn, MDB_dbi dbi, uint64_t id, uint32_t first, uint32_t last,
                       st_each_fn each, void *ctx, uint64_t *count);
+
+/* store_readers.c */
+
+/* Initializes the hit buffers and idle slots (at most max_readers / 4 park a transaction). */
+sc_code st_readers_init(store *st, unsigned max_readers);
+
+/* Aborts the parked transactions and destroys the buffers' locks; hits not given are dropped. */
+void st_readers_free(store *st);
+
+/* Records n hits for the policy in this thread's buffer (given to it when the buffer fills). */
+void st_hits_add(store *st, const uint64_t *ids, uint32_t n);
+
+/* Gives every buffered hit to the policy. The caller must not hold pol_lock. */
+void st_hits_drain(store *st);
+
+/* Begins a read transaction: this thread's parked one renewed, or a new one. */
+sc_code st_rtxn_begin(store *st, MDB_txn **txn);
+
+/* Ends a read transaction from st_rtxn_begin(): parked for this thread, or aborted. */
+void st_rtxn_end(store *st, MDB_txn *txn);
+
+/* Aborts every parked transaction (their reader slots are freed). */
+void st_rtxn_drop_idle(store *st);
 
 /* store_scan.c */
 

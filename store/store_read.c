@@ -10,7 +10,8 @@
  * here too, but its blocks are read (and their hits counted) in store_block.c.
  *
  * A view is used by one thread at a time, but may move between threads
- * (the environment has MDB_NOTLS).
+ * (the environment has MDB_NOTLS). Its transaction and its hit go through
+ * store_readers.c, which keeps hits on different threads from meeting on a lock.
  */
 #include "store_int.h"
 
@@ -60,7 +61,7 @@ static sc_code obj_open(store *st, const char *bucket, const char *key, bool cou
     rc = st_meta_key(bucket, key, o->mkey);
     if (rc != SC_OK)
         goto out;
-    rc = st_lmdb_err(mdb_txn_begin(st->env, NULL, MDB_RDONLY, &o->txn), "beginning a read");
+    rc = st_rtxn_begin(st, &o->txn);
     if (rc != SC_OK)
         goto out;
     k.mv_data = o->mkey;
@@ -83,11 +84,8 @@ static sc_code obj_open(store *st, const char *bucket, const char *key, bool cou
         if (o->verified == NULL)
             goto out;
     }
-    if (count_hit && o->rec.kind == ST_WHOLE) { /* a block object's hits are its blocks' */
-        pthread_mutex_lock(&st->pol_lock);
-        st->pol->on_hit(st->pol_state, o->rec.id);
-        pthread_mutex_unlock(&st->pol_lock);
-    }
+    if (count_hit && o->rec.kind == ST_WHOLE) /* a block object's hits are its blocks' */
+        st_hits_add(st, &o->rec.id, 1);
     *out = o;
     o = NULL;
     rc = SC_OK;
@@ -194,7 +192,7 @@ void store_obj_close(store_obj *obj)
     if (obj == NULL)
         return;
     if (obj->txn != NULL)
-        mdb_txn_abort(obj->txn);
+        st_rtxn_end(obj->st, obj->txn);
     free(obj->verified);
     free(obj);
 }

@@ -55,6 +55,7 @@ static bool pol_admit(store *st, const struct policy_obj *obj)
 {
     if (st->pol->admit == NULL)
         return true;
+    st_hits_drain(st); /* the policy decides on every hit so far */
     pthread_mutex_lock(&st->pol_lock);
     bool yes = st->pol->admit(st->pol_state, obj);
     pthread_mutex_unlock(&st->pol_lock);
@@ -569,6 +570,8 @@ sc_code st_wtxn_evict(struct st_wtxn *w, uint64_t target)
 {
     uint64_t id;
     uint64_t last = 0;
+    if (w->used > target)
+        st_hits_drain(w->st); /* victims are chosen knowing every hit so far */
     while (w->used > target && pol_victim(w->st, &id)) {
         if (id == last) {
             sc_err("store: policy %s named victim %llu again", w->st->pol->name,

@@ -166,7 +166,7 @@ export BENCH_NAME
 
 # The command line as run, with the benchmark settings given in the environment, for the
 # header and the results file.
-BENCH_CMD="$(env | { grep -E '^(CLOUD_(DELAY_MS|RATE|CONN_RATE|WINDOW|GETS|BUCKET|NGINX_WORKERS)|(HIT|MISS|EPOCHS|WARMUP|CHURN|PLOTS|LARGE|CONVERGENCE|PLANS|FLEET)_[A-Z_]+|EPOCHS|BENCH_(GATEWAY|TRAINSIM|RELAY|PLANBENCH))=' || true; } | sort |
+BENCH_CMD="$(env | { grep -E '^(CLOUD_(DELAY_MS|RATE|CONN_RATE|WINDOW|GETS|BUCKET|NGINX_WORKERS)|(HIT|MISS|EPOCHS|WARMUP|CHURN|PLOTS|LARGE|CONVERGENCE|PLANS|FLEET|MEMORY|LOCKS)_[A-Z_]+|EPOCHS|BENCH_(GATEWAY|TRAINSIM|RELAY|PLANBENCH))=' || true; } | sort |
     while IFS='=' read -r k v; do printf '%s=%q ' "$k" "$v"; done)"
 BENCH_CMD="${BENCH_CMD}bench/$(basename "$0")"
 [ "$#" -eq 0 ] || BENCH_CMD="$BENCH_CMD$(printf ' %q' "$@")"

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 
 #include "../../gateway/authz_cache.h"
@@ -78,6 +79,46 @@ static void table_never_holds_more_than_its_size(void **state)
     authz_cache_free(NULL);
 }
 
+/* Each thread answers its own keys (allowed for even ones) and reads them back, while the
+ * others do the same: no answer is ever another key's or another thread's. */
+static void *answer_and_read_back(void *arg)
+{
+    authz_cache *c = ((void **)arg)[0];
+    const char *who = ((void **)arg)[1];
+    for (int round = 0; round < 200; round++) {
+        for (int k = 0; k < 16; k++) {
+            char key[32];
+            snprintf(key, sizeof(key), "k%d", k);
+            authz_cache_put(c, who, "b", key, k % 2 == 0, NOW);
+            enum authz_answer a = authz_cache_get(c, who, "b", key, NOW);
+            if (a != AUTHZ_UNKNOWN && a != (k % 2 == 0 ? AUTHZ_ALLOWED : AUTHZ_DENIED))
+                return (void *)1;
+        }
+    }
+    return NULL;
+}
+
+static void threads_never_read_each_others_answers(void **state)
+{
+    authz_cache *c = NULL;
+    static const char *const who[4] = {"A", "B", "C", "D"};
+    void *args[4][2];
+    pthread_t t[4];
+    assert_int_equal(authz_cache_new(1024, 60, &c), SC_OK);
+    for (int i = 0; i < 4; i++) {
+        args[i][0] = c;
+        args[i][1] = (void *)who[i];
+        assert_int_equal(pthread_create(&t[i], NULL, answer_and_read_back, args[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        void *bad = NULL;
+        pthread_join(t[i], &bad);
+        assert_null(bad);
+    }
+    assert_true(authz_cache_count(c, NOW) <= 1024);
+    authz_cache_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -85,6 +126,7 @@ int main(void)
         cmocka_unit_test(answers_expire_after_the_ttl),
         cmocka_unit_test(zero_ttl_remembers_nothing),
         cmocka_unit_test(table_never_holds_more_than_its_size),
+        cmocka_unit_test(threads_never_read_each_others_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -167,6 +167,62 @@ static void rate_zero_never_cuts_a_body(void **state)
     }
 }
 
+/* ---- phases posted by request threads, taken by the watchdog at its next look ---- */
+
+static void nothing_posted_changes_nothing(void **state)
+{
+    struct guard_track t = new_connection();
+    unsigned seen = 0;
+    assert_false(conn_guard_catch_up(&t, &seen, 0));
+    assert_int_equal(t.phase, GUARD_IDLE);
+    assert_true(t.have_mark);
+}
+
+static void latest_of_several_posts_between_looks_is_taken(void **state)
+{
+    struct guard_track t = new_connection();
+    unsigned seen = 0, posted = 0;
+    posted = conn_guard_post(posted, GUARD_BODY); /* head in, with a body */
+    posted = conn_guard_post(posted, GUARD_BUSY); /* body in */
+    assert_true(conn_guard_catch_up(&t, &seen, posted));
+    assert_int_equal(t.phase, GUARD_BUSY);
+    assert_false(t.have_mark);
+    assert_false(conn_guard_catch_up(&t, &seen, posted)); /* once */
+}
+
+/* A whole request between two looks ends where it began, but its mark is fresh: a kept-alive
+ * connection's next head is timed from bytes after that request, as when the lock set it. */
+static void request_done_between_looks_resets_the_idle_mark(void **state)
+{
+    struct guard_track t = new_connection();
+    unsigned seen = 0, posted = 0;
+    assert_int_equal(look(&t, 0, 100, false, false), GUARD_OK); /* a head began: HEAD */
+    posted = conn_guard_post(posted, GUARD_BUSY);
+    posted = conn_guard_post(posted, GUARD_IDLE);
+    assert_int_equal(GUARD_POST_PHASE(posted), GUARD_IDLE);
+    assert_true(conn_guard_catch_up(&t, &seen, posted));
+    assert_int_equal(t.phase, GUARD_IDLE);
+    assert_false(t.have_mark);
+    assert_int_equal(look(&t, 10, 500, false, false), GUARD_OK); /* takes the mark */
+    assert_int_equal(look(&t, 20, 500, false, false), GUARD_OK); /* nothing new: still idle */
+    assert_int_equal(t.phase, GUARD_IDLE);
+}
+
+/* The same phase posted again still counts as a new post (a new request's BUSY). */
+static void same_phase_posted_again_is_a_new_post(void **state)
+{
+    unsigned p1 = conn_guard_post(0, GUARD_BUSY);
+    unsigned p2 = conn_guard_post(p1, GUARD_BUSY);
+    assert_int_not_equal(p1, p2);
+    assert_int_equal(GUARD_POST_PHASE(p2), GUARD_BUSY);
+    struct guard_track t = new_connection();
+    unsigned seen = p1;
+    t.phase = GUARD_BUSY;
+    t.have_mark = true;
+    assert_true(conn_guard_catch_up(&t, &seen, p2));
+    assert_false(t.have_mark);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +240,10 @@ int main(void)
         cmocka_unit_test(response_taken_below_rate_is_cut),
         cmocka_unit_test(response_taken_at_rate_is_not_cut),
         cmocka_unit_test(rate_zero_never_cuts_a_body),
+        cmocka_unit_test(nothing_posted_changes_nothing),
+        cmocka_unit_test(latest_of_several_posts_between_looks_is_taken),
+        cmocka_unit_test(request_done_between_looks_resets_the_idle_mark),
+        cmocka_unit_test(same_phase_posted_again_is_a_new_post),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

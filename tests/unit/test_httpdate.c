@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,6 +11,17 @@
 #include <cmocka.h>
 
 #include "../../proto/httpdate.h"
+
+/* timegm() is wrapped (the Makefile links this test with --wrap=timegm): glibc's takes a
+ * process-wide time zone lock, which the parse must not take on every hit. */
+static unsigned timegm_calls;
+time_t __real_timegm(struct tm *tm);
+time_t __wrap_timegm(struct tm *tm);
+time_t __wrap_timegm(struct tm *tm)
+{
+    timegm_calls++;
+    return __real_timegm(tm);
+}
 
 /* Sun, 06 Nov 1994 08:49:37 GMT, the RFC 9110 example. */
 #define RFC_EXAMPLE ((time_t)784111777)
@@ -224,9 +236,50 @@ static void format_then_parse_round_trips(void **state)
     }
 }
 
+static void parse_takes_no_time_zone_lock(void **state)
+{
+    time_t t;
+    timegm_calls = 0;
+    assert_int_equal(httpdate_parse("Sun, 06 Nov 1994 08:49:37 GMT", &t), SC_OK);
+    assert_int_equal(httpdate_parse("Sunday, 06-Nov-94 08:49:37 GMT", &t), SC_OK);
+    assert_int_equal(httpdate_parse("Sun Nov  6 08:49:37 1994", &t), SC_OK);
+    assert_int_equal(timegm_calls, 0);
+}
+
+/* Every day from 1900 to 2199, at two times of day, is the instant timegm() gives. */
+static void every_day_of_three_centuries_agrees_with_timegm(void **state)
+{
+    static const char *const months[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                           "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    static const char *const days[7] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    for (int year = 1900; year < 2200; year++) {
+        for (int mon = 0; mon < 12; mon++) {
+            for (int mday = 1; mday <= 31; mday++) {
+                struct tm tm = {.tm_year = year - 1900,
+                                .tm_mon = mon,
+                                .tm_mday = mday,
+                                .tm_hour = 23,
+                                .tm_min = 59,
+                                .tm_sec = mday % 2 ? 59 : 0};
+                time_t want = __real_timegm(&tm);
+                if (tm.tm_mon != mon)
+                    break; /* past the month's last day */
+                char s[64];
+                time_t got = 0;
+                snprintf(s, sizeof(s), "%s, %02d %s %04d %02d:%02d:%02d GMT", days[tm.tm_wday],
+                         mday, months[mon], year, 23, 59, mday % 2 ? 59 : 0);
+                assert_int_equal(httpdate_parse(s, &got), SC_OK);
+                assert_int_equal(got, want);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(parse_takes_no_time_zone_lock),
+        cmocka_unit_test(every_day_of_three_centuries_agrees_with_timegm),
         cmocka_unit_test(imf_fixdate_parses),
         cmocka_unit_test(rfc850_parses_to_same_instant),
         cmocka_unit_test(asctime_with_space_padded_day_parses),
