@@ -121,6 +121,9 @@ static void on_fetched(void *arg, const struct fill_result *res)
     char buf[64];
     pthread_mutex_lock(&m->mu);
     m->inflight--;
+    /* Stored after its slot was freed: the walk that slot called is done or coming, so a
+     * walk is owed only when the manifest may be warm now. */
+    bool walk = !f->slot_freed || res->rc != SC_OK || m->inflight == 0;
     mf_learn_size(m, f->idx, res->size);
     if (res->rc == SC_OK) {
         mf_mark_cached(m, f->idx, res->size);
@@ -135,7 +138,8 @@ static void on_fetched(void *arg, const struct fill_result *res)
     pthread_mutex_unlock(&m->mu);
     if (!f->slot_freed)
         atomic_fetch_sub(&r->inflight, 1);
-    mf_kick(r);
+    if (walk)
+        mf_kick(r);
     mf_unref(m);
     free(f);
 }
