@@ -450,8 +450,8 @@ static void tell_arrived(fill *f, uint64_t len)
     bool asked = false;
     for (struct fill_watch *w = first; w; w = w->next)
         asked = asked || w->w.arrived != NULL;
-    bool room = asked && !f->invalidated && f->unstored == 0 && max > 0 && t->unstored <= max &&
-                len <= max - t->unstored;
+    bool room =
+        asked && !f->invalidated && max > 0 && t->unstored <= max && len <= max - t->unstored;
     if (room) {
         f->unstored = len;
         t->unstored += len;
