@@ -22,8 +22,11 @@ struct sc_stats {
     atomic_uint_fast64_t blocks_stored; /* of those, stored in the cache */
     atomic_uint_fast64_t passthrough;
     atomic_uint_fast64_t invalidations;
-    atomic_uint_fast64_t prefetched;   /* objects stored by the prefetcher */
-    atomic_uint_fast64_t auth_refused; /* S3 requests refused by client authentication */
+    atomic_uint_fast64_t prefetched;             /* objects stored by the prefetcher */
+    atomic_uint_fast64_t prefetch_unstored;      /* bytes of prefetched bodies arrived, their
+                                                    slots freed, waiting for the store (gauge) */
+    atomic_uint_fast64_t prefetch_unstored_peak; /* the most it has been since the start */
+    atomic_uint_fast64_t auth_refused;           /* S3 requests refused by client authentication */
     atomic_uint_fast64_t authz_checks; /* upstream HEADs asking whether a client may read */
     atomic_uint_fast64_t authz_denied; /* cached or running objects refused to a client */
 };

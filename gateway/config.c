@@ -104,6 +104,11 @@ static const struct opt options[] = {
      NULL, "do not verify the upstream's TLS certificate (never in production)"},
     {"prefetch-concurrency", "S3CACHED_PREFETCH_CONCURRENCY", OPT_UINT, OFF(prefetch_concurrency),
      1, 1024, "N", "manifest prefetches in flight at once (default 32)"},
+    {"prefetch-buffer", "S3CACHED_PREFETCH_BUFFER", OPT_SIZE, OFF(prefetch_buffer), 0, 16 * GIB,
+     "SIZE",
+     "memory for prefetched objects downloaded and waiting to be written to the cache, whose "
+     "--prefetch-concurrency slots go to the next fetches (default 64M; 0: a prefetch keeps its "
+     "slot until its object is stored)"},
     {"log-format", "S3CACHED_LOG_FORMAT", OPT_STR, OFF(log_format), 0, 0, "FORMAT",
      "json (one object per line, the default) or text"},
     {"log-file", "S3CACHED_LOG_FILE", OPT_STR, OFF(log_file), 0, 0, "FILE",
@@ -355,6 +360,7 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->upstream_connect_timeout = 5;
     cfg->upstream_stall_timeout = 30;
     cfg->prefetch_concurrency = 32;
+    cfg->prefetch_buffer = 64 * MIB;
     cfg->log_level = SC_LOG_INFO;
     cfg->shutdown_timeout = 8; /* docker stop SIGKILLs after 10 s, Kubernetes after 30 s */
     cfg->auth_cache_ttl = 60;

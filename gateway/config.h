@@ -38,6 +38,7 @@ struct gw_config {
     bool allow_insecure_tls; /* --insecure-upstream: skip TLS verification (off by default) */
     unsigned upstream_retries;
     unsigned prefetch_concurrency;     /* manifest prefetches in flight */
+    uint64_t prefetch_buffer;          /* prefetched bodies waiting for the store, out of flight */
     unsigned upstream_connect_timeout; /* seconds */
     unsigned upstream_stall_timeout;   /* seconds without a byte before a transfer is aborted */
     unsigned log_level;

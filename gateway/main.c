@@ -268,10 +268,15 @@ static int run(struct gw *g)
     bctx = (struct block_ctx){&g->origin, g->st, &g->stats};
     if (block_table_new(&bctx, &g->block_fetches) != SC_OK)
         goto out;
-    fctx = (struct fill_ctx){&g->origin,       g->st,
-                             &g->stats,        g->cfg->max_object_size,
-                             1024 * 1024,      g->cfg->block_size,
-                             g->block_fetches, g->cfg->fetch_parallelism};
+    fctx = (struct fill_ctx){&g->origin,
+                             g->st,
+                             &g->stats,
+                             g->cfg->max_object_size,
+                             1024 * 1024,
+                             g->cfg->block_size,
+                             g->block_fetches,
+                             g->cfg->fetch_parallelism,
+                             g->cfg->prefetch_buffer};
     if (fill_table_new(&fctx, &g->fills) != SC_OK || start_manifests(g) != SC_OK ||
         server_start(g) != SC_OK)
         goto out;

@@ -166,6 +166,9 @@ static void write_manifests(FILE *out, struct gw *g)
         "Objects stored by the manifest prefetcher.", LOAD(g->stats.prefetched));
     one(out, "s3cached_prefetch_inflight", "gauge", "Prefetches running now (all manifests).",
         (unsigned long long)t.prefetch_inflight);
+    one(out, "s3cached_prefetch_unstored_bytes", "gauge",
+        "Bytes of prefetched objects arrived and waiting for the store (--prefetch-buffer).",
+        LOAD(g->stats.prefetch_unstored));
     one(out, "s3cached_manifests_active", "gauge", "Manifests listing, warming, warm or planned.",
         t.active);
     header(out, "s3cached_manifest_objects", "gauge",

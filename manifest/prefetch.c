@@ -22,8 +22,11 @@
  * Objects near the trainer are checked against the store, so one evicted by
  * other traffic is fetched again before the trainer gets there.
  *
- * A walk runs when a fill completes, when the trainer moves while the last
- * walk was blocked, when a manifest arrives, and at least every WALK_PERIOD_MS.
+ * A fetch holds its slot until its body has arrived and waits for the store
+ * within the fill table's buffer (on_arrived), or else until it ends (on_fetched);
+ * the item is in flight until it ends either way.
+ * A walk runs when a slot frees or a fetch ends, when the trainer moves while the
+ * last walk was blocked, when a manifest arrives, and at least every WALK_PERIOD_MS.
  * Prefix manifests are listed here, one page per walk, so a long listing
  * never holds up the other manifests' prefetching.
  */
@@ -48,6 +51,7 @@
 struct fetch {
     struct mf *m;
     uint32_t idx;
+    bool slot_freed; /* its body arrived (on_arrived): it no longer counts against the bound */
 };
 
 /* The size taken for a whole object not seen yet: the mean of the whole objects seen. */
@@ -95,7 +99,20 @@ static const char *reason_of(const struct fill_result *res, char *buf, size_t ca
     return buf;
 }
 
-/* A prefetch ended (upstream or store thread). */
+/*
+ * A prefetch's body arrived and waits for the store within the fill table's budget (upstream
+ * thread): its slot goes to the next fetch. The item stays in flight until on_fetched.
+ */
+static void on_arrived(void *arg)
+{
+    struct fetch *f = arg;
+    struct mf_registry *r = f->m->reg;
+    f->slot_freed = true;
+    atomic_fetch_sub(&r->inflight, 1);
+    mf_kick(r);
+}
+
+/* A prefetch ended (upstream or store thread; after on_arrived if that came). */
 static void on_fetched(void *arg, const struct fill_result *res)
 {
     struct fetch *f = arg;
@@ -104,6 +121,9 @@ static void on_fetched(void *arg, const struct fill_result *res)
     char buf[64];
     pthread_mutex_lock(&m->mu);
     m->inflight--;
+    /* Stored after its slot was freed: the walk that slot called is done or coming, so a
+     * walk is owed only when the manifest may be warm now. */
+    bool walk = !f->slot_freed || res->rc != SC_OK || m->inflight == 0;
     mf_learn_size(m, f->idx, res->size);
     if (res->rc == SC_OK) {
         mf_mark_cached(m, f->idx, res->size);
@@ -116,8 +136,10 @@ static void on_fetched(void *arg, const struct fill_result *res)
         add_failure(m, f->idx, reason_of(res, buf, sizeof(buf)));
     }
     pthread_mutex_unlock(&m->mu);
-    atomic_fetch_sub(&r->inflight, 1);
-    mf_kick(r);
+    if (!f->slot_freed)
+        atomic_fetch_sub(&r->inflight, 1);
+    if (walk)
+        mf_kick(r);
     mf_unref(m);
     free(f);
 }
@@ -127,11 +149,12 @@ static sc_code start(struct mf *m, uint32_t idx, struct fetch *f)
 {
     struct mf_registry *r = m->reg;
     const char *bucket = plan_params(m->plan)->bucket;
+    const struct fill_watcher w = {.done = on_fetched, .arrived = on_arrived, .arg = f};
     struct plan_range rg;
     if (!plan_item_range(m->plan, idx, &rg))
-        return fill_prefetch(r->cfg.fills, bucket, plan_key(m->plan, idx), on_fetched, f);
+        return fill_prefetch(r->cfg.fills, bucket, plan_key(m->plan, idx), &w);
     return range_prefetch(r->cfg.fills, bucket, plan_key(m->plan, idx), rg.offset,
-                          rg.offset + rg.length - 1, on_fetched, f);
+                          rg.offset + rg.length - 1, &w);
 }
 
 /* Starts the prefetches a walk chose (no lock held: a failed start calls back at once). */
@@ -142,7 +165,7 @@ static void launch(struct mf *m, const uint32_t *idx, unsigned n)
         struct fetch *f = malloc(sizeof(*f));
         sc_code rc = SC_ENOMEM;
         if (f) {
-            *f = (struct fetch){m, idx[i]};
+            *f = (struct fetch){m, idx[i], false};
             mf_ref(m);
             atomic_fetch_add(&r->inflight, 1);
             rc = start(m, idx[i], f);

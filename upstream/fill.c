@@ -39,8 +39,7 @@
 
 /* A prefetcher waiting for a fill to end (see fill_prefetch). */
 struct fill_watch {
-    fill_watch_fn fn;
-    void *arg;
+    struct fill_watcher w; /* w.arrived is cleared once called (upstream thread) */
     struct fill_watch *next;
 };
 
@@ -72,6 +71,7 @@ struct fill {
     atomic_bool feeding;        /* block0 is being fed: readers leaving do not cancel */
     bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
     struct fill_watch *watches; /* notified when the fill ends (table lock) */
+    uint64_t unstored;          /* bytes of the table's unstored budget it holds (table lock) */
     fill *next;
 };
 
@@ -89,6 +89,7 @@ struct fill_table {
     fill *slots[N_SLOTS];
     uint64_t write_epochs[N_SLOTS]; /* bumped when a write to a key of the slot begins */
     struct fill_write *writes;      /* table lock */
+    uint64_t unstored; /* bodies told arrived and not stored yet (table lock; fill_ctx) */
 };
 
 sc_code fill_table_new(const struct fill_ctx *ctx, fill_table **out)
@@ -170,7 +171,7 @@ static void tell_watches(struct fill_watch *w, const struct fill_result *r)
 {
     while (w) {
         struct fill_watch *next = w->next;
-        w->fn(w->arg, r);
+        w->w.done(w->w.arg, r);
         free(w);
         w = next;
     }
@@ -423,6 +424,51 @@ static bool on_body(void *arg, const char *p, size_t n)
     return true;
 }
 
+/* Gives back the part of the unstored budget f holds (table locked). */
+static void release_unstored(fill *f)
+{
+    fill_table *t = f->t;
+    t->unstored -= f->unstored;
+    f->unstored = 0;
+    atomic_store(&t->ctx->stats->prefetch_unstored, t->unstored);
+}
+
+/*
+ * The body of f is whole and verified, and about to be queued for the store: the prefetchers
+ * watching it that asked (fill_watcher.arrived) are told, if the table's budget of bodies
+ * waiting for the store holds it; else they wait for done, as the bound on memory says.
+ * Before the put is queued, so that done cannot overtake it on the store thread. The list is
+ * read from the head taken under the lock: a watch joining since is added before it and waits
+ * for done; no watch is freed before notify(), which only the put's end calls.
+ */
+static void tell_arrived(fill *f, uint64_t len)
+{
+    fill_table *t = f->t;
+    uint64_t max = t->ctx->unstored_max;
+    pthread_mutex_lock(&t->mu);
+    struct fill_watch *first = f->watches;
+    bool asked = false;
+    for (struct fill_watch *w = first; w; w = w->next)
+        asked = asked || w->w.arrived != NULL;
+    bool room =
+        asked && !f->invalidated && max > 0 && t->unstored <= max && len <= max - t->unstored;
+    if (room) {
+        f->unstored = len;
+        t->unstored += len;
+        struct sc_stats *stats = t->ctx->stats;
+        atomic_store(&stats->prefetch_unstored, t->unstored);
+        if (t->unstored > atomic_load(&stats->prefetch_unstored_peak))
+            atomic_store(&stats->prefetch_unstored_peak, t->unstored);
+    }
+    pthread_mutex_unlock(&t->mu);
+    for (struct fill_watch *w = first; room && w; w = w->next) {
+        fill_arrived_fn arrived = w->w.arrived;
+        w->w.arrived = NULL;
+        if (arrived)
+            arrived(w->w.arg);
+    }
+}
+
 static void on_stored(void *arg, sc_code rc)
 {
     fill *f = arg;
@@ -431,7 +477,10 @@ static void on_stored(void *arg, sc_code rc)
         sc_stat_add(stats->fills_stored, 1);
     else
         sc_debug("not cached %s/%s: %s", f->bucket, f->key, sc_strerror(rc));
-    unlist_locked(f);
+    pthread_mutex_lock(&f->t->mu);
+    unlist(f);
+    release_unstored(f);
+    pthread_mutex_unlock(&f->t->mu);
     notify(f, rc == SC_OK ? SC_OK : SC_EFULL);
     fill_unref(f);
 }
@@ -449,14 +498,18 @@ static void on_done(void *arg, sc_code rc)
     const char *body = NULL;
     uint64_t len = 0;
     bool complete = f->cacheable && relay_body(f->relay, &body, &len) == SC_OK;
+    if (complete)
+        tell_arrived(f, len);
     pthread_mutex_lock(&f->t->mu);
     /* Not kept (a peer's name, --fleet-copy): verified and relayed all the same. */
     bool store_it = complete && !f->invalidated && (f->route.keep || f->watches != NULL);
     /* Queued under the table lock: a write beginning now removes after this put. */
     bool queued = store_it && store_put(ctx->st, f->bucket, f->key, f->hdrs, f->hdrs_len, body, len,
                                         on_stored, f) == SC_OK;
-    if (!store_it)
+    if (!store_it) {
         unlist(f);
+        release_unstored(f);
+    }
     pthread_mutex_unlock(&f->t->mu);
     if (!store_it) {
         if (f->cacheable && !f->invalidated && !complete)
@@ -605,13 +658,13 @@ sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, fi
     return join_reader(t, bucket, key, &unused, false, out, &started);
 }
 
-sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_watch_fn done,
-                      void *arg)
+sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key,
+                      const struct fill_watcher *watcher)
 {
     struct fill_watch *w = malloc(sizeof(*w));
     if (w == NULL)
         return SC_ENOMEM;
-    *w = (struct fill_watch){.fn = done, .arg = arg};
+    *w = (struct fill_watch){.w = *watcher};
     static const struct up_identity gateway = {0};
     bool started = false;
     pthread_mutex_lock(&t->mu);

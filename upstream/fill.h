@@ -53,10 +53,13 @@ struct fill_ctx {
     store *st;
     struct sc_stats *stats;
     uint64_t max_object_size;
-    size_t window;        /* bytes buffered ahead of the slowest reader of an uncacheable object */
-    uint32_t block_size;  /* larger objects are cached in blocks (block_fetch.h), not by fills */
-    block_table *blocks;  /* where a prefetch of a large object fetches its blocks */
-    unsigned parallelism; /* blocks of one large object prefetched at once */
+    size_t window;         /* bytes buffered ahead of the slowest reader of an uncacheable object */
+    uint32_t block_size;   /* larger objects are cached in blocks (block_fetch.h), not by fills */
+    block_table *blocks;   /* where a prefetch of a large object fetches its blocks */
+    unsigned parallelism;  /* blocks of one large object prefetched at once */
+    uint64_t unstored_max; /* bytes of prefetched bodies that may wait for the store after their
+                              prefetchers were told they arrived (fill_watcher.arrived); 0: a
+                              prefetch is in flight until its object is stored */
 };
 
 /* @return SC_OK or SC_ENOMEM. ctx must outlive the table. */
@@ -121,18 +124,32 @@ sc_code fill_put_meta(fill_table *t, const char *bucket, const char *key, const 
                       const char *hdrs, size_t hdrs_len, uint64_t size, uint64_t epoch);
 
 typedef void (*fill_watch_fn)(void *arg, const struct fill_result *r);
+typedef void (*fill_arrived_fn)(void *arg);
+
+/* A prefetcher following a fill (fill_prefetch, range_prefetch); the callbacks run on the
+ * upstream or store thread and must not block. */
+struct fill_watcher {
+    fill_watch_fn done;      /* exactly once: the object is stored, or the fill failed */
+    fill_arrived_fn arrived; /* NULL, or at most once, before done: the whole body is in memory,
+                                verified, about to be queued for the store, and the table's
+                                budget of bodies waiting for the store (fill_ctx.unstored_max)
+                                holds it, so the prefetcher may count the fetch as no longer
+                                in flight. done still follows with the outcome (SC_OK only once
+                                stored; SC_ECANCELED if a write came first, SC_EFULL...). */
+    void *arg;
+};
 
 /*
  * @brief Fetches (bucket, key) into the cache with no client reading it (a
  * prefetch, signed with the gateway's credentials), joining the running fill if
- * there is one. done() is called
- * exactly once, on the upstream or store thread, when the object is stored or
- * the fill has failed; it must not block.
+ * there is one. w->done is called exactly once when the object is stored or the fill has
+ * failed, after w->arrived if that is called (struct fill_watcher).
+ * @param[in] w copied.
  * @return SC_OK (done() will follow), SC_ENOMEM, SC_ECANCELED (shutting down);
- *         on error done() is not called.
+ *         on error no callback is called.
  */
-sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key, fill_watch_fn done,
-                      void *arg);
+sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key,
+                      const struct fill_watcher *w);
 
 /* @brief Whose credentials fetch the fill; valid while the reference is held. */
 const struct up_identity *fill_identity(fill *f);

@@ -13,8 +13,7 @@ struct range_job {
     fill_table *t;
     char *bucket, *key;
     uint64_t first, last;
-    fill_watch_fn done;
-    void *arg;
+    struct fill_watcher w;
     uint64_t epoch; /* fill_write_epoch() when the HEAD was sent */
     long status;    /* the HEAD's, 0 before */
     int64_t length; /* the object's size, -1 while unknown */
@@ -37,7 +36,7 @@ static void finish(struct range_job *j, sc_code rc)
 {
     struct fill_result r = {
         .rc = rc, .status = j->status, .size = j->length > 0 ? (uint64_t)j->length : 0};
-    j->done(j->arg, &r);
+    j->w.done(j->w.arg, &r);
     job_free(j);
 }
 
@@ -167,7 +166,7 @@ static void on_head_done(void *arg, sc_code rc)
             return;
         }
         /* stored whole: the fill reports to done, this job is over */
-        rc = fill_prefetch(j->t, j->bucket, j->key, j->done, j->arg);
+        rc = fill_prefetch(j->t, j->bucket, j->key, &j->w);
         if (rc != SC_OK)
             finish(j, rc);
         else
@@ -200,7 +199,7 @@ static sc_code send_head(struct range_job *j)
 }
 
 sc_code range_prefetch(fill_table *t, const char *bucket, const char *key, uint64_t first,
-                       uint64_t last, fill_watch_fn done, void *arg)
+                       uint64_t last, const struct fill_watcher *w)
 {
     const struct fill_ctx *ctx = fill_table_ctx(t);
     if (first > last || ctx->blocks == NULL || ctx->block_size == 0)
@@ -208,8 +207,7 @@ sc_code range_prefetch(fill_table *t, const char *bucket, const char *key, uint6
     struct range_job *j = calloc(1, sizeof(*j));
     if (j == NULL)
         return SC_ENOMEM;
-    *j = (struct range_job){
-        .t = t, .first = first, .last = last, .done = done, .arg = arg, .length = -1};
+    *j = (struct range_job){.t = t, .first = first, .last = last, .w = *w, .length = -1};
     j->bucket = strdup(bucket);
     j->key = strdup(key);
     if (j->bucket == NULL || j->key == NULL) {

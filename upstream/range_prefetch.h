@@ -23,16 +23,19 @@
 
 /*
  * @brief Warms bytes [first, last] of (bucket, key) (last may lie past the object's end).
- * done() follows exactly once, on the calling, upstream or store thread, and must not block,
+ * w->done follows exactly once, on the calling, upstream or store thread, and must not block,
  * with a fill_result: rc SC_OK when the blocks the range covers (or the whole object, when it
  * is stored whole) are cached now (also for a range that starts past the end: nothing to
  * warm); SC_ENOTFOUND (404), SC_EUPSTREAM (another status, or no answer), SC_EINVAL (no ETag),
  * SC_ECANCELED (a write to the key in flight, or shutting down), or the outcome of a block or
  * of the fill (SC_EFULL: the store refused). size is the object's size when known.
+ * w->arrived may come before it only when the object is stored whole (fill_prefetch); the
+ * blocks of a large one are in flight until stored.
+ * @param[in] w copied.
  * @return SC_OK (done follows), SC_EINVAL (first > last, or the table fetches no blocks),
- *         SC_ENOMEM, SC_ECANCELED; on error done is not called.
+ *         SC_ENOMEM, SC_ECANCELED; on error no callback is called.
  */
 sc_code range_prefetch(fill_table *t, const char *bucket, const char *key, uint64_t first,
-                       uint64_t last, fill_watch_fn done, void *arg);
+                       uint64_t last, const struct fill_watcher *w);
 
 #endif

@@ -82,6 +82,13 @@ char *gw_stats_json(struct gw *g)
         return NULL;
     }
     json_decref(blocks);
+    if (json_object_set_new(o, "prefetch_unstored_bytes",
+                            json_integer(LOAD(s->prefetch_unstored))) != 0 ||
+        json_object_set_new(o, "prefetch_unstored_peak_bytes",
+                            json_integer(LOAD(s->prefetch_unstored_peak))) != 0) {
+        json_decref(o);
+        return NULL;
+    }
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;

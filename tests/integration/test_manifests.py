@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 
 from harness import proc, s3util
+from harness.store_hold import StoreHeld
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -128,6 +129,118 @@ def test_manifest_warms_1000_objects_then_trainer_in_gateway_order_gets_only_hit
     assert after["misses"] == before["misses"]
     prog = wait_progress(gw, mid, lambda p: p["state"] == "done")
     assert prog["position"] == 1000
+
+
+# ---- the store behind the prefetcher: a slot is freed once the body has arrived -----------
+#
+# StoreHeld takes LMDB's write lock from the test, so the gateway's store writer waits as
+# behind a disk that does not answer: bodies that arrived stay queued in memory.
+
+
+def fetches_settle(gw, want, timeout=30):
+    """Waits for upstream_fetches to reach want, then a second more: a fetch past the
+    bound would show by then. Returns the stats."""
+    gw.stats_when(lambda s: s["upstream_fetches"] >= want, timeout=timeout)
+    time.sleep(1.0)
+    return gw.stats()
+
+
+@pytest.mark.parametrize("buffer,in_buffer", [("0", 0), ("250K", 2)])
+def test_a_stalled_store_keeps_arrived_prefetches_within_the_buffer_and_loses_none(
+        upstream, gateway, buffer, in_buffer):
+    size, n, slots = 100 * KiB, 20, 4
+    gw = gateway(upstream, extra_args=["--prefetch-concurrency", str(slots),
+                                       "--prefetch-buffer", buffer])
+    gw.require_real()
+    objs = seed_objects(upstream, s3util.unique_key("held"), n, size)
+    keys = list(objs)
+    with StoreHeld(gw.cache_dir):
+        status, reply, _ = api(gw, "POST", "manifests", {"bucket": upstream.bucket, "keys": keys})
+        assert status == 201, reply
+        mid = reply["id"]
+        # Each slot holds a body the store has not taken, and the buffer as many more as fit:
+        # then the prefetcher waits, whatever is left of the manifest.
+        st = fetches_settle(gw, slots + in_buffer)
+        assert st["upstream_fetches"] == slots + in_buffer
+        assert st["prefetch_unstored_bytes"] == in_buffer * size
+        assert st["prefetch_unstored_peak_bytes"] == in_buffer * size
+        assert st["fills_stored"] == 0 and st["objects"] == 0
+        _, prog, _ = api(gw, "GET", "manifests/" + mid)
+        assert prog["objects_cached"] == 0
+        # A body arrived and not stored is read from memory, whole, with no second fetch.
+        body = gw.client().get_object(Bucket=upstream.bucket, Key=keys[0])["Body"].read()
+        assert body == objs[keys[0]]
+        assert gw.stats()["upstream_fetches"] == slots + in_buffer
+    prog = wait_progress(gw, mid, lambda p: p["objects_cached"] == n or is_settled(p))
+    assert prog["objects_cached"] == n and prog["objects_failed"] == 0
+    st = gw.stats_when(lambda s: s["prefetch_unstored_bytes"] == 0)
+    assert st["prefetch_unstored_bytes"] == 0
+    assert st["prefetch_unstored_peak_bytes"] == in_buffer * size  # never past the buffer
+    assert st["upstream_fetches"] == n  # each object fetched once
+    c = gw.client()
+    for key in keys:
+        resp = c.get_object(Bucket=upstream.bucket, Key=key)
+        assert resp["Body"].read() == objs[key]
+        gw.assert_cache(s3util.headers_of(resp), "HIT")
+
+
+def test_an_object_overwritten_while_its_arrived_prefetch_waits_for_the_store_is_never_stale(
+        upstream, gateway):
+    size = 100 * KiB
+    gw = gateway(upstream, extra_args=["--prefetch-buffer", "1M"])
+    gw.require_real()
+    key = s3util.unique_key("overwritten")
+    old, new = s3util.data(size, seed="old"), s3util.data(size, seed="new")
+    s3util.upstream_client(upstream).put_object(Bucket=upstream.bucket, Key=key, Body=old)
+    held = StoreHeld(gw.cache_dir).hold()
+    try:
+        status, reply, _ = api(gw, "POST", "manifests", {"bucket": upstream.bucket, "keys": [key]})
+        assert status == 201, reply
+        st = gw.stats_when(lambda s: s["prefetch_unstored_bytes"] == size, timeout=30)
+        assert st["prefetch_unstored_bytes"] == size
+        # The write drops the cached copy: that removal is queued behind the old body's put.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            put = pool.submit(gw.client().put_object, Bucket=upstream.bucket, Key=key, Body=new)
+            time.sleep(0.5)
+            held.release()
+            put.result(timeout=60)
+    finally:
+        held.release()
+    c = gw.client()
+    for _ in range(2):  # the miss, then the copy it stored
+        assert c.get_object(Bucket=upstream.bucket, Key=key)["Body"].read() == new
+
+
+def test_shutdown_with_arrived_prefetches_waiting_for_the_store_stores_them_and_exits_cleanly(
+        s3rver, gateway):
+    size, slots, in_buffer = 100 * KiB, 2, 2
+    gw = gateway(s3rver, extra_args=["--prefetch-concurrency", str(slots),
+                                     "--prefetch-buffer", "250K"])
+    gw.require_real()
+    objs = seed_objects(s3rver, s3util.unique_key("shutdown"), 10, size)
+    keys = list(objs)
+    held = StoreHeld(gw.cache_dir).hold()
+    try:
+        status, reply, _ = api(gw, "POST", "manifests", {"bucket": s3rver.bucket, "keys": keys})
+        assert status == 201, reply
+        st = fetches_settle(gw, slots + in_buffer)
+        assert st["upstream_fetches"] == slots + in_buffer
+        assert st["prefetch_unstored_bytes"] == in_buffer * size
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            stopping = pool.submit(gw.stop)
+            time.sleep(0.5)
+            assert not stopping.done(), "the gateway did not wait for its store"
+            held.release()
+            stopping.result(timeout=60)
+    finally:
+        held.release()
+    assert gw.problems == []  # exited 0 after SIGTERM, no sanitizer report
+    gw.start()
+    c = gw.client()
+    for key in keys[:slots + in_buffer]:  # a manifest in order is fetched in order
+        resp = c.get_object(Bucket=s3rver.bucket, Key=key)
+        assert resp["Body"].read() == objs[key]
+        gw.assert_cache(s3util.headers_of(resp), "HIT")
 
 
 # ---- orders -----------------------------------------------------------------------

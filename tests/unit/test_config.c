@@ -286,6 +286,27 @@ static void block_size_and_fetch_parallelism_have_defaults_and_bounds(void **sta
     gw_config_free(&cfg);
 }
 
+/* Issue 14: prefetched bodies waiting for the store may leave their slots, within a budget. */
+static void prefetch_buffer_has_a_default_a_bound_and_turns_off(void **state)
+{
+    struct gw_config cfg;
+    char *none[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, none), SC_OK);
+    assert_int_equal(cfg.prefetch_buffer, 64u << 20);
+    gw_config_free(&cfg);
+    setenv("S3CACHED_PREFETCH_BUFFER", "1G", 1);
+    assert_int_equal(parse(&cfg, 1, none), SC_OK);
+    assert_int_equal(cfg.prefetch_buffer, 1ull << 30);
+    gw_config_free(&cfg);
+    char *off[] = {"s3cached", "--prefetch-buffer", "0"};
+    assert_int_equal(parse(&cfg, 3, off), SC_OK);
+    assert_int_equal(cfg.prefetch_buffer, 0);
+    gw_config_free(&cfg);
+    char *huge[] = {"s3cached", "--prefetch-buffer", "17G"};
+    assert_int_equal(parse(&cfg, 3, huge), SC_EINVAL);
+    gw_config_free(&cfg);
+}
+
 static void checksum_flag_turns_verification_off(void **state)
 {
     setenv("S3CACHED_NO_VERIFY_CHECKSUMS", "1", 1);
@@ -501,6 +522,7 @@ int main(void)
         cmocka_unit_test_setup(max_object_size_is_an_explicit_cap_only, clear_env),
         cmocka_unit_test_setup(block_size_and_fetch_parallelism_have_defaults_and_bounds,
                                clear_env),
+        cmocka_unit_test_setup(prefetch_buffer_has_a_default_a_bound_and_turns_off, clear_env),
         cmocka_unit_test_setup(checksum_flag_turns_verification_off, clear_env),
         cmocka_unit_test_setup(admin_token_is_read_from_first_line_of_file, clear_env),
         cmocka_unit_test(durations_accept_units),
