@@ -15,6 +15,8 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -66,8 +68,14 @@ static void put_end(const struct sockaddr_storage *ss, __be16 *port, __be32 addr
     }
 }
 
-sc_code sc_tcp_queues(const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *unread)
+int sc_tcp_diag_open(void)
 {
+    return socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+}
+
+sc_code sc_tcp_queues(int diag, const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *unread)
+{
+    static atomic_uint seq;
     struct {
         struct nlmsghdr nlh;
         struct inet_diag_req_v2 r;
@@ -75,7 +83,7 @@ sc_code sc_tcp_queues(const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *
         .nlh = {.nlmsg_len = sizeof(req),
                 .nlmsg_type = SOCK_DIAG_BY_FAMILY,
                 .nlmsg_flags = NLM_F_REQUEST,
-                .nlmsg_seq = 1},
+                .nlmsg_seq = atomic_fetch_add(&seq, 1) + 1},
         .r = {.sdiag_family = (__u8)e->local.ss_family,
               .sdiag_protocol = IPPROTO_TCP,
               .idiag_states = ~0u,
@@ -89,38 +97,31 @@ sc_code sc_tcp_queues(const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *
         struct nlmsghdr nlh;
         char bytes[1024];
     } ans;
-    sc_code rc = SC_EIO;
-    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (nl < 0)
-        return SC_EIO;
     struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-    if (sendto(nl, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) !=
+    if (sendto(diag, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) !=
         (ssize_t)sizeof(req))
-        goto out;
-    ssize_t n = recv(nl, &ans, sizeof(ans), 0);
+        return SC_EIO;
+    ssize_t n;
+    do { /* an answer to an earlier question that was given up on is skipped */
+        n = recv(diag, &ans, sizeof(ans), 0);
+    } while (n >= (ssize_t)sizeof(struct nlmsghdr) && ans.nlh.nlmsg_seq != req.nlh.nlmsg_seq);
     if (n < (ssize_t)sizeof(struct nlmsghdr) || !NLMSG_OK(&ans.nlh, (size_t)n))
-        goto out;
+        return SC_EIO;
     if (ans.nlh.nlmsg_type == NLMSG_ERROR) {
         const struct nlmsgerr *err = NLMSG_DATA(&ans.nlh);
-        if (ans.nlh.nlmsg_len >= NLMSG_LENGTH(sizeof(*err)) && err->error == -ENOENT)
-            rc = SC_ENOTFOUND;
-        goto out;
+        bool absent = ans.nlh.nlmsg_len >= NLMSG_LENGTH(sizeof(*err)) && err->error == -ENOENT;
+        return absent ? SC_ENOTFOUND : SC_EIO;
     }
     if (ans.nlh.nlmsg_type != SOCK_DIAG_BY_FAMILY ||
         ans.nlh.nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-        goto out;
+        return SC_EIO;
     const struct inet_diag_msg *m = NLMSG_DATA(&ans.nlh);
     /* A lookup that finds no connection falls back to a listener on the local end (whose
      * queues are its backlog): that is no such socket. */
     if (m->idiag_state == TCP_LISTEN || m->id.idiag_dport != req.r.id.idiag_dport ||
-        memcmp(m->id.idiag_dst, req.r.id.idiag_dst, sizeof(m->id.idiag_dst)) != 0) {
-        rc = SC_ENOTFOUND;
-        goto out;
-    }
+        memcmp(m->id.idiag_dst, req.r.id.idiag_dst, sizeof(m->id.idiag_dst)) != 0)
+        return SC_ENOTFOUND;
     *unacked = m->idiag_wqueue;
     *unread = m->idiag_rqueue;
-    rc = SC_OK;
-out:
-    close(nl);
-    return rc;
+    return SC_OK;
 }

@@ -26,13 +26,19 @@ sc_code sc_tcp_ends_of(int fd, struct sc_tcp_ends *out);
 struct sc_tcp_ends sc_tcp_ends_peer(const struct sc_tcp_ends *e);
 
 /*
+ * @brief Opens a sock_diag socket for sc_tcp_queues(), used by one thread at a time.
+ * @return its descriptor (close it with close(2)), or -1 (errno set).
+ */
+int sc_tcp_diag_open(void);
+
+/*
  * @brief Looks up the TCP socket of this network namespace whose own end is e->local and whose
- * peer is e->remote, and reads its queues. Any thread; one netlink round trip.
+ * peer is e->remote, and reads its queues: one netlink round trip on diag (sc_tcp_diag_open).
  * @param[out] unacked bytes it sent that its peer has not acknowledged yet.
  * @param[out] unread bytes it received that its process has not read yet.
  * @return SC_OK, SC_ENOTFOUND (no such socket here: closed, or on another host or in another
  *         network namespace), SC_EIO (sock_diag failed or is not available).
  */
-sc_code sc_tcp_queues(const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *unread);
+sc_code sc_tcp_queues(int diag, const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *unread);
 
 #endif

@@ -41,7 +41,7 @@
 #define GW_ZC_MIN_BYTES (64u * 1024u)
 
 /*
- * @brief Starts the drain (g->zc), unless --no-zero-copy or libmicrohttpd cannot send files
+ * @brief Starts the drain (g->zc) with --zero-copy, unless libmicrohttpd cannot send files
  * (g->zc stays NULL: every hit is copied).
  * @return SC_OK, SC_ENOMEM, SC_EIO (no thread).
  */

@@ -29,6 +29,7 @@ MiB = 1024 * KiB
 CHUNK = 256 * KiB  # the default --chunk-size
 MIN = 64 * KiB     # GW_ZC_MIN_BYTES: shorter bodies are copied
 BLOCK = MiB        # with --block-size 1M
+ZC = ["--zero-copy"]  # off by default (docs/operations.md)
 
 
 def _put(up, size, prefix="zc"):
@@ -88,7 +89,7 @@ def _expect(gw, key, body, rng, first, last, zero_copy):
 def test_one_chunk_object_and_its_ranges_are_sent_zero_copy_byte_exact(s3rver, gateway):
     size = 200 * KiB + 7  # one chunk
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver)
+    gw = gateway(s3rver, extra_args=ZC)
     gw.require_real()
     _cached(gw, key, body)
     assert _counters(gw) == (0, 0), "a miss is not a zero-copy hit"
@@ -109,7 +110,7 @@ def test_one_chunk_object_and_its_ranges_are_sent_zero_copy_byte_exact(s3rver, g
 def test_many_chunk_object_is_zero_copy_only_inside_one_chunk(s3rver, gateway):
     size = 3 * CHUNK + 1000
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver)
+    gw = gateway(s3rver, extra_args=ZC)
     gw.require_real()
     _cached(gw, key, body)
     _expect(gw, key, body, None, 0, size - 1, False)  # four chunks: from the map
@@ -126,7 +127,7 @@ def test_many_chunk_object_is_zero_copy_only_inside_one_chunk(s3rver, gateway):
 def test_larger_chunk_size_makes_a_4mib_object_one_value_sent_zero_copy(s3rver, gateway):
     size = 4 * MiB
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=["--chunk-size", "4M"])
+    gw = gateway(s3rver, extra_args=ZC + ["--chunk-size", "4M"])
     gw.require_real()
     _cached(gw, key, body)
     _expect(gw, key, body, None, 0, size - 1, True)
@@ -135,7 +136,7 @@ def test_larger_chunk_size_makes_a_4mib_object_one_value_sent_zero_copy(s3rver, 
 def test_head_and_bodiless_answers_send_nothing_zero_copy(s3rver, gateway):
     size = 150 * KiB
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver)
+    gw = gateway(s3rver, extra_args=ZC)
     gw.require_real()
     _cached(gw, key, body)
     etag = _get(gw, key, method="HEAD").headers["etag"]
@@ -152,10 +153,10 @@ def test_head_and_bodiless_answers_send_nothing_zero_copy(s3rver, gateway):
     assert r.status == 206 and r.body == body[1000:]
 
 
-def test_no_zero_copy_flag_copies_every_hit(s3rver, gateway):
+def test_without_the_zero_copy_flag_every_hit_is_copied(s3rver, gateway):
     size = 200 * KiB
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=["--no-zero-copy"])
+    gw = gateway(s3rver)  # without --zero-copy
     gw.require_real()
     _cached(gw, key, body)
     _expect(gw, key, body, None, 0, size - 1, False)
@@ -165,7 +166,7 @@ def test_no_zero_copy_flag_copies_every_hit(s3rver, gateway):
 def test_unverified_store_still_sends_zero_copy(s3rver, gateway):
     size = 200 * KiB
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=["--no-verify-checksums"])
+    gw = gateway(s3rver, extra_args=ZC + ["--no-verify-checksums"])
     gw.require_real()
     _cached(gw, key, body)
     _expect(gw, key, body, None, 0, size - 1, True)
@@ -174,7 +175,7 @@ def test_unverified_store_still_sends_zero_copy(s3rver, gateway):
 def test_access_log_counts_a_zero_copy_hits_bytes(s3rver, gateway):
     size = 200 * KiB
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=["--access-log"])
+    gw = gateway(s3rver, extra_args=ZC + ["--access-log"])
     gw.require_real()
     _cached(gw, key, body)
     _expect(gw, key, body, "bytes=1000-", 1000, size - 1, True)
@@ -188,7 +189,7 @@ def test_access_log_counts_a_zero_copy_hits_bytes(s3rver, gateway):
 def test_metrics_show_zero_copy_hits_and_bytes(s3rver, gateway):
     size = 100 * KiB
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver)
+    gw = gateway(s3rver, extra_args=ZC)
     gw.require_real()
     _cached(gw, key, body)
     _expect(gw, key, body, None, 0, size - 1, True)
@@ -207,7 +208,7 @@ def test_metrics_show_zero_copy_hits_and_bytes(s3rver, gateway):
 def test_range_inside_one_block_is_zero_copy_and_across_blocks_is_not(s3rver, gateway):
     size = 3 * BLOCK + 200 * KiB  # four blocks, the last of 200 KiB
     key, body = _put(s3rver, size, "zcblk")
-    gw = gateway(s3rver, cache_size="64M", extra_args=["--block-size", "1M"])
+    gw = gateway(s3rver, cache_size="64M", extra_args=ZC + ["--block-size", "1M"])
     gw.require_real()
     _cached(gw, key, body, BLOCK)
     assert gw.stats()["blocks"] == 4
@@ -241,7 +242,7 @@ def _flip_in_store(gw, needle):
 def test_a_chunk_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
     size = 200 * KiB
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver)
+    gw = gateway(s3rver, extra_args=ZC)
     gw.require_real()
     _cached(gw, key, body)
     _flip_in_store(gw, body[50000:50064])
@@ -259,7 +260,7 @@ def test_a_chunk_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
 def test_a_block_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
     size = 2 * BLOCK + 300 * KiB
     key, body = _put(s3rver, size, "zcrot")
-    gw = gateway(s3rver, cache_size="64M", extra_args=["--block-size", "1M"])
+    gw = gateway(s3rver, cache_size="64M", extra_args=ZC + ["--block-size", "1M"])
     gw.require_real()
     _cached(gw, key, body, BLOCK)
     _flip_in_store(gw, body[BLOCK + 4096:BLOCK + 4160])
@@ -330,7 +331,7 @@ def test_a_late_reader_gets_the_old_version_exactly_while_its_pages_are_reused(
     # sendfile's pages when the client reads them, so the view is held until then.
     key, old = _put(s3rver, size, "zclate")
     gw = gateway(s3rver, cache_size="4M" if what == "chunk" else "8M",
-                 extra_args=["--block-size", "1M"] if block else [])
+                 extra_args=ZC + (["--block-size", "1M"] if block else []))
     gw.require_real()
     _cached(gw, key, old, block)
     ranged = {"Range": "bytes=%d-%d" % (first, last)} if what == "block" else None
@@ -368,7 +369,7 @@ def test_a_late_reader_gets_the_old_version_exactly_while_its_pages_are_reused(
 def test_a_client_that_goes_away_unread_lets_its_view_go(s3rver, gateway):
     size = 200 * KiB
     key, body = _put(s3rver, size)
-    gw = gateway(s3rver)
+    gw = gateway(s3rver, extra_args=ZC)
     gw.require_real()
     _cached(gw, key, body)
     s = _request_unread(gw, key)

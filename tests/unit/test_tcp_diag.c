@@ -19,6 +19,8 @@
 
 #include "../../common/tcp_diag.h"
 
+static int diag = -1; /* the tests' sock_diag socket (main) */
+
 /* A connected loopback pair of family: *client connected to *server, accepted on *listener
  * (closed when listener is NULL). False when the host has no loopback address of that family. */
 static bool connect_pair(int family, int *client, int *server, int *listener)
@@ -62,8 +64,8 @@ static void assert_queues_settle(const struct sc_tcp_ends *sender,
 {
     uint32_t unacked = 1, unread = 0, dummy = 0;
     for (int i = 0; i < 100; i++) {
-        assert_int_equal(sc_tcp_queues(sender, &unacked, &dummy), SC_OK);
-        assert_int_equal(sc_tcp_queues(receiver, &dummy, &unread), SC_OK);
+        assert_int_equal(sc_tcp_queues(diag, sender, &unacked, &dummy), SC_OK);
+        assert_int_equal(sc_tcp_queues(diag, receiver, &dummy, &unread), SC_OK);
         if (unacked == 0 && unread == want_unread)
             break;
         nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
@@ -120,16 +122,16 @@ static void closed_or_unknown_end_is_not_found(void **state)
     struct sc_tcp_ends other = peer;
     struct sockaddr_in *port = (struct sockaddr_in *)&other.local;
     port->sin_port = htons((uint16_t)(ntohs(port->sin_port) ^ 0x5555)); /* nobody's */
-    assert_int_equal(sc_tcp_queues(&other, &a, &b), SC_ENOTFOUND);
+    assert_int_equal(sc_tcp_queues(diag, &other, &a, &b), SC_ENOTFOUND);
     /* The server's end of a connection it does not have: its port's listener is not it. */
     struct sc_tcp_ends server_side = sc_tcp_ends_peer(&other);
-    assert_int_equal(sc_tcp_queues(&server_side, &a, &b), SC_ENOTFOUND);
+    assert_int_equal(sc_tcp_queues(diag, &server_side, &a, &b), SC_ENOTFOUND);
     close(ls);
     /* The client closes first: its socket is gone (the server's, which did not close, stays). */
     close(client);
     sc_code rc = SC_OK;
     for (int i = 0; i < 100 && rc == SC_OK; i++) {
-        rc = sc_tcp_queues(&peer, &a, &b);
+        rc = sc_tcp_queues(diag, &peer, &a, &b);
         if (rc == SC_OK)
             nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
     }
@@ -156,5 +158,10 @@ int main(void)
         cmocka_unit_test(closed_or_unknown_end_is_not_found),
         cmocka_unit_test(a_socket_that_is_not_tcp_has_no_ends),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    diag = sc_tcp_diag_open();
+    if (diag < 0)
+        return 1;
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    close(diag);
+    return failed;
 }
