@@ -105,7 +105,9 @@ class Gateway:
                 # below stop()'s grace, so a request a test leaves hanging never delays teardown
                 "--shutdown-timeout", "2"] + (
                     ["--client-credentials", self.client_keys_file]
-                    if self.client_keys_file else []) + self.extra_args
+                    if self.client_keys_file else []) + (
+                    ["--zero-copy"] if os.environ.get("S3CACHED_IT_ZERO_COPY") else []) + (
+                    self.extra_args)
 
     def env(self):
         env = dict(os.environ)
