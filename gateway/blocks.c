@@ -700,9 +700,9 @@ static struct gw_next part_failed(struct gw_req *q)
  * The whole answer as iovecs into the store's map when the first block comes from the store
  * and the few others are cached at this version too (each checked against its checksum
  * here): libmicrohttpd sends them as they are, and the response takes over the view, which
- * keeps the bytes in place until it is freed. An answer inside one block is sent from the
- * data file instead, the view held by q until the client has read it (zerocopy.h). NULL
- * otherwise (the callback response serves).
+ * keeps the bytes in place until it is freed. An answer inside one block may be sent from the
+ * data file instead (--zero-copy), the view held by q until the client has read it
+ * (zerocopy.h). NULL otherwise (the callback response serves).
  */
 static struct MHD_Response *body_from_store(struct gw_req *q)
 {
@@ -728,7 +728,7 @@ static struct MHD_Response *body_from_store(struct gw_req *q)
         left -= n;
         skip = 0;
     }
-    /* One block: from the data file, q holding the view (zerocopy.h); else from the map. */
+    /* One block: from the data file if it can, q holding the view (zerocopy.h); else the map. */
     struct MHD_Response *resp =
         more == 0 ? gw_zc_response(q, b->view, iov[0].iov_base, iov[0].iov_len) : NULL;
     if (resp == NULL)

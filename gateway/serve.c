@@ -1,10 +1,10 @@
 /*
  * serve.c - GET and HEAD Object through the cache.
  *
- * A hit is answered from the store without copying the body: from the data
- * file with sendfile when the body is one chunk (zerocopy.h), else with a
- * response pointing straight into LMDB's map (an iovec response holding the
- * read view until libmicrohttpd has sent it). A miss joins or starts the object's fill
+ * A hit is answered from the store without copying the body: a response
+ * pointing straight into LMDB's map (an iovec response holding the read view
+ * until libmicrohttpd has sent it), or with --zero-copy, when the body is one
+ * chunk, from the data file with sendfile (zerocopy.h). A miss joins or starts the object's fill
  * and streams it to the client as it arrives. A range on a miss is resolved
  * against the size the fill announces: near the front it is read from the fill;
  * further in, it is fetched on its own with an explicit range, so the client
@@ -116,8 +116,8 @@ static bool peer_range_cached(struct gw_req *q, store_obj *obj)
 /* ---- hits ------------------------------------------------------------------------ */
 
 /* The response body from the map, checked by store_obj_iov(); takes over obj. A body in one
- * chunk is sent from the data file (zerocopy.h: q holds obj until the client has read it);
- * any other as iovecs into the map (obj closed when the response is freed). */
+ * chunk may be sent from the data file (--zero-copy, zerocopy.h: q holds obj until the client
+ * has read it); any other as iovecs into the map (obj closed when the response is freed). */
 static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const struct answer *a,
                                      sc_code *rc)
 {

@@ -1,11 +1,13 @@
 /*
- * zerocopy.h - hits sent from the store's data file with sendfile(2) instead of from its map.
+ * zerocopy.h - hits sent from the store's data file with sendfile(2) instead of from its map
+ * (--zero-copy; off by default: over loopback, the only place it can be made safe, below, it
+ * cost more CPU per hit than the copy, docs/operations.md).
  *
  * A response whose body is one contiguous span of the map (a whole object of one chunk, a
  * range inside one chunk, a range inside one block) is answered with an fd response on a
  * dup(2) of the data file at the span's offset (store_obj_file_span): libmicrohttpd 0.9.75
  * then sends it with sendfile(2) in 128 KiB calls (no TLS here; it falls back to pread(2) on
- * a sendfile error, and reads offsets past 2 GiB with sendfile64). The kernel copies nothing.
+ * a sendfile error, and reads offsets past 2 GiB with sendfile64). The gateway copies nothing.
  *
  * The read view must outlive more than the response. sendfile(2) queues references to the
  * page cache's pages, not their bytes: they are read when the segment is sent and, when the
@@ -15,15 +17,15 @@
  * the client would read another version's or another object's bytes. So the view is held
  * until the receiving process has read every byte: at the request's end (its cleanup) it goes
  * to a drain, whose thread closes it once the gateway's socket has nothing unacknowledged and
- * the client's socket nothing unread (tcp_diag.h), or either socket is gone. That can be seen
+ * the client's socket nothing unread (tcp_diag.h), or the client's socket is gone. That can be seen
  * only for a client in this network namespace (a sidecar's trainer, a client on the node's
  * own network): for any other the body is sent from the map as before (copied), because a
  * client on another host cannot be told from one in a pod on this host, whose unread bytes
  * this namespace cannot see.
  *
  * At most GW_ZC_HELD_MAX views are held past their requests: beyond that (clients that do
- * not read), hits are copied again until some are read. A held view holds a reader slot and keeps
- * LMDB from reusing the pages freed since it opened, as a slow response always did.
+ * not read), hits are copied again until some are read. A held view holds a reader slot and
+ * keeps LMDB from reusing the pages freed since it opened, as a slow response always did.
  */
 #ifndef GW_ZEROCOPY_H
 #define GW_ZEROCOPY_H
