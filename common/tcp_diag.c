@@ -95,7 +95,7 @@ sc_code sc_tcp_queues(int diag, const struct sc_tcp_ends *e, uint32_t *unacked, 
     put_end(&e->remote, &req.r.id.idiag_dport, req.r.id.idiag_dst);
     union {
         struct nlmsghdr nlh;
-        char bytes[1024];
+        char bytes[8192]; /* an inet_diag_msg and a few attributes */
     } ans;
     struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
     if (sendto(diag, &req, sizeof(req), 0, (struct sockaddr *)&kernel, sizeof(kernel)) !=

@@ -23,6 +23,10 @@
  * client on another host cannot be told from one in a pod on this host, whose unread bytes
  * this namespace cannot see.
  *
+ * "Read" means copied out of the socket: a client that moves its socket's bytes on with
+ * splice(2) (a proxy in this namespace splicing, as HAProxy can) keeps the pages referenced
+ * after its socket is empty, which this cannot see.
+ *
  * At most GW_ZC_HELD_MAX views are held past their requests: beyond that (clients that do
  * not read), hits are copied again until some are read. A held view holds a reader slot and
  * keeps LMDB from reusing the pages freed since it opened, as a slow response always did.
