@@ -28,7 +28,7 @@
  * time, up to GW_ZC_POLL_MAX_MS (a reader slot held a little longer, not a poll per client
  * every millisecond). */
 #define GW_ZC_POLL_MAX_MS  64
-#define GW_ZC_STOP_SECONDS 5
+#define GW_ZC_STOP_SECONDS 2  /* within docker stop's grace, after --shutdown-timeout */
 #define GW_ZC_DIAG_POOL    16 /* sock_diag sockets kept for the HTTP threads' lookups */
 
 struct gw_zc_held {

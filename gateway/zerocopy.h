@@ -53,8 +53,8 @@
  */
 sc_code gw_zc_start(struct gw *g);
 
-/* @brief Waits up to a few seconds for the held views' bytes to be read, closes every held
- * view and stops the drain. After the HTTP daemons have stopped, before the store closes. */
+/* @brief Waits up to GW_ZC_STOP_SECONDS (2 s) for the held views' bytes to be read, closes every
+ * held view and stops the drain. After the HTTP daemons have stopped, before the store closes. */
 void gw_zc_stop(struct gw *g);
 
 /*
