@@ -64,6 +64,16 @@ def _cached(gw, key, body, block=None):
     assert _stored(st) >= want, "not stored"
 
 
+def _one_cached(s3rver, gateway, size, args=ZC, block=None, **kw):
+    """A gateway (args: ZC, with more or without) with one object of size bytes cached
+    (of blocks of block bytes if large): (gw, key, body)."""
+    key, body = _put(s3rver, size, "zcblk" if block else "zc")
+    gw = gateway(s3rver, extra_args=args + (["--block-size", "1M"] if block else []), **kw)
+    gw.require_real()
+    _cached(gw, key, body, block)
+    return gw, key, body
+
+
 def _expect(gw, key, body, rng, first, last, zero_copy):
     """GETs key (with Range rng, or whole), checks the bytes, X-Cache HIT and whether the
     zero-copy counters moved by exactly this body."""
@@ -88,10 +98,7 @@ def _expect(gw, key, body, rng, first, last, zero_copy):
 
 def test_one_chunk_object_and_its_ranges_are_sent_zero_copy_byte_exact(s3rver, gateway):
     size = 200 * KiB + 7  # one chunk
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=ZC)
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size)
     assert _counters(gw) == (0, 0), "a miss is not a zero-copy hit"
     _expect(gw, key, body, None, 0, size - 1, True)
     _expect(gw, key, body, "bytes=0-99999", 0, 99999, True)  # from the first byte
@@ -109,10 +116,7 @@ def test_one_chunk_object_and_its_ranges_are_sent_zero_copy_byte_exact(s3rver, g
 
 def test_many_chunk_object_is_zero_copy_only_inside_one_chunk(s3rver, gateway):
     size = 3 * CHUNK + 1000
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=ZC)
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size)
     _expect(gw, key, body, None, 0, size - 1, False)  # four chunks: from the map
     _expect(gw, key, body, "bytes=%d-%d" % (CHUNK, 2 * CHUNK - 1), CHUNK, 2 * CHUNK - 1,
             True)  # exactly chunk 1
@@ -126,19 +130,13 @@ def test_many_chunk_object_is_zero_copy_only_inside_one_chunk(s3rver, gateway):
 
 def test_larger_chunk_size_makes_a_4mib_object_one_value_sent_zero_copy(s3rver, gateway):
     size = 4 * MiB
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=ZC + ["--chunk-size", "4M"])
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size, ZC + ["--chunk-size", "4M"])
     _expect(gw, key, body, None, 0, size - 1, True)
 
 
 def test_head_and_bodiless_answers_send_nothing_zero_copy(s3rver, gateway):
     size = 150 * KiB
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=ZC)
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size)
     etag = _get(gw, key, method="HEAD").headers["etag"]
     before = _counters(gw)
     head = _get(gw, key, method="HEAD")
@@ -155,29 +153,20 @@ def test_head_and_bodiless_answers_send_nothing_zero_copy(s3rver, gateway):
 
 def test_without_the_zero_copy_flag_every_hit_is_copied(s3rver, gateway):
     size = 200 * KiB
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver)  # without --zero-copy
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size, [])  # without --zero-copy
     _expect(gw, key, body, None, 0, size - 1, False)
     _expect(gw, key, body, "bytes=0-99999", 0, 99999, False)
 
 
 def test_unverified_store_still_sends_zero_copy(s3rver, gateway):
     size = 200 * KiB
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=ZC + ["--no-verify-checksums"])
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size, ZC + ["--no-verify-checksums"])
     _expect(gw, key, body, None, 0, size - 1, True)
 
 
 def test_access_log_counts_a_zero_copy_hits_bytes(s3rver, gateway):
     size = 200 * KiB
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=ZC + ["--access-log"])
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size, ZC + ["--access-log"])
     _expect(gw, key, body, "bytes=1000-", 1000, size - 1, True)
     gw.stop()
     with open(os.path.join(gw.workdir, "stderr.%d.log" % gw.runs), errors="replace") as f:
@@ -188,10 +177,7 @@ def test_access_log_counts_a_zero_copy_hits_bytes(s3rver, gateway):
 
 def test_metrics_show_zero_copy_hits_and_bytes(s3rver, gateway):
     size = 100 * KiB
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=ZC)
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size)
     _expect(gw, key, body, None, 0, size - 1, True)
     gw.stats_when(lambda st: st["zero_copy_held"] == 0)  # read and closed: let go at once
     with urllib.request.urlopen(gw.endpoint + "/metrics", timeout=10) as r:
@@ -207,10 +193,7 @@ def test_metrics_show_zero_copy_hits_and_bytes(s3rver, gateway):
 
 def test_range_inside_one_block_is_zero_copy_and_across_blocks_is_not(s3rver, gateway):
     size = 3 * BLOCK + 200 * KiB  # four blocks, the last of 200 KiB
-    key, body = _put(s3rver, size, "zcblk")
-    gw = gateway(s3rver, cache_size="64M", extra_args=ZC + ["--block-size", "1M"])
-    gw.require_real()
-    _cached(gw, key, body, BLOCK)
+    gw, key, body = _one_cached(s3rver, gateway, size, block=BLOCK, cache_size="64M")
     assert gw.stats()["blocks"] == 4
     _expect(gw, key, body, None, 0, size - 1, False)  # four blocks
     _expect(gw, key, body, "bytes=%d-%d" % (BLOCK, 2 * BLOCK - 1), BLOCK, 2 * BLOCK - 1,
@@ -229,10 +212,7 @@ def test_range_inside_one_block_is_zero_copy_and_across_blocks_is_not(s3rver, ga
 
 def test_a_chunk_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
     size = 200 * KiB
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=ZC)
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size)
     gw.flip_in_store(body[50000:50064])
     hits, sent = _counters(gw)
     stored = _stored(gw.stats())
@@ -248,10 +228,7 @@ def test_a_chunk_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
 
 def test_a_block_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
     size = 2 * BLOCK + 300 * KiB
-    key, body = _put(s3rver, size, "zcrot")
-    gw = gateway(s3rver, cache_size="64M", extra_args=ZC + ["--block-size", "1M"])
-    gw.require_real()
-    _cached(gw, key, body, BLOCK)
+    gw, key, body = _one_cached(s3rver, gateway, size, block=BLOCK, cache_size="64M")
     gw.flip_in_store(body[BLOCK + 4096:BLOCK + 4160])
     hits, sent = _counters(gw)
     stored = _stored(gw.stats())
@@ -358,10 +335,7 @@ def test_a_late_reader_gets_the_old_version_exactly_while_its_pages_are_reused(
 
 def test_a_client_that_goes_away_unread_lets_its_view_go(s3rver, gateway):
     size = 200 * KiB
-    key, body = _put(s3rver, size)
-    gw = gateway(s3rver, extra_args=ZC)
-    gw.require_real()
-    _cached(gw, key, body)
+    gw, key, body = _one_cached(s3rver, gateway, size)
     s = _request_unread(gw, key)
     _held_after_the_request(gw)
     time.sleep(0.3)
