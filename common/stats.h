@@ -15,6 +15,8 @@ struct sc_stats {
     atomic_uint_fast64_t bypasses;
     atomic_uint_fast64_t bytes_from_cache;
     atomic_uint_fast64_t bytes_from_upstream;
+    atomic_uint_fast64_t hits_zero_copy;   /* hits (whole or block) sent from the data file */
+    atomic_uint_fast64_t bytes_zero_copy;  /* their bytes (also in bytes_from_cache) */
     atomic_uint_fast64_t upstream_fetches; /* cache fills started */
     atomic_uint_fast64_t fills_stored;
     atomic_uint_fast64_t fills_failed;  /* failed, truncated or mismatched: not stored */

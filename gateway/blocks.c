@@ -25,6 +25,7 @@
 #include "reply.h"
 #include "req.h"
 #include "respond.h"
+#include "zerocopy.h"
 
 /* An answer needing at most 1/BLOCKS_PART_SHARE of a block nobody has fetches its span of it
  * on its own (source_from_part). */
@@ -699,7 +700,9 @@ static struct gw_next part_failed(struct gw_req *q)
  * The whole answer as iovecs into the store's map when the first block comes from the store
  * and the few others are cached at this version too (each checked against its checksum
  * here): libmicrohttpd sends them as they are, and the response takes over the view, which
- * keeps the bytes in place until it is freed. NULL otherwise (the callback response serves).
+ * keeps the bytes in place until it is freed. An answer inside one block may be sent from the
+ * data file instead (--zero-copy), the view held by q until the client has read it
+ * (zerocopy.h). NULL otherwise (the callback response serves).
  */
 static struct MHD_Response *body_from_store(struct gw_req *q)
 {
@@ -725,10 +728,14 @@ static struct MHD_Response *body_from_store(struct gw_req *q)
         left -= n;
         skip = 0;
     }
-    struct MHD_Response *resp = gw_reply_from_view(b->view, iov, more + 1);
+    /* One block: from the data file if it can, q holding the view (zerocopy.h); else the map. */
+    struct MHD_Response *resp =
+        more == 0 ? gw_zc_response(q, b->view, iov[0].iov_base, iov[0].iov_len) : NULL;
+    if (resp == NULL)
+        resp = gw_reply_from_view(b->view, iov, more + 1);
     if (resp == NULL)
         return NULL;
-    b->view = NULL; /* the response's now */
+    b->view = NULL; /* the response's now, or q's (zerocopy.h) */
     b->data = NULL;
     b->have = false;
     keep_ahead(q, b->last); /* a sequential reader's next blocks, as the callback path does */

@@ -92,6 +92,10 @@ static const struct opt options[] = {
      "bytes per stored chunk (default 256K)"},
     {"no-verify-checksums", "S3CACHED_NO_VERIFY_CHECKSUMS", OPT_BOOL, OFF(verify_checksums), 0, 0,
      NULL, "serve hits without checking each chunk's CRC32C"},
+    {"zero-copy", "S3CACHED_ZERO_COPY", OPT_BOOL, OFF(zero_copy), 0, 0, NULL,
+     "send a hit whose body is one stored chunk or block with sendfile from the cache file, "
+     "to clients in this network namespace (measured no cheaper over loopback: "
+     "docs/operations.md)"},
     {"upstream-retries", "S3CACHED_UPSTREAM_RETRIES", OPT_UINT, OFF(upstream_retries), 0, 10, "N",
      "retries of idempotent upstream requests (default 3)"},
     {"upstream-connect-timeout", "S3CACHED_UPSTREAM_CONNECT_TIMEOUT", OPT_UINT,

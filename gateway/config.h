@@ -35,6 +35,7 @@ struct gw_config {
     uint64_t min_body_rate;  /* body bytes a second, either way (conn_guard.h); 0: off */
     uint32_t chunk_size;
     bool verify_checksums;
+    bool zero_copy;          /* --zero-copy: one-value hits sent with sendfile (zerocopy.h) */
     bool allow_insecure_tls; /* --insecure-upstream: skip TLS verification (off by default) */
     unsigned upstream_retries;
     unsigned prefetch_concurrency;     /* manifest prefetches in flight */

@@ -41,6 +41,8 @@ typedef struct ckeys ckeys;
 typedef struct authz_cache authz_cache;
 typedef struct conn_guard conn_guard;
 typedef struct fleet fleet;
+struct gw_zc;
+struct gw_zc_held;
 struct ckey;
 struct gw_config;
 struct guard_conn;
@@ -62,6 +64,7 @@ struct gw {
     struct MHD_Daemon *fleet_daemon; /* --fleet-listen: signed peer requests only; or NULL */
     fleet *fleet;                    /* the fleet (fleet.h), or NULL: this gateway alone */
     conn_guard *guard;               /* ends slow clients (--header-timeout); NULL when off */
+    struct gw_zc *zc;                /* zero-copy hits' drain (zerocopy.h); NULL when off */
     ckeys *keys;                     /* --client-credentials; NULL: S3 requests are not verified */
     authz_cache *authz;          /* answers of authorization checks (auth.h); NULL without keys */
     bool listen_loopback;        /* the listener is on a loopback address */
@@ -136,6 +139,7 @@ struct gw_req {
     struct gw_ask ask;        /* a HEAD in flight: revalidation or authorization (ask.c) */
     struct upload *upload;    /* the pass-through transfer (proxy.c) */
     struct gw_blocks *blocks; /* a large object read by blocks (blocks.c), or NULL */
+    struct gw_zc_held *zc;    /* the view of a hit sent from the data file (zerocopy.c), or NULL */
     /* An admin API request body, collected whole (bounded by GW_ADMIN_BODY_MAX; admin.c). */
     struct {
         struct sc_buf body; /* its err is SC_ETOOBIG (or SC_ENOMEM) once it could not keep all */

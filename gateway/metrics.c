@@ -14,6 +14,7 @@
 #include "../store/store.h"
 #include "../manifest/manifest.h"
 #include "conn_guard.h"
+#include "zerocopy.h"
 #include "../fleet/fleet.h"
 
 static const char *const op_names[GW_OP_N] = {
@@ -112,6 +113,15 @@ static void write_cache(FILE *out, struct gw *g)
     fprintf(out, "s3cached_served_bytes_total{source=\"cache\"} %llu\n", LOAD(s->bytes_from_cache));
     fprintf(out, "s3cached_served_bytes_total{source=\"upstream\"} %llu\n",
             LOAD(s->bytes_from_upstream));
+    one(out, "s3cached_zero_copy_hits_total", "counter",
+        "Hits sent from the cache file with sendfile (their body in one chunk or block).",
+        LOAD(s->hits_zero_copy));
+    one(out, "s3cached_zero_copy_bytes_total", "counter",
+        "Object bytes sent with sendfile (also counted as served from the cache).",
+        LOAD(s->bytes_zero_copy));
+    one(out, "s3cached_zero_copy_held", "gauge",
+        "Read views held for zero-copy hits whose client has not read every byte yet.",
+        gw_zc_held(g));
     one(out, "s3cached_cached_objects", "gauge", "Objects in the cache.", ss.objects);
     one(out, "s3cached_cached_bytes", "gauge", "Object bytes in the cache.", ss.used_bytes);
     one(out, "s3cached_capacity_bytes", "gauge", "Most object bytes the cache keeps.",

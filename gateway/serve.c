@@ -1,9 +1,10 @@
 /*
  * serve.c - GET and HEAD Object through the cache.
  *
- * A hit is answered from the store without copying the body: the response
- * points straight into LMDB's map (an iovec response holding the read view
- * until libmicrohttpd has sent it). A miss joins or starts the object's fill
+ * A hit is answered from the store without copying the body: a response
+ * pointing straight into LMDB's map (an iovec response holding the read view
+ * until libmicrohttpd has sent it), or with --zero-copy, when the body is one
+ * chunk, from the data file with sendfile (zerocopy.h). A miss joins or starts the object's fill
  * and streams it to the client as it arrives. A range on a miss is resolved
  * against the size the fill announces: near the front it is read from the fill;
  * further in, it is fetched on its own with an explicit range, so the client
@@ -46,6 +47,7 @@
 #include "req.h"
 #include "respond.h"
 #include "revalidate.h"
+#include "zerocopy.h"
 #include "config.h"
 #include "../store/store.h"
 #include "../manifest/manifest.h"
@@ -113,7 +115,9 @@ static bool peer_range_cached(struct gw_req *q, store_obj *obj)
 
 /* ---- hits ------------------------------------------------------------------------ */
 
-/* The response body as iovecs into the map; takes over obj (closed when the response is freed). */
+/* The response body from the map, checked by store_obj_iov(); takes over obj. A body in one
+ * chunk may be sent from the data file (--zero-copy, zerocopy.h: q holds obj until the client
+ * has read it); any other as iovecs into the map (obj closed when the response is freed). */
 static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const struct answer *a,
                                      sc_code *rc)
 {
@@ -123,7 +127,9 @@ static struct MHD_Response *hit_body(struct gw_req *q, store_obj *obj, const str
     size_t n = 0;
     struct MHD_Response *resp = NULL;
     *rc = iov ? store_obj_iov(obj, a->start, a->len, iov, max_iov, &n) : SC_ENOMEM;
-    if (*rc == SC_OK) {
+    if (*rc == SC_OK && n == 1)
+        resp = gw_zc_response(q, obj, iov[0].iov_base, iov[0].iov_len);
+    if (*rc == SC_OK && resp == NULL) {
         resp = gw_reply_from_view(obj, iov, n);
         if (resp == NULL)
             *rc = SC_ENOMEM;

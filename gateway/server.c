@@ -75,6 +75,7 @@
 #include "serve.h"
 #include "config.h"
 #include "conn_guard.h"
+#include "zerocopy.h"
 
 #define MAX_TARGET_LEN (8 * 1024)
 /* Bounds the request line and headers; libmicrohttpd zeroes it for every request. */
@@ -527,6 +528,11 @@ sc_code server_start(struct gw *g)
         sc_err("cannot start the slow-client watchdog");
         return SC_EIO;
     }
+    if (gw_zc_start(g) != SC_OK) {
+        sc_err("cannot start the zero-copy drain");
+        server_stop(g);
+        return SC_EIO;
+    }
     g->daemon = start_daemon(g, &ss, ipv6, on_request_start);
     if (g->daemon == NULL)
         sc_err("cannot listen on %s:%u", cfg->listen_host, cfg->listen_port);
@@ -549,4 +555,5 @@ void server_stop(struct gw *g)
     }
     conn_guard_stop(g->guard); /* after the daemon: its CLOSED notifications use the guard */
     g->guard = NULL;
+    gw_zc_stop(g); /* after the daemons: their requests' cleanups hand views to the drain */
 }

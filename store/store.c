@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "../common/log.h"
@@ -131,6 +132,38 @@ static size_t map_size(uint64_t capacity)
     return (size_t)((want + page - 1) / page * page);
 }
 
+/*
+ * Finds where LMDB mapped the data file, for store_obj_file_span(): the mapping of that file
+ * (its device and inode) from offset 0 in /proc/self/maps. mdb_env_info()'s me_mapaddr does
+ * not say: it is the address recorded in the meta page, set only with MDB_FIXEDMAP. Not
+ * found (no /proc), st->map stays NULL and every span is refused.
+ */
+static void find_map(store *st)
+{
+    struct stat sb;
+    char line[512];
+    FILE *f = fstat(st->data_fd, &sb) == 0 ? fopen("/proc/self/maps", "re") : NULL;
+    if (f == NULL) {
+        sc_warn("store: cannot find the map of the data file: hits are sent from memory");
+        return;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        unsigned long long start, end, offset, inode;
+        unsigned dev_major, dev_minor;
+        if (sscanf(line, "%llx-%llx %*s %llx %x:%x %llu", &start, &end, &offset, &dev_major,
+                   &dev_minor, &inode) == 6 &&
+            offset == 0 && inode == (unsigned long long)sb.st_ino &&
+            dev_major == major(sb.st_dev) && dev_minor == minor(sb.st_dev)) {
+            st->map = (const unsigned char *)(uintptr_t)start;
+            st->map_len = (size_t)(end - start);
+            break;
+        }
+    }
+    fclose(f);
+    if (st->map == NULL)
+        sc_warn("store: cannot find the map of the data file: hits are sent from memory");
+}
+
 static sc_code open_env(store *st, const struct store_config *cfg)
 {
     unsigned readers = cfg->max_readers != 0 ? cfg->max_readers : DEFAULT_MAX_READERS;
@@ -154,6 +187,10 @@ static sc_code open_env(store *st, const struct store_config *cfg)
         return st_lmdb_err(mrc, "opening the environment");
     if (dead > 0)
         sc_warn("store: cleared %d stale reader slots", dead);
+    mrc = mdb_env_get_fd(st->env, &st->data_fd);
+    if (mrc != 0)
+        return st_lmdb_err(mrc, "mdb_env_get_fd");
+    find_map(st);
     return SC_OK;
 }
 

@@ -150,6 +150,26 @@ int64_t store_obj_stored_at(const store_obj *obj);
 sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *iov, size_t max_iov,
                       size_t *n_iov);
 
+/*
+ * @brief Where bytes this view handed out lie in the store's data file, so that they can be
+ * sent from the file (sendfile(2)) instead of from the map: the map is the data file mapped
+ * from offset 0, so the offset is the bytes' address minus the map's base.
+ * @param[in] data, len bytes inside the map, as store_obj_iov() or store_obj_block() returned
+ *            them (any span within one such range); they were checked as those functions say.
+ * @param[out] fd the data file's descriptor (mdb_env_get_fd()), the store's own: never close
+ *             it; dup(2) it to hand it to something that closes. Valid until store_close().
+ * @param[out] offset the first byte's offset in that file.
+ * @return SC_OK, SC_EINVAL (data NULL, len 0, or the span not wholly inside the map: bytes
+ *         that are not the store's).
+ * @note The file holds these bytes at offset while the view is open, and no longer: once it
+ *       closes, a writer may reuse the pages in place. The kernel reads the pages of a
+ *       sendfile(2) when it sends them, not when the call returns (over loopback or a veth,
+ *       when the receiving process reads them): keep the view open until the receiver has
+ *       read every byte, not until the call returns (gateway/zerocopy.h).
+ */
+sc_code store_obj_file_span(const store_obj *obj, const void *data, uint64_t len, int *fd,
+                            uint64_t *offset);
+
 /* @brief True if the object is a block object (read it with store_obj_block()); false for
  * a whole object (store_obj_iov()). */
 bool store_obj_is_blocks(const store_obj *obj);

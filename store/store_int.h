@@ -98,6 +98,9 @@ struct st_job {
 struct store {
     int lock_fd; /* holds the cache directory's lock (store.c); -1 before it is taken */
     MDB_env *env;
+    int data_fd;              /* the data file's descriptor (mdb_env_get_fd), LMDB's own */
+    const unsigned char *map; /* where LMDB mapped the data file (store.c's find_map), or NULL */
+    size_t map_len;           /* bytes mapped (the map size, fixed once open) */
     MDB_dbi dbi_meta;
     MDB_dbi dbi_chunks;
     MDB_dbi dbi_blocks;

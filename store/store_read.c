@@ -9,6 +9,9 @@
  * removal, and the caller gets SC_ECORRUPT. A block object's view is opened
  * here too, but its blocks are read (and their hits counted) in store_block.c.
  *
+ * store_obj_file_span() names where handed-out bytes lie in the data file (the map is that
+ * file, mapped from offset 0), for a sender that reads them from the file.
+ *
  * A view is used by one thread at a time, but may move between threads
  * (the environment has MDB_NOTLS). Its transaction and its hit go through
  * store_readers.c, which keeps hits on different threads from meeting on a lock.
@@ -184,6 +187,19 @@ sc_code store_obj_iov(store_obj *obj, uint64_t off, uint64_t len, struct iovec *
             (struct iovec){.iov_base = (void *)(data + start), .iov_len = (size_t)(end - start)};
     }
     *n_iov = (size_t)(last - first + 1);
+    return SC_OK;
+}
+
+sc_code store_obj_file_span(const store_obj *obj, const void *data, uint64_t len, int *fd,
+                            uint64_t *offset)
+{
+    const store *st = obj->st;
+    uintptr_t at = (uintptr_t)data, base = (uintptr_t)st->map;
+    if (data == NULL || len == 0 || at < base || at - base >= st->map_len ||
+        len > st->map_len - (at - base))
+        return SC_EINVAL;
+    *fd = st->data_fd;
+    *offset = (uint64_t)(at - base);
     return SC_OK;
 }
 

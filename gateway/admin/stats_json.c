@@ -7,6 +7,7 @@
 #include "../../store/store.h"
 #include "../config.h"
 #include "../gw.h"
+#include "../zerocopy.h"
 
 #include <jansson.h>
 
@@ -89,6 +90,15 @@ char *gw_stats_json(struct gw *g)
         json_decref(o);
         return NULL;
     }
+    json_t *zc =
+        json_pack("{s:I, s:I, s:I}", "hits_zero_copy", LOAD(s->hits_zero_copy), "bytes_zero_copy",
+                  LOAD(s->bytes_zero_copy), "zero_copy_held", (json_int_t)gw_zc_held(g));
+    if (zc == NULL || json_object_update(o, zc) != 0) {
+        json_decref(zc);
+        json_decref(o);
+        return NULL;
+    }
+    json_decref(zc);
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;

@@ -5,6 +5,7 @@
 #   S3CACHED_BIN=path      gateway binary (default build/asan/s3cached)
 #   S3CACHED_IT_DIRECT=1   no gateway: point the tests at the upstreams (harness check)
 #   S3CACHED_IT_VALGRIND=1 the optimized build under valgrind memcheck (make valgrind)
+#   S3CACHED_IT_ZERO_COPY=1 every gateway with --zero-copy (hits sent with sendfile)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [ -n "${S3CACHED_BIN:-}" ]; then

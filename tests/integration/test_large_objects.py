@@ -758,18 +758,6 @@ def test_kill_9_during_parallel_cold_fetch_keeps_stored_blocks(upstream, gateway
     _assert_x_cache(gw, again.headers, "HIT")
 
 
-def _flip_in_store(gw, needle):
-    """Flips one byte of the only copy of needle in the store's data file, under the running
-    gateway (its read-only map sees the page change)."""
-    path = os.path.join(gw.cache_dir, "data.mdb")
-    with open(path, "r+b") as f:
-        data = f.read()
-        at = data.find(needle)
-        assert at >= 0 and data.find(needle, at + 1) < 0, "the block is not in data.mdb once"
-        f.seek(at)
-        f.write(bytes([data[at] ^ 0xFF]))
-
-
 def test_a_block_rotten_on_disk_is_fetched_again_and_never_served(upstream, gateway):
     """A cached block whose bytes changed on disk fails its checksum when read: a range over
     it and its cached neighbours (an answer sent from the store's map in one piece) and a
@@ -780,7 +768,7 @@ def test_a_block_rotten_on_disk_is_fetched_again_and_never_served(upstream, gate
     gw.require_real()
     _assert_whole(_get(gw, key), body)
     gw.stats_when(lambda st: st["used_bytes"] >= size, timeout=5)
-    _flip_in_store(gw, body[3 * BLOCK + 4096:3 * BLOCK + 4160])
+    gw.flip_in_store(body[3 * BLOCK + 4096:3 * BLOCK + 4160])
     first, last = 2 * BLOCK + 5, 4 * BLOCK + 5  # blocks 2..4, all cached, 3 rotten
     gw.proxy.reset_counters()
     _assert_part(_range(gw, key, first, last), body, first, last)

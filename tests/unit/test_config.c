@@ -21,6 +21,7 @@ static int clear_env(void **state)
                           "AWS_REGION",
                           "AWS_DEFAULT_REGION",
                           "S3CACHED_NO_VERIFY_CHECKSUMS",
+                          "S3CACHED_ZERO_COPY",
                           "S3CACHED_THREADS",
                           "S3CACHED_ADMIN_TOKEN",
                           "S3CACHED_ADMIN_TOKEN_FILE",
@@ -317,6 +318,23 @@ static void checksum_flag_turns_verification_off(void **state)
     gw_config_free(&cfg);
 }
 
+static void zero_copy_is_off_unless_asked_by_flag_or_environment(void **state)
+{
+    struct gw_config cfg;
+    char *none[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, none), SC_OK);
+    assert_false(cfg.zero_copy);
+    gw_config_free(&cfg);
+    char *flag[] = {"s3cached", "--zero-copy"};
+    assert_int_equal(parse(&cfg, 2, flag), SC_OK);
+    assert_true(cfg.zero_copy);
+    gw_config_free(&cfg);
+    setenv("S3CACHED_ZERO_COPY", "1", 1);
+    assert_int_equal(parse(&cfg, 1, none), SC_OK);
+    assert_true(cfg.zero_copy);
+    gw_config_free(&cfg);
+}
+
 static void client_authentication_is_off_by_default(void **state)
 {
     struct gw_config cfg;
@@ -524,6 +542,7 @@ int main(void)
                                clear_env),
         cmocka_unit_test_setup(prefetch_buffer_has_a_default_a_bound_and_turns_off, clear_env),
         cmocka_unit_test_setup(checksum_flag_turns_verification_off, clear_env),
+        cmocka_unit_test_setup(zero_copy_is_off_unless_asked_by_flag_or_environment, clear_env),
         cmocka_unit_test_setup(admin_token_is_read_from_first_line_of_file, clear_env),
         cmocka_unit_test(durations_accept_units),
         cmocka_unit_test(durations_refuse_garbage),

@@ -1047,6 +1047,80 @@ static void concurrent_readers_see_exact_bytes_while_writer_inserts(void **state
         free(bodies[i]);
 }
 
+/* Reads len bytes at offset of fd into a new buffer (the caller frees it). */
+static unsigned char *pread_all(int fd, uint64_t offset, size_t len)
+{
+    unsigned char *buf = malloc(len);
+    assert_non_null(buf);
+    assert_int_equal(pread(fd, buf, len, (off_t)offset), (ssize_t)len);
+    return buf;
+}
+
+static void file_span_of_each_chunk_reads_its_bytes_from_the_data_file(void **state)
+{
+    struct fixture *f = *state;
+    const size_t size = 3 * CHUNK + 123;
+    unsigned char *body = make_body(size, 21);
+    assert_int_equal(put_sync(f->st, "bkt", "span", NULL, 0, body, size), SC_OK);
+    store_obj *obj = NULL;
+    assert_int_equal(store_obj_open(f->st, "bkt", "span", &obj), SC_OK);
+    struct iovec iov[8];
+    size_t n = 0;
+    assert_int_equal(store_obj_iov(obj, 5, size - 5, iov, 8, &n), SC_OK);
+    assert_int_equal(n, 4);
+    uint64_t at = 5;
+    int first_fd = -1;
+    for (size_t i = 0; i < n; i++) {
+        int fd = -1;
+        uint64_t off = 0;
+        assert_int_equal(store_obj_file_span(obj, iov[i].iov_base, iov[i].iov_len, &fd, &off),
+                         SC_OK);
+        assert_true(fd >= 0);
+        first_fd = first_fd < 0 ? fd : first_fd;
+        assert_int_equal(fd, first_fd); /* one data file */
+        unsigned char *got = pread_all(fd, off, iov[i].iov_len);
+        assert_memory_equal(got, body + at, iov[i].iov_len);
+        free(got);
+        at += iov[i].iov_len;
+    }
+    /* a span inside a range handed out: one byte, the chunk's last */
+    int fd = -1;
+    uint64_t off = 0;
+    const unsigned char *last = (const unsigned char *)iov[0].iov_base + iov[0].iov_len - 1;
+    assert_int_equal(store_obj_file_span(obj, last, 1, &fd, &off), SC_OK);
+    unsigned char *got = pread_all(fd, off, 1);
+    assert_int_equal(got[0], body[CHUNK - 1]);
+    free(got);
+    store_obj_close(obj);
+    free(body);
+}
+
+static void file_span_refuses_bytes_outside_the_map(void **state)
+{
+    struct fixture *f = *state;
+    unsigned char *body = make_body(CHUNK, 22);
+    assert_int_equal(put_sync(f->st, "bkt", "out", NULL, 0, body, CHUNK), SC_OK);
+    store_obj *obj = NULL;
+    assert_int_equal(store_obj_open(f->st, "bkt", "out", &obj), SC_OK);
+    struct iovec iov[2];
+    size_t n = 0;
+    assert_int_equal(store_obj_iov(obj, 0, CHUNK, iov, 2, &n), SC_OK);
+    int fd = -7;
+    uint64_t off = 7;
+    /* the caller's own memory, NULL, nothing, and a span that runs past the map's end */
+    assert_int_equal(store_obj_file_span(obj, body, CHUNK, &fd, &off), SC_EINVAL);
+    assert_int_equal(store_obj_file_span(obj, NULL, 1, &fd, &off), SC_EINVAL);
+    assert_int_equal(store_obj_file_span(obj, iov[0].iov_base, 0, &fd, &off), SC_EINVAL);
+    assert_int_equal(store_obj_file_span(obj, iov[0].iov_base, UINT64_MAX, &fd, &off), SC_EINVAL);
+    assert_int_equal(
+        store_obj_file_span(obj, (const char *)iov[0].iov_base - (1ull << 40), 1, &fd, &off),
+        SC_EINVAL);
+    assert_int_equal(fd, -7); /* untouched on refusal */
+    assert_int_equal(off, 7);
+    store_obj_close(obj);
+    free(body);
+}
+
 int main(void)
 {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1082,6 +1156,8 @@ int main(void)
         T(range_iov_crosses_chunk_boundaries),
         T(object_of_many_chunks_is_stored_in_at_most_max_chunks),
         T(concurrent_readers_see_exact_bytes_while_writer_inserts),
+        T(file_span_of_each_chunk_reads_its_bytes_from_the_data_file),
+        T(file_span_refuses_bytes_outside_the_map),
     };
 #undef T
     sc_log_set_level(SC_LOG_WARN);

@@ -919,6 +919,33 @@ static void bad_block_size_is_refused(void **state)
     assert_null(st);
 }
 
+static void file_span_of_a_block_reads_its_bytes_from_the_data_file(void **state)
+{
+    struct fixture *f = *state;
+    const uint64_t size = 2 * BS + 77;
+    unsigned char *body = make_body(size, 23);
+    assert_int_equal(meta_sync(f->st, "fs", ETAG, size), SC_OK);
+    assert_int_equal(block_sync(f->st, "fs", ETAG, 2, body, size), SC_OK);
+    assert_int_equal(block_sync(f->st, "fs", ETAG, 1, body, size), SC_OK);
+    store_obj *obj = NULL;
+    assert_int_equal(store_obj_open(f->st, "bkt", "fs", &obj), SC_OK);
+    for (uint32_t idx = 1; idx <= 2; idx++) {
+        const void *data = NULL;
+        uint32_t len = 0;
+        assert_int_equal(store_obj_block(obj, idx, &data, &len), SC_OK);
+        int fd = -1;
+        uint64_t off = 0;
+        assert_int_equal(store_obj_file_span(obj, data, len, &fd, &off), SC_OK);
+        unsigned char *got = malloc(len);
+        assert_non_null(got);
+        assert_int_equal(pread(fd, got, len, (off_t)off), (ssize_t)len);
+        assert_memory_equal(got, body + (uint64_t)idx * BS, len);
+        free(got);
+    }
+    store_obj_close(obj);
+    free(body);
+}
+
 int main(void)
 {
 #define T(name)          cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -940,6 +967,7 @@ int main(void)
         T(warm_restart_keeps_a_partly_cached_object),
         T(scan_drops_orphan_and_wrong_length_blocks),
         T(bad_block_size_is_refused),
+        T(file_span_of_a_block_reads_its_bytes_from_the_data_file),
     };
 #undef T
 #undef T_SMALL

@@ -105,7 +105,9 @@ class Gateway:
                 # below stop()'s grace, so a request a test leaves hanging never delays teardown
                 "--shutdown-timeout", "2"] + (
                     ["--client-credentials", self.client_keys_file]
-                    if self.client_keys_file else []) + self.extra_args
+                    if self.client_keys_file else []) + (
+                    ["--zero-copy"] if os.environ.get("S3CACHED_IT_ZERO_COPY") else []) + (
+                    self.extra_args)
 
     def env(self):
         env = dict(os.environ)
@@ -192,6 +194,17 @@ class Gateway:
         elif not kill and code != 0:
             self.problems.append("gateway exited %s after SIGTERM (want 0):\n%s" % (
                 code, proc.tail(p.log_path, 30)))
+
+    def flip_in_store(self, needle):
+        """Flips one byte of the only copy of needle in the store's data file, under the
+        running gateway (its read-only map and a sendfile from the file both see the change)."""
+        path = os.path.join(self.cache_dir, "data.mdb")
+        with open(path, "r+b") as f:
+            data = f.read()
+            at = data.find(needle)
+            assert at >= 0 and data.find(needle, at + 1) < 0, "the bytes are not in data.mdb once"
+            f.seek(at)
+            f.write(bytes([data[at] ^ 0xFF]))
 
     def restart(self):
         """Stops and starts again on the same port and cache dir."""

@@ -1,0 +1,44 @@
+/*
+ * tcp_diag.h - the kernel's queues of a TCP connection, by its two ends (sock_diag(7)),
+ * looked up in this network namespace; for a sender that must know when the bytes it handed
+ * the kernel by reference (sendfile(2)) have been read by the receiving process.
+ */
+#ifndef SC_TCP_DIAG_H
+#define SC_TCP_DIAG_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "sc_err.h"
+
+/* One end of each side of a connection (IPv4-mapped IPv6 addresses are kept as IPv4). */
+struct sc_tcp_ends {
+    struct sockaddr_storage local, remote;
+};
+
+/*
+ * @brief The two ends of the connected TCP socket fd.
+ * @return SC_OK, SC_EINVAL (not a connected IPv4 or IPv6 socket).
+ */
+sc_code sc_tcp_ends_of(int fd, struct sc_tcp_ends *out);
+
+/* @brief The same connection seen from the other side (local and remote swapped). */
+struct sc_tcp_ends sc_tcp_ends_peer(const struct sc_tcp_ends *e);
+
+/*
+ * @brief Opens a sock_diag socket for sc_tcp_queues(), used by one thread at a time.
+ * @return its descriptor (close it with close(2)), or -1 (errno set).
+ */
+int sc_tcp_diag_open(void);
+
+/*
+ * @brief Looks up the TCP socket of this network namespace whose own end is e->local and whose
+ * peer is e->remote, and reads its queues: one netlink round trip on diag (sc_tcp_diag_open).
+ * @param[out] unacked bytes it sent that its peer has not acknowledged yet.
+ * @param[out] unread bytes it received that its process has not read yet.
+ * @return SC_OK, SC_ENOTFOUND (no such socket here: closed, or on another host or in another
+ *         network namespace), SC_EIO (sock_diag failed or is not available).
+ */
+sc_code sc_tcp_queues(int diag, const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *unread);
+
+#endif

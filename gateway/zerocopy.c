@@ -1,0 +1,326 @@
+/*
+ * zerocopy.c - hits sent from the data file (see zerocopy.h): the fd response, and the drain
+ * that holds each view until its client has read the bytes.
+ *
+ * The drain is a list and one thread. A request that sent a zero-copy hit keeps its held
+ * entry (the view and the connection's ends, made before the response so that handing it on
+ * cannot fail) and hands it to the list from its cleanup, when libmicrohttpd has queued the
+ * last byte. The thread looks at an entry at once, then again after 1, 2, 4 ... up to
+ * GW_ZC_POLL_MAX_MS ms while its bytes are not read, outside the lock (one sock_diag socket
+ * of its own), and closes the views whose bytes are read. The HTTP threads' lookups (is the
+ * client's socket here?) take a socket from a small pool.
+ */
+#include "zerocopy.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/log.h"
+#include "../common/tcp_diag.h"
+#include "config.h"
+#include "req.h"
+
+/* A view whose bytes are not read yet is looked at again after 1 ms, then twice as long each
+ * time, up to GW_ZC_POLL_MAX_MS (a reader slot held a little longer, not a poll per client
+ * every millisecond). */
+#define GW_ZC_POLL_MAX_MS  64
+#define GW_ZC_STOP_SECONDS 2  /* within docker stop's grace, after --shutdown-timeout */
+#define GW_ZC_DIAG_POOL    16 /* sock_diag sockets kept for the HTTP threads' lookups */
+
+struct gw_zc_held {
+    store_obj *view;
+    struct sc_tcp_ends ends; /* the gateway's side of the client's connection */
+    uint64_t due_ms;         /* when to look again (CLOCK_MONOTONIC ms; 0: at once) */
+    unsigned wait_ms;        /* the last wait */
+    struct gw_zc_held *next;
+};
+
+struct gw_zc {
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* a view was handed over, or the drain stops */
+    pthread_t thread;
+    struct gw_zc_held *list; /* handed over, bytes maybe not read yet */
+    bool fresh;              /* a view in list was never looked at */
+    bool stopping;
+    int diags[GW_ZC_DIAG_POOL]; /* idle sock_diag sockets (diag_take, diag_give) */
+    unsigned n_diags;
+    atomic_uint held; /* views handed over by their requests and not closed yet */
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A sock_diag socket for this thread's lookup (give it back with diag_give); -1 if none. */
+static int diag_take(struct gw_zc *zc)
+{
+    int fd = -1;
+    pthread_mutex_lock(&zc->lock);
+    if (zc->n_diags > 0)
+        fd = zc->diags[--zc->n_diags];
+    pthread_mutex_unlock(&zc->lock);
+    return fd >= 0 ? fd : sc_tcp_diag_open();
+}
+
+static void diag_give(struct gw_zc *zc, int fd)
+{
+    if (fd < 0)
+        return;
+    pthread_mutex_lock(&zc->lock);
+    if (zc->n_diags < GW_ZC_DIAG_POOL) {
+        zc->diags[zc->n_diags++] = fd;
+        fd = -1;
+    }
+    pthread_mutex_unlock(&zc->lock);
+    if (fd >= 0)
+        close(fd);
+}
+
+/*
+ * True once no byte of the connection is left for its client to read from a kernel queue:
+ * the client's socket is gone (its queue with it; bytes the gateway's socket still holds can
+ * reach no reader), or everything the gateway sent was acknowledged and then the client's
+ * process read everything it received. A socket that cannot be looked at is waited for.
+ */
+static bool bytes_read(int diag, const struct gw_zc_held *h)
+{
+    uint32_t unacked = 0, unread = 0, ignored = 0;
+    struct sc_tcp_ends peer = sc_tcp_ends_peer(&h->ends);
+    sc_code ours = sc_tcp_queues(diag, &h->ends, &unacked, &ignored);
+    if (ours == SC_EIO)
+        return false;
+    /* (looked at after: what was acknowledged is in their queue by now) */
+    sc_code theirs = sc_tcp_queues(diag, &peer, &ignored, &unread);
+    if (theirs == SC_ENOTFOUND)
+        return true;
+    return theirs == SC_OK && (ours == SC_ENOTFOUND || unacked == 0) && unread == 0;
+}
+
+/* Closes a view of the drain's list. */
+static void release(struct gw_zc *zc, struct gw_zc_held *h)
+{
+    store_obj_close(h->view);
+    free(h);
+    atomic_fetch_sub(&zc->held, 1);
+}
+
+/* Looks at the views that are due in todo: closes those read (all when give_up), and returns
+ * the others, with the earliest time one of them is due in *next_ms. */
+static struct gw_zc_held *sweep(struct gw_zc *zc, int diag, struct gw_zc_held *todo, bool give_up,
+                                uint64_t *next_ms)
+{
+    struct gw_zc_held *keep = NULL;
+    uint64_t now = now_ms();
+    *next_ms = UINT64_MAX;
+    while (todo != NULL) {
+        struct gw_zc_held *h = todo;
+        todo = h->next;
+        if (give_up) {
+            sc_warn("stopping: a zero-copy hit's client has not read all of it; its view is "
+                    "closed anyway");
+            release(zc, h);
+            continue;
+        }
+        if (h->due_ms <= now) {
+            if (bytes_read(diag, h)) {
+                release(zc, h);
+                continue;
+            }
+            h->wait_ms = h->wait_ms == 0 ? 1 : h->wait_ms * 2;
+            if (h->wait_ms > GW_ZC_POLL_MAX_MS)
+                h->wait_ms = GW_ZC_POLL_MAX_MS;
+            h->due_ms = now + h->wait_ms;
+        }
+        if (h->due_ms < *next_ms)
+            *next_ms = h->due_ms;
+        h->next = keep;
+        keep = h;
+    }
+    return keep;
+}
+
+static void *drain(void *arg)
+{
+    struct gw_zc *zc = arg;
+    int diag = sc_tcp_diag_open(); /* -1: every look fails, views wait until the stop */
+    uint64_t give_up_at = 0, next_ms = UINT64_MAX;
+    pthread_mutex_lock(&zc->lock);
+    for (;;) {
+        if (zc->list == NULL && zc->stopping)
+            break;
+        if (zc->list == NULL) {
+            pthread_cond_wait(&zc->wake, &zc->lock);
+            continue;
+        }
+        uint64_t now = now_ms();
+        if (!zc->fresh && !zc->stopping && next_ms > now) {
+            /* nothing due: wait for that, or for a view handed over (due at once) */
+            uint64_t ms = next_ms - now < GW_ZC_POLL_MAX_MS ? next_ms - now : GW_ZC_POLL_MAX_MS;
+            struct timespec until;
+            clock_gettime(CLOCK_MONOTONIC, &until);
+            until.tv_nsec += (long)ms * 1000000;
+            until.tv_sec += until.tv_nsec / 1000000000;
+            until.tv_nsec %= 1000000000;
+            pthread_cond_timedwait(&zc->wake, &zc->lock, &until);
+            continue;
+        }
+        zc->fresh = false;
+        struct gw_zc_held *todo = zc->list;
+        zc->list = NULL;
+        bool stopping = zc->stopping;
+        if (stopping && give_up_at == 0)
+            give_up_at = now_ms() + GW_ZC_STOP_SECONDS * 1000;
+        bool give_up = stopping && now_ms() >= give_up_at;
+        pthread_mutex_unlock(&zc->lock);
+        struct gw_zc_held *keep = sweep(zc, diag, todo, give_up, &next_ms);
+        if (stopping && keep != NULL) /* stopping: a look every 2 ms until the deadline */
+            nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
+        pthread_mutex_lock(&zc->lock);
+        while (keep != NULL) {
+            struct gw_zc_held *h = keep;
+            keep = h->next;
+            h->next = zc->list;
+            zc->list = h;
+        }
+    }
+    pthread_mutex_unlock(&zc->lock);
+    if (diag >= 0)
+        close(diag);
+    return NULL;
+}
+
+sc_code gw_zc_start(struct gw *g)
+{
+    g->zc = NULL;
+    if (!g->cfg->zero_copy)
+        return SC_OK;
+    if (MHD_is_feature_supported(MHD_FEATURE_SENDFILE) != MHD_YES ||
+        MHD_is_feature_supported(MHD_FEATURE_RESPONSES_SHARED_FD) != MHD_YES) {
+        sc_info("libmicrohttpd does not send files with sendfile: hits are copied");
+        return SC_OK;
+    }
+    struct gw_zc *zc = calloc(1, sizeof(*zc));
+    if (zc == NULL)
+        return SC_ENOMEM;
+    pthread_condattr_t attr;
+    bool made = pthread_condattr_init(&attr) == 0;
+    if (!made || pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
+        pthread_cond_init(&zc->wake, &attr) != 0) {
+        if (made)
+            pthread_condattr_destroy(&attr);
+        free(zc);
+        return SC_ENOMEM;
+    }
+    pthread_condattr_destroy(&attr);
+    if (pthread_mutex_init(&zc->lock, NULL) != 0) {
+        pthread_cond_destroy(&zc->wake);
+        free(zc);
+        return SC_ENOMEM;
+    }
+    if (pthread_create(&zc->thread, NULL, drain, zc) != 0) {
+        pthread_mutex_destroy(&zc->lock);
+        pthread_cond_destroy(&zc->wake);
+        free(zc);
+        return SC_EIO;
+    }
+    g->zc = zc;
+    return SC_OK;
+}
+
+void gw_zc_stop(struct gw *g)
+{
+    struct gw_zc *zc = g->zc;
+    if (zc == NULL)
+        return;
+    pthread_mutex_lock(&zc->lock);
+    zc->stopping = true;
+    pthread_cond_signal(&zc->wake);
+    pthread_mutex_unlock(&zc->lock);
+    pthread_join(zc->thread, NULL);
+    for (unsigned i = 0; i < zc->n_diags; i++)
+        close(zc->diags[i]);
+    pthread_cond_destroy(&zc->wake);
+    pthread_mutex_destroy(&zc->lock);
+    free(zc);
+    g->zc = NULL;
+}
+
+unsigned gw_zc_held(const struct gw *g)
+{
+    return g->zc ? atomic_load(&g->zc->held) : 0;
+}
+
+/* The request's cleanup: its response is done with, its view goes to the drain. */
+static void hand_over(void *arg)
+{
+    struct gw_req *q = arg;
+    struct gw_zc *zc = q->g->zc;
+    struct gw_zc_held *h = q->zc;
+    q->zc = NULL;
+    if (h == NULL)
+        return;
+    pthread_mutex_lock(&zc->lock);
+    h->next = zc->list;
+    zc->list = h;
+    zc->fresh = true;
+    atomic_fetch_add(&zc->held, 1);
+    pthread_cond_signal(&zc->wake);
+    pthread_mutex_unlock(&zc->lock);
+}
+
+/* The connection's ends, when its client's socket is in this network namespace (so that the
+ * drain can see its unread bytes). */
+static bool watchable(struct gw_req *q, struct sc_tcp_ends *ends)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    uint32_t unacked = 0, unread = 0;
+    if (ci == NULL || sc_tcp_ends_of(ci->connect_fd, ends) != SC_OK)
+        return false;
+    struct sc_tcp_ends peer = sc_tcp_ends_peer(ends);
+    int diag = diag_take(q->g->zc);
+    bool found = diag >= 0 && sc_tcp_queues(diag, &peer, &unacked, &unread) == SC_OK;
+    diag_give(q->g->zc, diag);
+    return found;
+}
+
+struct MHD_Response *gw_zc_response(struct gw_req *q, store_obj *view, const void *data,
+                                    uint64_t len)
+{
+    struct gw_zc *zc = q->g->zc;
+    int fd = -1;
+    uint64_t offset = 0;
+    struct gw_zc_held *h = NULL;
+    struct MHD_Response *resp = NULL;
+    if (zc == NULL || q->zc != NULL || len < GW_ZC_MIN_BYTES ||
+        atomic_load(&zc->held) >= GW_ZC_HELD_MAX ||
+        store_obj_file_span(view, data, len, &fd, &offset) != SC_OK)
+        return NULL;
+    h = calloc(1, sizeof(*h));
+    if (h == NULL || !watchable(q, &h->ends))
+        goto fail;
+    fd = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* libmicrohttpd closes the one it is given */
+    if (fd < 0)
+        goto fail;
+    resp = MHD_create_response_from_fd_at_offset64(len, fd, offset);
+    if (resp == NULL) {
+        close(fd);
+        goto fail;
+    }
+    h->view = view;
+    q->zc = h;
+    gw_req_cleanup_add(q, hand_over, q);
+    sc_stat_add(q->g->stats.hits_zero_copy, 1);
+    sc_stat_add(q->g->stats.bytes_zero_copy, len);
+    return resp;
+fail:
+    free(h);
+    return NULL;
+}
