@@ -91,7 +91,10 @@ static const struct opt options[] = {
     {"chunk-size", "S3CACHED_CHUNK_SIZE", OPT_SIZE, OFF(chunk_size), 4 * KIB, 64 * MIB, "SIZE",
      "bytes per stored chunk (default 256K)"},
     {"no-verify-checksums", "S3CACHED_NO_VERIFY_CHECKSUMS", OPT_BOOL, OFF(verify_checksums), 0, 0,
-     NULL, "serve hits without checking each chunk's CRC32C"},
+     NULL, "serve hits without checking each chunk's CRC32C (and run no scrubber)"},
+    {"scrub-rate", "S3CACHED_SCRUB_RATE", OPT_SIZE, OFF(scrub_rate), 0, 64 * GIB, "BYTES",
+     "bytes a second the background scrubber checks against their CRC32C, every cached chunk "
+     "and block in turn, read or not (default 8M; 0: no scrubber)"},
     {"zero-copy", "S3CACHED_ZERO_COPY", OPT_BOOL, OFF(zero_copy), 0, 0, NULL,
      "send a hit whose body is one stored chunk or block with sendfile from the cache file, "
      "to clients in this network namespace (measured no cheaper over loopback: "
@@ -360,6 +363,7 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->min_body_rate = KIB;
     cfg->chunk_size = 256 * KIB;
     cfg->verify_checksums = true;
+    cfg->scrub_rate = 8 * MIB;
     cfg->upstream_retries = 3;
     cfg->upstream_connect_timeout = 5;
     cfg->upstream_stall_timeout = 30;

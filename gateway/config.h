@@ -36,6 +36,7 @@ struct gw_config {
     uint32_t chunk_size;
     bool verify_checksums;
     bool zero_copy;          /* --zero-copy: one-value hits sent with sendfile (zerocopy.h) */
+    uint64_t scrub_rate;     /* bytes a second the store's scrubber checks; 0: none */
     bool allow_insecure_tls; /* --insecure-upstream: skip TLS verification (off by default) */
     unsigned upstream_retries;
     unsigned prefetch_concurrency;     /* manifest prefetches in flight */

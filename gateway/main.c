@@ -106,6 +106,7 @@ static sc_code open_store(struct gw *g)
         .chunk_size = cfg->chunk_size,
         .block_size = cfg->block_size,
         .verify_checksums = cfg->verify_checksums,
+        .scrub_rate = cfg->scrub_rate,
         .max_readers = cfg->max_connections + 64,
         .policy = policy,
     };

@@ -143,8 +143,21 @@ static void write_cache(FILE *out, struct gw *g)
     one(out, "s3cached_cached_blocks", "gauge", "Blocks of large objects in the cache.",
         (unsigned long long)ss.blocks);
     one(out, "s3cached_corrupt_chunks_total", "counter",
-        "Stored chunks that failed their CRC32C check (the object was dropped).",
+        "Stored chunks or blocks that failed their CRC32C check, when read or scrubbed (the "
+        "object, or the block, was dropped).",
         (unsigned long long)ss.corrupt);
+    one(out, "s3cached_checksums_total", "counter",
+        "Stored chunks or blocks whose CRC32C a read computed: the first read since the start, "
+        "or since some page of it left the page cache.",
+        (unsigned long long)ss.checks);
+    one(out, "s3cached_scrubbed_total", "counter",
+        "Stored chunks or blocks the background scrubber checked (--scrub-rate).",
+        (unsigned long long)ss.scrubbed);
+    one(out, "s3cached_scrubbed_bytes_total", "counter", "Bytes the scrubber checked.",
+        (unsigned long long)ss.scrubbed_bytes);
+    one(out, "s3cached_scrub_corrupt_total", "counter",
+        "Of s3cached_corrupt_chunks_total, those the scrubber found.",
+        (unsigned long long)ss.scrub_corrupt);
     one(out, "s3cached_invalidations_total", "counter",
         "Cached objects dropped because a write went through the gateway.", LOAD(s->invalidations));
     one(out, "s3cached_auth_refused_total", "counter",

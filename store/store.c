@@ -37,7 +37,7 @@
 #define CAPACITY_MAX        (1ull << 60)
 #define DEFAULT_MAX_READERS 512u
 #define N_DBIS              5
-#define N_LOCKS             6 /* see init_locks() */
+#define N_LOCKS             8 /* see init_locks() */
 #define LOCK_FILE           "s3cached.lock"
 
 /* The directory must be writable (and searchable) with this process's effective ids. */
@@ -217,6 +217,10 @@ static sc_code fit_capacity(store *st)
 
 static void destroy_locks(store *st, int made)
 {
+    if (made > 7)
+        pthread_cond_destroy(&st->scrub_wake);
+    if (made > 6)
+        pthread_mutex_destroy(&st->scrub_lock);
     if (made > 5)
         st_readers_free(st);
     if (made > 4)
@@ -231,11 +235,13 @@ static void destroy_locks(store *st, int made)
         pthread_mutex_destroy(&st->pol_lock);
 }
 
-/* Initializes the five locks and the readers' slots; *made counts those initialized, for
- * destroy_locks(). */
+/* Initializes the five locks, the readers' slots and the scrubber's lock and condition;
+ * *made counts those initialized, for destroy_locks(). */
 static sc_code init_locks(store *st, unsigned max_readers, int *made)
 {
     sc_code rc = SC_ENOMEM;
+    pthread_condattr_t ca;
+    int cond_rc;
     *made = 0;
     if (pthread_mutex_init(&st->pol_lock, NULL) != 0)
         goto out;
@@ -255,6 +261,17 @@ static sc_code init_locks(store *st, unsigned max_readers, int *made)
     if (st_readers_init(st, max_readers) != SC_OK)
         goto out;
     (*made)++;
+    if (pthread_mutex_init(&st->scrub_lock, NULL) != 0)
+        goto out;
+    (*made)++;
+    if (pthread_condattr_init(&ca) != 0)
+        goto out;
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    cond_rc = pthread_cond_init(&st->scrub_wake, &ca);
+    pthread_condattr_destroy(&ca);
+    if (cond_rc != 0)
+        goto out;
+    (*made)++;
     rc = SC_OK;
 out:
     return rc;
@@ -271,6 +288,7 @@ static void release(store *st, int locks)
         close(st->lock_fd); /* after the environment: nobody else writes before it is shut */
     if (st->pol_state != NULL)
         st->pol->free(st->pol_state);
+    st_verify_free(st);
     destroy_locks(st, locks);
     free(st);
 }
@@ -292,6 +310,7 @@ sc_code store_open(const struct store_config *cfg, store **out)
     st->chunk_size = cfg->chunk_size != 0 ? cfg->chunk_size : STORE_DEFAULT_CHUNK_SIZE;
     st->block_size = cfg->block_size != 0 ? cfg->block_size : STORE_DEFAULT_BLOCK_SIZE;
     st->verify = cfg->verify_checksums;
+    st->scrub_rate = cfg->scrub_rate;
     st->pol = cfg->policy;
     st->stats.capacity_bytes = cfg->capacity_bytes;
     rc = init_locks(st, cfg->max_readers != 0 ? cfg->max_readers : DEFAULT_MAX_READERS, &locks);
@@ -305,6 +324,8 @@ sc_code store_open(const struct store_config *cfg, store **out)
     if (rc != SC_OK)
         goto out;
     rc = open_env(st, cfg);
+    if (rc == SC_OK)
+        rc = st_verify_init(st);
     if (rc != SC_OK)
         goto out;
     rc = st->pol->init(cfg->capacity_bytes, &st->pol_state);
@@ -319,6 +340,11 @@ sc_code store_open(const struct store_config *cfg, store **out)
     rc = st_writer_start(st);
     if (rc != SC_OK)
         goto out;
+    rc = st_scrub_start(st);
+    if (rc != SC_OK) {
+        st_writer_stop(st);
+        goto out;
+    }
     sc_info("store: %s: %llu objects (%llu in %llu blocks), %llu of %llu bytes used", cfg->dir,
             (unsigned long long)st->objects, (unsigned long long)st->block_objects,
             (unsigned long long)st->blocks, (unsigned long long)st->used,
@@ -335,6 +361,7 @@ void store_close(store *st)
 {
     if (st == NULL)
         return;
+    st_scrub_stop(st); /* before the writer: it queues removals */
     st_writer_stop(st);
     release(st, N_LOCKS);
 }
@@ -380,4 +407,5 @@ void store_get_stats(store *st, struct store_stats *out)
     pthread_mutex_lock(&st->stats_lock);
     *out = st->stats;
     pthread_mutex_unlock(&st->stats_lock);
+    out->checks = atomic_load_explicit(&st->checks, memory_order_relaxed);
 }

@@ -68,25 +68,49 @@ typedef struct store_obj store_obj;
 #define STORE_BLOCK_ID(obj_id, idx) ((1ull << 63) | ((uint64_t)(obj_id) << 24) | (uint64_t)(idx))
 #define STORE_ID_IS_BLOCK(id)       (((id) >> 63) != 0)
 
+/*
+ * Checksums. Every chunk and block has a CRC32C, checked before a read hands out a pointer
+ * to it, once per residency: the first read since store_open() computes it, and later reads
+ * do again only if some page of the value has left the page cache since (mincore(2)), since
+ * that is when bytes on the disk come back into the map. Values under 16 KiB are checked at
+ * every read. What this guarantees, and the cases only the scrubber catches (a write to
+ * data.mdb by another process while the page is resident, a page read in by another
+ * process): docs/security.md, "Bytes on disk". The descriptor store_obj_file_span() gives
+ * has POSIX_FADV_RANDOM (and so have its dup(2)s): a read or sendfile(2) of checked bytes
+ * through it reads in no neighbouring value's pages unchecked. Another descriptor of the
+ * data file needs the same.
+ *
+ * The scrubber (store_config.scrub_rate) is a store thread that computes the CRC32C of
+ * every chunk and block in turn, in key order, at most scrub_rate bytes a second, each in
+ * a short read transaction of its own, and handles a failure as a read would.
+ */
+
 struct store_config {
     const char *dir;                 /* created if missing */
     uint64_t capacity_bytes;         /* bound on the sum of cached body sizes */
     uint32_t chunk_size;             /* 0 means STORE_DEFAULT_CHUNK_SIZE; else 1 KiB..64 MiB */
-    bool verify_checksums;           /* check each chunk's CRC32C when served */
+    bool verify_checksums;           /* check each chunk's and block's CRC32C before it is served
+                                        (once per residency: see "Checksums" below) */
     unsigned max_readers;            /* concurrent read views; 0 means 512 */
     uint32_t block_size;             /* block objects' block size; 0 means STORE_DEFAULT_BLOCK_SIZE;
                                         else STORE_BLOCK_MIN..STORE_BLOCK_MAX */
     const struct policy_ops *policy; /* eviction policy; required */
+    uint64_t scrub_rate;             /* bytes a second the scrubber re-checks; 0: no scrubber
+                                        (none either without verify_checksums) */
 };
 
 struct store_stats {
     uint64_t objects;
     uint64_t used_bytes; /* sum of cached body sizes */
     uint64_t capacity_bytes;
-    uint64_t evictions;     /* objects or blocks removed to make room */
-    uint64_t corrupt;       /* chunks or blocks that failed their checksum */
-    uint64_t blocks;        /* blocks cached (of block objects; also counted in used_bytes) */
-    uint64_t block_objects; /* block objects with metadata cached (included in objects) */
+    uint64_t evictions;      /* objects or blocks removed to make room */
+    uint64_t corrupt;        /* chunks or blocks that failed their checksum (reads and scrubber) */
+    uint64_t blocks;         /* blocks cached (of block objects; also counted in used_bytes) */
+    uint64_t block_objects;  /* block objects with metadata cached (included in objects) */
+    uint64_t checks;         /* chunks or blocks whose CRC32C a read computed */
+    uint64_t scrubbed;       /* chunks or blocks the scrubber checked */
+    uint64_t scrubbed_bytes; /* their bytes */
+    uint64_t scrub_corrupt;  /* of corrupt, found by the scrubber */
 };
 
 /*
@@ -138,7 +162,7 @@ int64_t store_obj_stored_at(const store_obj *obj);
 /*
  * @brief Points iov at the body bytes [off, off + len) inside the map, without
  * copying. Each chunk touched is checked against its CRC32C first when the
- * store verifies checksums.
+ * store verifies checksums (unless checked and resident since: "Checksums").
  * @param[out] iov filled with up to max_iov entries, valid until store_obj_close().
  * @param[out] n_iov entries used.
  * @return SC_OK, SC_EINVAL (range outside the object or max_iov too small),
@@ -184,8 +208,8 @@ bool store_obj_is_version(const store_obj *obj, const char *etag, uint64_t size,
 
 /*
  * @brief Points at block idx of a block object inside the map, without copying, checked
- * against its CRC32C first when the store verifies checksums (at every call: a view does
- * not remember which blocks it checked), and counts a hit on the block with the policy.
+ * against its CRC32C first when the store verifies checksums (unless checked and resident
+ * since: "Checksums"), and counts a hit on the block with the policy.
  * @param[out] data the block's bytes, valid until store_obj_close(). @param[out] len its
  *             length (block_size, or less for the last block).
  * @return SC_OK, SC_ENOTFOUND (this block is not cached in this view), SC_EINVAL (not a

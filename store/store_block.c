@@ -3,19 +3,15 @@
  * blocks from a view, and queueing store_put_meta() and store_put_block()
  * for the writer (which applies them in store_txn.c).
  *
- * A block is one value in "blocks": its bytes, then their CRC32C. Unlike
- * chunks, a block's check is not remembered by the view (an object of up to
- * 2^24 blocks would need a 2 MiB bitmap per view); the gateway reads each
- * block of a response once. A failed check drops only that block.
+ * A block is one value in "blocks": its bytes, then their CRC32C, checked once
+ * per residency as chunks are (store_verify.c). A failed check drops only that
+ * block.
  */
 #include "store_int.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "../common/crc32c.h"
-#include "../common/log.h"
 
 bool store_obj_is_blocks(const store_obj *obj)
 {
@@ -37,15 +33,10 @@ bool store_obj_is_version(const store_obj *obj, const char *etag, uint64_t size,
 /* Counts a corrupt block and queues the removal of that block alone. */
 static void report_bad_block(store_obj *o, uint32_t idx, const char *why)
 {
-    store *st = o->st;
     if (o->bad_block == idx)
         return; /* counted already by this view */
     o->bad_block = idx;
-    sc_warn("store: object %llu block %u %s; removing it", (unsigned long long)o->rec.id, idx, why);
-    pthread_mutex_lock(&st->stats_lock);
-    st->stats.corrupt++;
-    pthread_mutex_unlock(&st->stats_lock);
-    st_queue_block_removal(st, o->mkey, o->rec.id, idx);
+    st_queue_corrupt(o->st, o->mkey, o->rec.id, true, idx, why);
 }
 
 /* Block idx of the view, its length and checksum checked; no hit counted. */
@@ -69,7 +60,9 @@ static sc_code read_block(store_obj *obj, uint32_t idx, const void **data, uint3
         return SC_ECORRUPT;
     }
     const unsigned char *bytes = v.mv_data;
-    if (obj->st->verify && crc32c(0, bytes, want) != st_get_crc(bytes + want)) {
+    /* The stored CRC32C is read only once a check is due: it shares the block's last page. */
+    if (st_needs_check(obj->st, bytes, want) &&
+        !st_check(obj->st, obj->txn, bytes, want, st_get_crc(bytes + want))) {
         report_bad_block(obj, idx, "fails its checksum");
         return SC_ECORRUPT;
     }

@@ -4,6 +4,7 @@
  *
  *   store.c        open, close, statistics
  *   store_prefix.c removing every object under a prefix (store_remove_prefix)
+ *   store_scrub.c  the scrubber: a thread re-checking every value at a bounded rate
  *   store_read.c   read views (store_obj_*), of both kinds of objects
  *   store_block.c  block objects: reading blocks (store_obj_block...), queueing
  *                  store_put_meta() and store_put_block() jobs
@@ -12,21 +13,26 @@
  *   store_txn.c    changes inside one write transaction, mirrored in the policy
  *   store_readers.c what reading threads share: hits buffered for the policy, idle read
  *                  transactions
+ *   store_verify.c checksums once per residency: the record of values checked
  *   store_record.c key and record encodings
  *   store_err.c    LMDB and errno codes translated into sc_code
  *
  * Calls point down this list, never back up (make layers checks it): store.c
- * starts the scan and the writer and fits the capacity through store_txn.c;
- * store_prefix.c, store_read.c and store_block.c queue jobs through the writer
- * (store_read.c asks store_block.c whether every block of an object is cached);
- * the scan and the writer change the database through store_txn.c; all of them
- * use store_record.c and store_err.c, which call nothing else of store/.
+ * starts the scan, the writer and the scrubber and fits the capacity through
+ * store_txn.c; store_prefix.c, store_scrub.c, store_read.c and store_block.c
+ * queue jobs through the writer (store_read.c asks store_block.c whether every
+ * block of an object is cached); the scan and the writer change the database
+ * through store_txn.c; readers and the scrubber check values, and the writer
+ * forgets the values it deletes, through store_verify.c; all of them use
+ * store_record.c and store_err.c, which call nothing else of store/.
  *
  * Locks (never two held at once, but a hit buffer's lock, then pol_lock: store_readers.c):
  *   pol_lock   every call into the policy (readers' buffered on_hit, the writer's others)
  *   hits[i].mu one thread's buffered hits (store_readers.c)
  *   stats_lock the counters in stats
  *   q_lock     the job queue, seq_* and each waited job's finished flag
+ *   scrub_lock the scrubber's stop flag (it waits on scrub_wake between values)
+ * The record of checked values (checked, forgot, checks) takes no lock: atomics.
  */
 #ifndef STORE_INT_H
 #define STORE_INT_H
@@ -40,6 +46,18 @@
 
 /* The key in "info" holding the next object id (u64 big-endian). */
 #define ST_INFO_NEXT_ID "next_id"
+
+/* Slots of forgot[] (store_verify.c): the latest deletion among the pages hashed to each. */
+#define ST_FORGOT_SLOTS 1024u
+
+/* The latest corrupt values counted (st_queue_corrupt), so that one found by several reads or
+ * by a read and the scrubber before its removal is committed counts once. */
+#define ST_REPORTED_MAX 16u
+struct st_reported {
+    uint64_t id;
+    uint32_t idx;
+    bool block;
+};
 
 enum st_job_kind {
     ST_JOB_PUT,        /* store_put() */
@@ -111,12 +129,26 @@ struct store {
     uint32_t block_size; /* of new block objects */
     bool verify;
 
+    /*
+     * The values checked since the store opened (store_verify.c): one bit per page of the
+     * map, set on the first page of a chunk or block whose CRC32C matched; forgot[] holds,
+     * per slot of pages, the id of the latest write transaction that deleted a value there.
+     */
+    size_t page;               /* LMDB's page size */
+    size_t os_page;            /* what mincore() counts in */
+    _Atomic uint64_t *checked; /* map_len / page bits, in an anonymous mapping */
+    size_t checked_len;        /* bytes of that mapping */
+    _Atomic uint64_t forgot[ST_FORGOT_SLOTS];
+    atomic_uint_fast64_t checks; /* CRC32Cs computed for reads (store_stats.checks) */
+
     const struct policy_ops *pol;
     void *pol_state;
     pthread_mutex_t pol_lock;
 
     pthread_mutex_t stats_lock;
     struct store_stats stats;
+    struct st_reported reported[ST_REPORTED_MAX]; /* under stats_lock; a ring */
+    unsigned n_reported;                          /* reports so far (next slot: % MAX) */
 
     /* store_readers.c */
     struct st_hitbuf hits[ST_SLOTS];
@@ -140,6 +172,14 @@ struct store {
     bool stopping;
     bool writer_running;
     pthread_t writer;
+
+    /* The scrubber (store_scrub.c). */
+    uint64_t scrub_rate; /* bytes a second; 0: none */
+    pthread_mutex_t scrub_lock;
+    pthread_cond_t scrub_wake; /* on CLOCK_MONOTONIC: the scrubber's pauses, cut short by stop */
+    bool scrub_stop;
+    bool scrub_running;
+    pthread_t scrubber;
 };
 
 /* A read view (store_read.c, store_block.c). */
@@ -147,9 +187,8 @@ struct store_obj {
     store *st;
     MDB_txn *txn;
     struct st_record rec;
-    unsigned char *verified; /* one bit per chunk; NULL if the store does not verify */
-    bool reported;           /* a corruption was already counted and queued */
-    uint32_t bad_block;      /* the last block reported corrupt, or UINT32_MAX */
+    bool reported;      /* a corruption was already counted and queued */
+    uint32_t bad_block; /* the last block reported corrupt, or UINT32_MAX */
     unsigned char mkey[ST_MKEY_LEN];
 };
 
@@ -224,8 +263,17 @@ sc_code st_wtxn_drop_block(struct st_wtxn *w, const unsigned char mkey[ST_MKEY_L
 /* Evicts policy victims until w->used <= target or the policy has none left. */
 sc_code st_wtxn_evict(struct st_wtxn *w, uint64_t target);
 
-/* Deletes every chunk (dbi "chunks") or block (dbi "blocks") of object id in txn. */
-sc_code st_delete_chunks(MDB_txn *txn, MDB_dbi dbi, uint64_t id);
+/* Deletes every chunk (dbi "chunks") or block (dbi "blocks") of object id in the write
+ * transaction txn, forgetting each (st_forget). */
+sc_code st_delete_chunks(store *st, MDB_txn *txn, MDB_dbi dbi, uint64_t id);
+
+/*
+ * Reads the record of object id through "ids" in txn (any transaction): SC_OK (mkey and r
+ * set; r points into txn's pages), SC_ENOTFOUND (no usable ids entry: *has_mkey false),
+ * SC_ECORRUPT (the entry leads to no record of that id: *has_mkey true), or an LMDB error.
+ */
+sc_code st_record_of_id(store *st, MDB_txn *txn, uint64_t id, unsigned char mkey[ST_MKEY_LEN],
+                        struct st_record *r, bool *has_mkey);
 
 /*
  * Counts the keys of object id in dbi with an index in [first, last], by a cursor over
@@ -259,6 +307,44 @@ void st_rtxn_end(store *st, MDB_txn *txn);
 /* Aborts every parked transaction (their reader slots are freed). */
 void st_rtxn_drop_idle(store *st);
 
+/* store_verify.c */
+
+/*
+ * Sets up the record of checked values once the environment is open (map address and
+ * size, page size). SC_OK or SC_ENOMEM. st_verify_free() releases it (safe if never set up).
+ */
+sc_code st_verify_init(store *st);
+void st_verify_free(store *st);
+
+/*
+ * Whether a read must compute the CRC32C of the len bytes at data (in the map, from the
+ * read transaction that is about to hand them out) before serving them: true unless the
+ * store does not verify, or the value was checked since the store opened and every page of
+ * it is in the page cache now. Counts the checks it asks for (st->checks). Reads nothing at
+ * data: a read must not fault a page in before this has looked.
+ */
+bool st_needs_check(store *st, const void *data, size_t len);
+
+/*
+ * Computes the CRC32C of the len bytes at data (read in txn, a read transaction) and compares
+ * it with want; on a match records the value as checked. True if it matched.
+ */
+bool st_check(store *st, MDB_txn *txn, const void *data, size_t len, uint32_t want);
+
+/*
+ * Takes the value at data (len bytes, in the map) out of the record, so that reads check it
+ * until st_check() puts it back: the scrubber calls it before reading a value, whose pages
+ * may come from the disk as it reads them. Cannot fail.
+ */
+void st_uncheck(store *st, const void *data, size_t len);
+
+/*
+ * Forgets the value at data (len bytes, as mdb_get or a cursor returned it in the write
+ * transaction txn) before txn deletes it: its pages may then hold another value. Every
+ * deletion of a chunk or block calls it. Cannot fail.
+ */
+void st_forget(store *st, MDB_txn *txn, const void *data, size_t len);
+
 /* store_scan.c */
 
 /*
@@ -283,6 +369,15 @@ void st_queue_block_removal(store *st, const unsigned char mkey[ST_MKEY_LEN], ui
                             uint32_t idx);
 
 /*
+ * Counts a chunk or block (block true) of object id under mkey that failed its check (why:
+ * "fails its checksum"...) and logs it, unless it is among the latest counted, and queues what
+ * a failure calls for in any case: the removal of the whole object for a chunk, of that block
+ * alone for a block. True if it was counted now.
+ */
+bool st_queue_corrupt(store *st, const unsigned char mkey[ST_MKEY_LEN], uint64_t id, bool block,
+                      uint32_t idx, const char *why);
+
+/*
  * Makes a job of kind for (bucket, key) with copies of bucket, key and etag (may be NULL)
  * after it, extra_len more bytes there at job->hdrs if extra_len > 0 (for the caller to fill),
  * and its meta key. Returns SC_OK, SC_ENOMEM or SC_ECRYPTO; free the job with free().
@@ -296,5 +391,13 @@ sc_code st_enqueue(store *st, struct st_job *job);
 /* Queues a write job stamped now, reported to done(arg); frees it if it cannot be queued
  * (done is then not called). Returns st_enqueue()'s result. */
 sc_code st_submit(store *st, struct st_job *job, store_done_fn done, void *arg);
+
+/* store_scrub.c */
+
+/* Starts the scrubber if the store verifies and st->scrub_rate > 0. SC_OK or SC_ENOMEM. */
+sc_code st_scrub_start(store *st);
+
+/* Stops the scrubber and waits for it (at most one value's check). No-op if not running. */
+void st_scrub_stop(store *st);
 
 #endif

@@ -4,8 +4,9 @@
  * A view is one LMDB read transaction plus the decoded metadata record.
  * Everything it hands out (header blob, iovecs) points into the memory map
  * and stays valid because the transaction stays open until
- * store_obj_close(). Chunks are checked against their CRC32C the first time
- * a view touches them; a failure is counted, the object is queued for
+ * store_obj_close(). Chunks are checked against their CRC32C before they are
+ * handed out, unless this process checked them and they stayed in the page
+ * cache since (store_verify.c); a failure is counted, the object is queued for
  * removal, and the caller gets SC_ECORRUPT. A block object's view is opened
  * here too, but its blocks are read (and their hits counted) in store_block.c.
  *
@@ -22,7 +23,6 @@
 #include <string.h>
 
 #include "../common/log.h"
-#include "../common/crc32c.h"
 
 static bool same_names(const struct st_record *r, const char *bucket, const char *key)
 {
@@ -33,15 +33,10 @@ static bool same_names(const struct st_record *r, const char *bucket, const char
 /* Counts a corrupt chunk and queues the object's removal, once per view. */
 static void report_corrupt(store_obj *o, uint32_t idx, const char *why)
 {
-    store *st = o->st;
     if (o->reported)
         return;
     o->reported = true;
-    sc_warn("store: object %llu chunk %u %s; removing it", (unsigned long long)o->rec.id, idx, why);
-    pthread_mutex_lock(&st->stats_lock);
-    st->stats.corrupt++;
-    pthread_mutex_unlock(&st->stats_lock);
-    st_queue_removal(st, o->mkey, o->rec.id);
+    st_queue_corrupt(o->st, o->mkey, o->rec.id, false, idx, why);
 }
 
 /* Opens a view; count_hit tells the policy about the read (a client's, not a peek). */
@@ -81,12 +76,6 @@ static sc_code obj_open(store *st, const char *bucket, const char *key, bool cou
         rc = SC_ENOTFOUND; /* a SHA-256 collision: not this object */
     if (rc != SC_OK)
         goto out;
-    if (st->verify && count_hit && o->rec.n_chunks > 0) {
-        rc = SC_ENOMEM;
-        o->verified = calloc(((size_t)o->rec.n_chunks + 7) / 8, 1);
-        if (o->verified == NULL)
-            goto out;
-    }
     if (count_hit && o->rec.kind == ST_WHOLE) /* a block object's hits are its blocks' */
         st_hits_add(st, &o->rec.id, 1);
     *out = o;
@@ -131,7 +120,7 @@ int64_t store_obj_stored_at(const store_obj *obj)
     return obj->rec.stored_at;
 }
 
-/* Finds chunk idx, checks its length and (once per view) its CRC32C. */
+/* Finds chunk idx, checks its length and (once per residency) its CRC32C. */
 static sc_code get_chunk(store_obj *o, uint32_t idx, const unsigned char **data)
 {
     unsigned char ckey[ST_CKEY_LEN];
@@ -147,13 +136,10 @@ static sc_code get_chunk(store_obj *o, uint32_t idx, const unsigned char **data)
     }
     if (mrc != 0)
         return st_lmdb_err(mrc, "reading a chunk");
-    unsigned char bit = (unsigned char)(1u << (idx % 8));
-    if (o->verified != NULL && (o->verified[idx / 8] & bit) == 0) {
-        if (crc32c(0, v.mv_data, v.mv_size) != st_record_crc(r, idx)) {
-            report_corrupt(o, idx, "fails its checksum");
-            return SC_ECORRUPT;
-        }
-        o->verified[idx / 8] |= bit;
+    if (st_needs_check(o->st, v.mv_data, v.mv_size) &&
+        !st_check(o->st, o->txn, v.mv_data, v.mv_size, st_record_crc(r, idx))) {
+        report_corrupt(o, idx, "fails its checksum");
+        return SC_ECORRUPT;
     }
     *data = v.mv_data;
     return SC_OK;
@@ -209,6 +195,5 @@ void store_obj_close(store_obj *obj)
         return;
     if (obj->txn != NULL)
         st_rtxn_end(obj->st, obj->txn);
-    free(obj->verified);
     free(obj);
 }

@@ -17,7 +17,8 @@
  *      block of a block object, in index order) with the policy, oldest
  *      stored_at first, so the policy starts in storage order.
  * Chunk and block values are never read (only their lengths), so the walk
- * touches leaf pages, not the bodies; a block's CRC is checked when served.
+ * touches leaf pages, not the bodies; their CRCs are checked when first served
+ * (store_verify.c) or by the scrubber.
  */
 #include "store_int.h"
 
@@ -152,6 +153,7 @@ static sc_code walk(struct scan *s, MDB_dbi dbi, judge_fn judge)
         if (rc != SC_OK)
             break;
         if (drop) {
+            st_forget(s->st, s->txn, v.mv_data, v.mv_size);
             mrc = mdb_cursor_del(cur, 0);
             if (mrc != 0)
                 break;
@@ -276,9 +278,9 @@ static sc_code settle(struct scan *s)
             s->dropped++;
             rc = del_kv(s, st->dbi_meta, l->mkey, ST_MKEY_LEN);
             if (rc == SC_OK)
-                rc = st_delete_chunks(s->txn, st->dbi_chunks, l->id);
+                rc = st_delete_chunks(st, s->txn, st->dbi_chunks, l->id);
             if (rc == SC_OK)
-                rc = st_delete_chunks(s->txn, st->dbi_blocks, l->id);
+                rc = st_delete_chunks(st, s->txn, st->dbi_blocks, l->id);
             if (rc == SC_OK && l->has_id)
                 rc = del_kv(s, st->dbi_ids, idkey, sizeof(idkey));
         } else if (!l->has_id) {

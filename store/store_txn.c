@@ -184,7 +184,7 @@ sc_code st_wtxn_commit(struct st_wtxn *w)
     return SC_OK;
 }
 
-sc_code st_delete_chunks(MDB_txn *txn, MDB_dbi dbi, uint64_t id)
+sc_code st_delete_chunks(store *st, MDB_txn *txn, MDB_dbi dbi, uint64_t id)
 {
     unsigned char first[ST_CKEY_LEN];
     MDB_cursor *cur = NULL;
@@ -197,6 +197,7 @@ sc_code st_delete_chunks(MDB_txn *txn, MDB_dbi dbi, uint64_t id)
     mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
     /* After a delete the cursor already sits on the next entry, and MDB_NEXT returns it. */
     while (mrc == 0 && k.mv_size >= ST_IDKEY_LEN && memcmp(k.mv_data, first, ST_IDKEY_LEN) == 0) {
+        st_forget(st, txn, v.mv_data, v.mv_size);
         mrc = mdb_cursor_del(cur, 0);
         if (mrc == 0)
             mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
@@ -247,15 +248,33 @@ static sc_code del_key(struct st_wtxn *w, MDB_dbi dbi, const void *key, size_t l
     return mrc == MDB_NOTFOUND ? SC_OK : st_lmdb_err(mrc, "deleting");
 }
 
+/* Deletes block key bkey, forgetting its value (st_forget); SC_ENOTFOUND if it is not there. */
+static sc_code del_block(struct st_wtxn *w, const unsigned char bkey[ST_CKEY_LEN])
+{
+    MDB_val k = {.mv_size = ST_CKEY_LEN, .mv_data = (void *)bkey};
+    MDB_val v;
+    int mrc = mdb_get(w->txn, w->st->dbi_blocks, &k, &v);
+    if (mrc == 0) {
+        st_forget(w->st, w->txn, v.mv_data, v.mv_size);
+        mrc = mdb_del(w->txn, w->st->dbi_blocks, &k, NULL);
+    }
+    return mrc == MDB_NOTFOUND ? SC_ENOTFOUND : st_lmdb_err(mrc, "deleting a block");
+}
+
 /* Reads the record under mkey: SC_OK, SC_ENOTFOUND, SC_ECORRUPT (malformed), or an LMDB error. */
-static sc_code get_record(struct st_wtxn *w, const unsigned char *mkey, struct st_record *r)
+static sc_code read_record(store *st, MDB_txn *txn, const unsigned char *mkey, struct st_record *r)
 {
     MDB_val k = {.mv_size = ST_MKEY_LEN, .mv_data = (void *)mkey};
     MDB_val v;
-    sc_code rc = st_lmdb_err(mdb_get(w->txn, w->st->dbi_meta, &k, &v), "reading a record");
+    sc_code rc = st_lmdb_err(mdb_get(txn, st->dbi_meta, &k, &v), "reading a record");
     if (rc != SC_OK)
         return rc;
     return st_record_decode(v.mv_data, v.mv_size, r);
+}
+
+static sc_code get_record(struct st_wtxn *w, const unsigned char *mkey, struct st_record *r)
+{
+    return read_record(w->st, w->txn, mkey, r);
 }
 
 /* "bucket\0key\0" of a record, copied before the deletes that may change its pages. */
@@ -347,6 +366,7 @@ static sc_code drop_all_blocks(struct st_wtxn *w, uint64_t id, const struct st_n
     while (mrc == 0 && k.mv_size == ST_CKEY_LEN && memcmp(k.mv_data, first, ST_IDKEY_LEN) == 0) {
         uint32_t idx = st_get_be32((const unsigned char *)k.mv_data + ST_IDKEY_LEN);
         uint64_t len = v.mv_size >= ST_CRC_LEN ? v.mv_size - ST_CRC_LEN : 0;
+        st_forget(w->st, w->txn, v.mv_data, v.mv_size);
         mrc = mdb_cursor_del(cur, 0);
         if (mrc != 0)
             break;
@@ -372,7 +392,7 @@ static sc_code drop_object(struct st_wtxn *w, const unsigned char *mkey, const s
     enum st_kind kind = r->kind;
     names_of(r, &n); /* r points into pages the deletes below may change */
     sc_code rc = kind == ST_BLOCKS ? drop_all_blocks(w, id, &n)
-                                   : st_delete_chunks(w->txn, w->st->dbi_chunks, id);
+                                   : st_delete_chunks(w->st, w->txn, w->st->dbi_chunks, id);
     if (rc == SC_OK)
         rc = drop_record(w, mkey, id, kind);
     if (rc != SC_OK || kind == ST_BLOCKS)
@@ -393,13 +413,9 @@ static sc_code drop_block(struct st_wtxn *w, const unsigned char *mkey, const st
     struct st_names n;
     uint64_t id = r->id;
     uint64_t len = st_chunk_len(r->size, r->block_size, idx);
-    MDB_val k = {.mv_size = sizeof(bkey), .mv_data = bkey};
     names_of(r, &n);
     st_chunk_key(id, idx, bkey);
-    int mrc = mdb_del(w->txn, w->st->dbi_blocks, &k, NULL);
-    if (mrc == MDB_NOTFOUND)
-        return SC_ENOTFOUND;
-    sc_code rc = st_lmdb_err(mrc, "deleting a block");
+    sc_code rc = del_block(w, bkey); /* SC_ENOTFOUND goes back as it is */
     if (rc == SC_OK)
         rc = forget_block(w, id, idx, len, &n);
     if (rc != SC_OK)
@@ -480,7 +496,7 @@ static sc_code drop_ghost(struct st_wtxn *w, uint64_t id, const unsigned char *m
     if (mkey != NULL && get_record(w, mkey, &r) == SC_ECORRUPT)
         rc = del_key(w, w->st->dbi_meta, mkey, ST_MKEY_LEN);
     if (rc == SC_OK)
-        rc = st_delete_chunks(w->txn, w->st->dbi_chunks, id);
+        rc = st_delete_chunks(w->st, w->txn, w->st->dbi_chunks, id);
     st_id_key(id, idkey);
     if (rc == SC_OK)
         rc = del_key(w, w->st->dbi_ids, idkey, sizeof(idkey));
@@ -496,33 +512,30 @@ static sc_code drop_block_ghost(struct st_wtxn *w, uint64_t block_id, uint64_t o
     sc_warn("store: policy victim %llu (block %u of %llu) is not a cached block",
             (unsigned long long)block_id, idx, (unsigned long long)obj_id);
     st_chunk_key(obj_id, idx, bkey);
-    sc_code rc = del_key(w, w->st->dbi_blocks, bkey, sizeof(bkey));
+    sc_code rc = del_block(w, bkey);
+    if (rc == SC_ENOTFOUND)
+        rc = SC_OK;
     if (rc == SC_OK)
         pol_remove(w->st, block_id);
     return rc;
 }
 
-/*
- * Reads the record of object id through "ids": SC_OK (mkey and r set), SC_ENOTFOUND (no
- * usable ids entry: *has_mkey false), SC_ECORRUPT (the entry leads to no record of that id:
- * *has_mkey true), or an LMDB error.
- */
-static sc_code record_of_id(struct st_wtxn *w, uint64_t id, unsigned char mkey[ST_MKEY_LEN],
-                            struct st_record *r, bool *has_mkey)
+sc_code st_record_of_id(store *st, MDB_txn *txn, uint64_t id, unsigned char mkey[ST_MKEY_LEN],
+                        struct st_record *r, bool *has_mkey)
 {
     unsigned char idkey[ST_IDKEY_LEN];
     MDB_val k = {.mv_size = sizeof(idkey), .mv_data = idkey};
     MDB_val v;
     *has_mkey = false;
     st_id_key(id, idkey);
-    sc_code rc = st_lmdb_err(mdb_get(w->txn, w->st->dbi_ids, &k, &v), "reading an id");
+    sc_code rc = st_lmdb_err(mdb_get(txn, st->dbi_ids, &k, &v), "reading an id");
     if (rc == SC_OK && v.mv_size != ST_MKEY_LEN)
         rc = SC_ENOTFOUND;
     if (rc != SC_OK)
         return rc;
     memcpy(mkey, v.mv_data, ST_MKEY_LEN);
     *has_mkey = true;
-    rc = get_record(w, mkey, r);
+    rc = read_record(st, txn, mkey, r);
     if (rc == SC_ENOTFOUND || (rc == SC_OK && r->id != id))
         rc = SC_ECORRUPT;
     return rc;
@@ -536,7 +549,7 @@ static sc_code evict_block(struct st_wtxn *w, uint64_t block_id)
     uint32_t idx;
     bool has_mkey;
     st_block_id_split(block_id, &obj_id, &idx);
-    sc_code rc = record_of_id(w, obj_id, mkey, &r, &has_mkey);
+    sc_code rc = st_record_of_id(w->st, w->txn, obj_id, mkey, &r, &has_mkey);
     if (rc == SC_OK && r.kind == ST_BLOCKS && idx < r.n_blocks)
         rc = drop_block(w, mkey, &r, idx, true);
     else if (rc == SC_OK)
@@ -553,7 +566,7 @@ static sc_code evict_one(struct st_wtxn *w, uint64_t id)
     bool has_mkey;
     if (STORE_ID_IS_BLOCK(id))
         return evict_block(w, id);
-    sc_code rc = record_of_id(w, id, mkey, &r, &has_mkey);
+    sc_code rc = st_record_of_id(w->st, w->txn, id, mkey, &r, &has_mkey);
     if (rc == SC_OK && r.kind == ST_BLOCKS) {
         sc_warn("store: policy victim %llu is a block object, not a block", (unsigned long long)id);
         pol_remove(w->st, id); /* only the name is wrong: its blocks stay */
@@ -618,7 +631,8 @@ static sc_code write_object(struct st_wtxn *w, const struct st_job *job, const s
         st_chunk_key(r->id, i, ckey);
         MDB_val k = {.mv_size = sizeof(ckey), .mv_data = ckey};
         MDB_val v = {.mv_size = len, .mv_data = (void *)chunk};
-        mrc = mdb_put(w->txn, st->dbi_chunks, &k, &v, 0);
+        /* Never over an older value: its pages would be freed without st_forget(). */
+        mrc = mdb_put(w->txn, st->dbi_chunks, &k, &v, MDB_NOOVERWRITE);
     }
     if (mrc != 0)
         return st_lmdb_err(mrc, "writing a chunk");
@@ -753,7 +767,7 @@ static sc_code write_block(struct st_wtxn *w, uint64_t id, const struct st_job *
     st_chunk_key(id, job->idx, bkey);
     MDB_val k = {.mv_size = sizeof(bkey), .mv_data = bkey};
     MDB_val v = {.mv_size = (size_t)job->size + ST_CRC_LEN, .mv_data = NULL};
-    int mrc = mdb_put(w->txn, w->st->dbi_blocks, &k, &v, MDB_RESERVE);
+    int mrc = mdb_put(w->txn, w->st->dbi_blocks, &k, &v, MDB_RESERVE | MDB_NOOVERWRITE);
     if (mrc != 0)
         return st_lmdb_err(mrc, "writing a block");
     memcpy(v.mv_data, job->body, (size_t)job->size);

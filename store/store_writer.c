@@ -308,6 +308,32 @@ void st_queue_block_removal(store *st, const unsigned char mkey[ST_MKEY_LEN], ui
         free(job);
 }
 
+bool st_queue_corrupt(store *st, const unsigned char mkey[ST_MKEY_LEN], uint64_t id, bool block,
+                      uint32_t idx, const char *why)
+{
+    struct st_reported me = {.id = id, .idx = idx, .block = block};
+    bool seen = false;
+    pthread_mutex_lock(&st->stats_lock);
+    unsigned n = st->n_reported < ST_REPORTED_MAX ? st->n_reported : ST_REPORTED_MAX;
+    for (unsigned i = 0; i < n && !seen; i++) {
+        const struct st_reported *r = &st->reported[i];
+        seen = r->id == id && r->idx == idx && r->block == block;
+    }
+    if (!seen) {
+        st->reported[st->n_reported++ % ST_REPORTED_MAX] = me;
+        st->stats.corrupt++;
+    }
+    pthread_mutex_unlock(&st->stats_lock);
+    if (!seen)
+        sc_warn("store: object %llu %s %u %s; removing it", (unsigned long long)id,
+                block ? "block" : "chunk", idx, why);
+    if (block)
+        st_queue_block_removal(st, mkey, id, idx);
+    else
+        st_queue_removal(st, mkey, id);
+    return !seen;
+}
+
 sc_code st_job_new(enum st_job_kind kind, const char *bucket, const char *key, const char *etag,
                    size_t extra_len, struct st_job **out)
 {

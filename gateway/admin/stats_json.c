@@ -99,6 +99,16 @@ char *gw_stats_json(struct gw *g)
         return NULL;
     }
     json_decref(zc);
+    json_t *checks =
+        json_pack("{s:I, s:I, s:I, s:I}", "checksums", (json_int_t)ss.checks, "scrubbed",
+                  (json_int_t)ss.scrubbed, "scrubbed_bytes", (json_int_t)ss.scrubbed_bytes,
+                  "scrub_corrupt", (json_int_t)ss.scrub_corrupt);
+    if (checks == NULL || json_object_update(o, checks) != 0) {
+        json_decref(checks);
+        json_decref(o);
+        return NULL;
+    }
+    json_decref(checks);
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return text;

@@ -22,6 +22,7 @@ static int clear_env(void **state)
                           "AWS_DEFAULT_REGION",
                           "S3CACHED_NO_VERIFY_CHECKSUMS",
                           "S3CACHED_ZERO_COPY",
+                          "S3CACHED_SCRUB_RATE",
                           "S3CACHED_THREADS",
                           "S3CACHED_ADMIN_TOKEN",
                           "S3CACHED_ADMIN_TOKEN_FILE",
@@ -335,6 +336,26 @@ static void zero_copy_is_off_unless_asked_by_flag_or_environment(void **state)
     gw_config_free(&cfg);
 }
 
+static void scrub_rate_has_a_default_and_can_be_set_or_turned_off(void **state)
+{
+    struct gw_config cfg;
+    char *argv[] = {"s3cached"};
+    assert_int_equal(parse(&cfg, 1, argv), SC_OK);
+    assert_int_equal(cfg.scrub_rate, 8ull << 20);
+    gw_config_free(&cfg);
+    char *off[] = {"s3cached", "--scrub-rate", "0"};
+    assert_int_equal(parse(&cfg, 3, off), SC_OK);
+    assert_int_equal(cfg.scrub_rate, 0);
+    gw_config_free(&cfg);
+    setenv("S3CACHED_SCRUB_RATE", "64M", 1);
+    assert_int_equal(parse(&cfg, 1, argv), SC_OK);
+    assert_int_equal(cfg.scrub_rate, 64ull << 20);
+    gw_config_free(&cfg);
+    char *huge[] = {"s3cached", "--scrub-rate", "65G"};
+    assert_int_equal(parse(&cfg, 3, huge), SC_EINVAL);
+    gw_config_free(&cfg);
+}
+
 static void client_authentication_is_off_by_default(void **state)
 {
     struct gw_config cfg;
@@ -543,6 +564,7 @@ int main(void)
         cmocka_unit_test_setup(prefetch_buffer_has_a_default_a_bound_and_turns_off, clear_env),
         cmocka_unit_test_setup(checksum_flag_turns_verification_off, clear_env),
         cmocka_unit_test_setup(zero_copy_is_off_unless_asked_by_flag_or_environment, clear_env),
+        cmocka_unit_test_setup(scrub_rate_has_a_default_and_can_be_set_or_turned_off, clear_env),
         cmocka_unit_test_setup(admin_token_is_read_from_first_line_of_file, clear_env),
         cmocka_unit_test(durations_accept_units),
         cmocka_unit_test(durations_refuse_garbage),

@@ -27,6 +27,10 @@ static const struct {
     {"invalidations", "invalidations", COUNT},
     {"passthrough", "passed through", COUNT},
     {"corrupt_chunks", "corrupt chunks", COUNT},
+    {"checksums", "checksums on reads", COUNT},
+    {"scrubbed", "scrubbed", COUNT},
+    {"scrubbed_bytes", "bytes scrubbed", BYTES},
+    {"scrub_corrupt", "corrupt found scrubbing", COUNT},
 };
 
 /* Fields shown in the summary rows rather than on their own. */
