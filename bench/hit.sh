@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # bench/hit.sh - the hit path: GET throughput and latency of cached objects (4 KiB, 100 KiB,
 # 4 MiB), with wrk on loopback, for
-#   s3cached                          the default (CRC32C of every chunk checked on each hit)
-#   s3cached --no-verify-checksums    what the check costs
+#   s3cached                          the default: each chunk's CRC32C checked once per
+#                                     residency (its first hit, then only once its pages left
+#                                     the page cache), chunks under 16 KiB at every hit, and
+#                                     the scrubber at its default --scrub-rate
+#   s3cached --no-verify-checksums    what the checks cost
 #   nginx proxy_cache                 nginx as a caching reverse proxy: how people cache S3
 #   nginx static                      nginx sending the same bytes as plain files (reference)
 # all in one run, one after the other, each with the same number of threads/workers. The
