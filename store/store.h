@@ -64,7 +64,8 @@ typedef struct store_obj store_obj;
 #define STORE_BLOCK_MAX          (64u * 1024u * 1024u)
 #define STORE_BLOCKS_MAX         (1u << 24) /* blocks in one object (16 TiB at 1 MiB blocks) */
 #define STORE_ETAG_MAX           255u       /* bytes in a block object's ETag */
-/* A block's policy id: top bit set, the object id, the block index (never reused). */
+/* A block's policy id: top bit set, the object id, the block index. Object ids are never
+ * reused; a block id is when a block evicted or dropped is stored again in the same object. */
 #define STORE_BLOCK_ID(obj_id, idx) ((1ull << 63) | ((uint64_t)(obj_id) << 24) | (uint64_t)(idx))
 #define STORE_ID_IS_BLOCK(id)       (((id) >> 63) != 0)
 

@@ -191,6 +191,8 @@ sc_code st_scrub_start(store *st)
     if (pthread_create(&st->scrubber, NULL, scrub_main, st) != 0)
         return SC_ENOMEM;
     st->scrub_running = true;
+    sc_info("store: the scrubber checks every chunk and block, %llu bytes a second",
+            (unsigned long long)st->scrub_rate);
     return SC_OK;
 }
 

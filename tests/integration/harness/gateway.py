@@ -169,18 +169,6 @@ class Gateway:
                 return st
             time.sleep(0.05)
 
-    def flip_in_store(self, needle):
-        """Flips one byte of the only copy of needle in the store's data file, under the
-        running gateway, as another process writing data.mdb would: its read-only map sees
-        the page change (in the page cache; the disk follows when the kernel writes it back)."""
-        path = os.path.join(self.cache_dir, "data.mdb")
-        with open(path, "r+b") as f:
-            data = f.read()
-            at = data.find(needle)
-            assert at >= 0 and data.find(needle, at + 1) < 0, "the bytes are not in data.mdb once"
-            f.seek(at)
-            f.write(bytes([data[at] ^ 0xFF]))
-
     def require_real(self):
         """Gateway-only assertions follow: nothing to do here (see DirectGateway)."""
 
