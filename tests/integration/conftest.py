@@ -83,6 +83,15 @@ def upstream(request):
     return request.getfixturevalue(request.param)
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Runs the load test first, against a radosgw that has not yet been given the large-object
+    tests' gigabytes: after them, radosgw (one OSD on memstore) left some of 1,000 connections'
+    requests unanswered for 30 s and more (test_large_objects.py then test_load.py failed with
+    wrk timeouts 2 runs of 2; test_load.py alone passed 2 of 2). The gateway under test is a new
+    process either way; what the test measures is the gateway, not an upstream's backlog."""
+    items.sort(key=lambda item: 0 if item.module.__name__.endswith("test_load") else 1)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Adds the end of each gateway's stderr to the report of a failed test."""
