@@ -25,33 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/procmem.h"
 #include "../../policy/policy.h"
 #include "../../store/store.h"
 
 #define BATCH 20000 /* puts queued before a store_flush() */
-
-/* Bytes malloc holds for live allocations now (its own overhead included). */
-static uint64_t heap_bytes(void)
-{
-    struct mallinfo2 mi = mallinfo2();
-    return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
-}
-
-/* A field of /proc/self/status ("RssAnon", "RssFile") in bytes, or 0. */
-static uint64_t status_bytes(const char *field)
-{
-    char line[256];
-    uint64_t kb = 0;
-    size_t n = strlen(field);
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, field, n) == 0 && line[n] == ':')
-            kb = strtoull(line + n + 1, NULL, 10);
-    fclose(f);
-    return kb * 1024;
-}
 
 static int usage(void)
 {
@@ -133,15 +111,15 @@ static int cmd_open(const char *dir, const char *name)
     store *st = NULL;
     if (pol == NULL)
         return 2;
-    uint64_t anon0 = status_bytes("RssAnon"), heap0 = heap_bytes();
+    uint64_t anon0 = procmem_status_bytes("RssAnon"), heap0 = procmem_heap_bytes();
     if (open_store(dir, pol, &st) != SC_OK)
         return 1;
     struct store_stats s;
     store_get_stats(st, &s);
-    uint64_t anon1 = status_bytes("RssAnon"), heap1 = heap_bytes();
+    uint64_t anon1 = procmem_status_bytes("RssAnon"), heap1 = procmem_heap_bytes();
     uint64_t hits = read_all(st, s.objects);
     store_flush(st); /* hits recorded but not yet given to the policy are given now */
-    uint64_t anon2 = status_bytes("RssAnon"), heap2 = heap_bytes();
+    uint64_t anon2 = procmem_status_bytes("RssAnon"), heap2 = procmem_heap_bytes();
     double per = s.objects > 0 ? 1.0 / (double)s.objects : 0;
     printf("{\"cmd\":\"open\",\"policy\":\"%s\",\"objects\":%" PRIu64 ",\"hits\":%" PRIu64
            ",\"rss_anon_per_object\":%.1f,\"heap_per_object\":%.1f"
@@ -149,7 +127,7 @@ static int cmd_open(const char *dir, const char *name)
            ",\"rss_file_mib\":%.1f}\n",
            name, s.objects, hits, (double)(anon1 - anon0) * per, (double)(heap1 - heap0) * per,
            (double)(anon2 - anon0) * per, (double)(heap2 - heap0) * per,
-           (double)status_bytes("RssFile") / (1 << 20));
+           (double)procmem_status_bytes("RssFile") / (1 << 20));
     store_close(st);
     return 0;
 }
@@ -161,7 +139,7 @@ static int cmd_policy(const char *name, unsigned long n)
     int ret = 1;
     if (pol == NULL)
         return 2;
-    uint64_t heap0 = heap_bytes();
+    uint64_t heap0 = procmem_heap_bytes();
     if (pol->init(64ull << 30, &state) != SC_OK)
         return 1;
     for (unsigned long i = 1; i <= n; i++) {
@@ -173,10 +151,10 @@ static int cmd_policy(const char *name, unsigned long n)
             goto out;
         }
     }
-    uint64_t heap1 = heap_bytes();
+    uint64_t heap1 = procmem_heap_bytes();
     for (unsigned long i = 1; i <= n; i++)
         pol->on_hit(state, i);
-    uint64_t heap2 = heap_bytes();
+    uint64_t heap2 = procmem_heap_bytes();
     printf("{\"cmd\":\"policy\",\"policy\":\"%s\",\"objects\":%lu,\"heap_per_object\":%.1f"
            ",\"heap_per_object_after_hits\":%.1f}\n",
            name, n, (double)(heap1 - heap0) / (double)n, (double)(heap2 - heap0) / (double)n);

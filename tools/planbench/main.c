@@ -22,32 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lib/procmem.h"
 #include "../../common/clock.h"
 #include "../../manifest/plan.h"
 #include "../../policy/future.h"
 #include "planbench.h"
-
-/* Bytes malloc holds for live allocations now. */
-static uint64_t live_bytes(void)
-{
-    struct mallinfo2 mi = mallinfo2();
-    return (uint64_t)mi.uordblks + (uint64_t)mi.hblkhd;
-}
-
-/* A field of /proc/self/status ("VmRSS", "VmHWM") in bytes, or 0. */
-static uint64_t status_bytes(const char *field)
-{
-    char line[256];
-    uint64_t kb = 0;
-    size_t n = strlen(field);
-    FILE *f = fopen("/proc/self/status", "r");
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, field, n) == 0 && line[n] == ':')
-            kb = strtoull(line + n + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return kb * 1024;
-}
 
 /* Starts a step: the peak RSS is reset to the RSS now (Linux >= 4.0). */
 struct step {
@@ -61,8 +40,8 @@ static void step_begin(struct step *s)
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (f == NULL || fputs("5", f) < 0 || fclose(f) != 0)
         fprintf(stderr, "plan-bench: cannot reset the peak RSS: %s\n", strerror(errno));
-    s->rss0 = status_bytes("VmRSS");
-    s->live0 = live_bytes();
+    s->rss0 = procmem_status_bytes("VmRSS");
+    s->live0 = procmem_heap_bytes();
     s->t0 = sc_now_seconds();
 }
 
@@ -76,9 +55,9 @@ static struct step_result step_end(const struct step *s)
 {
     struct step_result r;
     r.seconds = sc_now_seconds() - s->t0;
-    uint64_t hwm = status_bytes("VmHWM");
+    uint64_t hwm = procmem_status_bytes("VmHWM");
     r.peak_rss = hwm > s->rss0 ? hwm - s->rss0 : 0;
-    r.held = (int64_t)live_bytes() - (int64_t)s->live0;
+    r.held = (int64_t)procmem_heap_bytes() - (int64_t)s->live0;
     return r;
 }
 
@@ -284,7 +263,7 @@ int main(int argc, char **argv)
     if (rc == SC_OK) {
         step_begin(&s);
         rc = state_arrays(p, &m);
-        state_held = (int64_t)live_bytes() - (int64_t)s.live0;
+        state_held = (int64_t)procmem_heap_bytes() - (int64_t)s.live0;
         if (rc == SC_OK)
             rc = build_future(p, &m);
         reg = step_end(&s);
