@@ -101,6 +101,10 @@ static const struct opt options[] = {
      "docs/operations.md)"},
     {"upstream-retries", "S3CACHED_UPSTREAM_RETRIES", OPT_UINT, OFF(upstream_retries), 0, 10, "N",
      "retries of idempotent upstream requests (default 3)"},
+    {"upstream-connections", "S3CACHED_UPSTREAM_CONNECTIONS", OPT_UINT, OFF(upstream_connections),
+     1, 65536, "N",
+     "connections at once to the upstream, and to each fleet peer; more requests wait their "
+     "turn in the order they came (default 256)"},
     {"upstream-connect-timeout", "S3CACHED_UPSTREAM_CONNECT_TIMEOUT", OPT_UINT,
      OFF(upstream_connect_timeout), 1, 600, "SECONDS",
      "give up connecting after this long (default 5)"},
@@ -367,6 +371,7 @@ static sc_code set_defaults(struct gw_config *cfg)
     cfg->upstream_retries = 3;
     cfg->upstream_connect_timeout = 5;
     cfg->upstream_stall_timeout = 30;
+    cfg->upstream_connections = 256;
     cfg->prefetch_concurrency = 32;
     cfg->prefetch_buffer = 64 * MIB;
     cfg->log_level = SC_LOG_INFO;

@@ -39,6 +39,7 @@ struct gw_config {
     uint64_t scrub_rate;     /* bytes a second the store's scrubber checks; 0: none */
     bool allow_insecure_tls; /* --insecure-upstream: skip TLS verification (off by default) */
     unsigned upstream_retries;
+    unsigned upstream_connections;     /* per destination (the bucket, each peer) */
     unsigned prefetch_concurrency;     /* manifest prefetches in flight */
     uint64_t prefetch_buffer;          /* prefetched bodies waiting for the store, out of flight */
     unsigned upstream_connect_timeout; /* seconds */

@@ -127,6 +127,7 @@ static sc_code start_upstream(struct gw *g, const struct creds *creds)
         .insecure_tls = cfg->allow_insecure_tls,
         .connect_timeout_ms = (long)cfg->upstream_connect_timeout * 1000,
         .stall_timeout_s = (long)cfg->upstream_stall_timeout,
+        .max_connections = cfg->upstream_connections,
         .fleet = g->fleet,
         .peer_connect_timeout_ms = (long)cfg->peer_timeout_ms,
     };

@@ -237,6 +237,12 @@ static void write_upstream(FILE *out, struct gw *g)
     header(out, "s3cached_upstream_response_seconds", "histogram",
            "Time from sending an upstream request to its response head.");
     sc_hist_write(out, "s3cached_upstream_response_seconds", "", um.head_latency);
+    one(out, "s3cached_upstream_waiting", "gauge",
+        "Upstream requests waiting for a connection (--upstream-connections are all busy).",
+        (unsigned long long)um.waiting);
+    header(out, "s3cached_upstream_wait_seconds", "histogram",
+           "Time each upstream attempt waited for a connection, oldest first.");
+    sc_hist_write(out, "s3cached_upstream_wait_seconds", "", um.wait);
 }
 
 /* A label value as Prometheus's text format escapes it. */

@@ -22,6 +22,7 @@
 #include "../proto/digest.h"
 #include "../sigv4/sigv4.h"
 #include "../common/histogram.h"
+#include "gate.h"
 #include "resume.h"
 #include "upsock.h"
 
@@ -60,6 +61,8 @@ struct upstream {
     atomic_uint_fast64_t peer_attempts, peer_fallbacks, peer_resumes; /* see up_metrics */
     struct sc_hist head_latency; /* from an attempt's start to its response head */
     struct upsock_table socks;   /* every open upstream socket (loop thread only) */
+    struct gates gates;          /* connections per destination, waiters in order (loop thread) */
+    struct sc_hist gate_wait;    /* seconds an attempt waited for a connection slot */
 };
 
 struct up_req {
@@ -87,6 +90,7 @@ struct up_req {
     bool discard;   /* this attempt's response is being thrown away for a retry */
     bool finished;  /* on_done has run */
     bool in_multi;
+    struct gate_entry slot;        /* this attempt's connection slot, or its place in line */
     bool live;                     /* linked into upstream.live */
     bool paused;                   /* waiting on our side (client slow, or body not ready) */
     bool excess;                   /* the upstream sent more than its Content-Length */
@@ -231,6 +235,7 @@ static void req_finish(up_req *r, sc_code rc)
         curl_multi_remove_handle(r->up->multi, r->easy);
         r->in_multi = false;
     }
+    gates_leave(&r->up->gates, &r->slot);
     r->h.on_done(r->arg, rc);
     up_req_release(r); /* the loop's reference */
 }
@@ -495,6 +500,19 @@ static sc_code setup_easy(up_req *r)
     return SC_OK;
 }
 
+/*
+ * Puts the next attempt in line for a connection to where it goes (gate.h); the loop starts it
+ * in admit_attempts(). An attempt that continues a request under way (the bucket after a
+ * failed peer, a resume) goes to the front: its client has already waited its turn.
+ */
+static void queue_attempt(up_req *r, bool continuing)
+{
+    sc_code rc = gates_wait(&r->up->gates, &r->slot, r->at_peer ? r->peer : "", continuing);
+    if (rc != SC_OK)
+        req_finish(r, rc);
+}
+
+/* Starts an attempt that holds its connection slot. */
 static void start_attempt(up_req *r)
 {
     clock_gettime(CLOCK_MONOTONIC, &r->attempt_start);
@@ -510,7 +528,9 @@ static void start_attempt(up_req *r)
                 r->path, r->peer, sc_strerror(rc));
         r->at_peer = false;
         atomic_fetch_add_explicit(&r->up->peer_fallbacks, 1, memory_order_relaxed);
-        rc = setup_easy(r);
+        gates_leave(&r->up->gates, &r->slot); /* the slot was the peer's */
+        queue_attempt(r, true);
+        return;
     }
     if (rc == SC_OK && curl_multi_add_handle(r->up->multi, r->easy) != CURLM_OK)
         rc = SC_EUPSTREAM;
@@ -519,6 +539,17 @@ static void start_attempt(up_req *r)
         return;
     }
     r->in_multi = true;
+}
+
+/* Starts every waiting attempt whose destination has a free connection slot, oldest first. */
+static void admit_attempts(upstream *up)
+{
+    struct gate_entry *e;
+    while ((e = gates_admit(&up->gates)) != NULL) {
+        up_req *r = (up_req *)((char *)e - offsetof(up_req, slot));
+        sc_hist_observe(&up->gate_wait, (double)(sc_now_ms() - e->since_ms) / 1000.0);
+        start_attempt(r);
+    }
 }
 
 /* ---- curl callbacks (loop thread) -------------------------------------- */
@@ -807,7 +838,7 @@ static sc_code resume_headers(up_req *r)
 /*
  * A peer attempt ended in a failure (cc, or a head that says the peer failed). Before a head
  * was handed over, the request goes on to the bucket at once; after, a resumable body is
- * resumed from the bucket where it stopped. True when a bucket attempt was started.
+ * resumed from the bucket where it stopped. True when a bucket attempt was queued.
  */
 static bool leave_peer(up_req *r, CURLcode cc)
 {
@@ -820,7 +851,7 @@ static bool leave_peer(up_req *r, CURLcode cc)
         sc_debug("upstream %s %s: the peer %s failed (%s), asking the bucket", r->method, r->path,
                  r->peer, r->peer_bad ? "its answer" : curl_easy_strerror(cc));
         atomic_fetch_add_explicit(&up->peer_fallbacks, 1, memory_order_relaxed);
-        start_attempt(r);
+        queue_attempt(r, true);
         return true;
     }
     if (!r->resumable || r->excess || resume_headers(r) != SC_OK)
@@ -829,7 +860,7 @@ static bool leave_peer(up_req *r, CURLcode cc)
             r->method, r->path, r->peer, (long long)r->body_seen, curl_easy_strerror(cc));
     atomic_fetch_add_explicit(&up->peer_resumes, 1, memory_order_relaxed);
     r->resuming = true;
-    start_attempt(r);
+    queue_attempt(r, true);
     return true;
 }
 
@@ -837,6 +868,7 @@ static void on_transfer_done(up_req *r, CURLcode cc)
 {
     curl_multi_remove_handle(r->up->multi, r->easy);
     r->in_multi = false;
+    gates_leave(&r->up->gates, &r->slot);
     bool failed = cc != CURLE_OK || r->discard;
     if (r->at_peer && failed && leave_peer(r, cc))
         return;
@@ -903,7 +935,7 @@ static void run_due_retries(upstream *up, long *timeout)
         up_req *r = *pp;
         if (r->retry_at_ms <= now) {
             *pp = r->next_waiting;
-            start_attempt(r);
+            queue_attempt(r, false);
             continue;
         }
         if (r->retry_at_ms - now < *timeout)
@@ -927,7 +959,7 @@ static void run_command(upstream *up, struct cmd *c)
     switch (c->kind) {
     case CMD_SUBMIT:
         link_live(r);
-        start_attempt(r);
+        queue_attempt(r, false);
         break;
     case CMD_RESUME:
         if (!r->finished && r->in_multi && !r->in_watch) {
@@ -979,6 +1011,7 @@ static void *upstream_thread(void *arg)
     for (;;) {
         if (!run_commands(up))
             break;
+        admit_attempts(up);
         int running = 0;
         curl_multi_perform(up->multi, &running);
         CURLMsg *msg;
@@ -992,6 +1025,7 @@ static void *upstream_thread(void *arg)
         }
         long timeout = 1000;
         run_due_retries(up, &timeout); /* after the transfers above may have scheduled some */
+        admit_attempts(up);            /* into the slots the finished transfers freed */
         watch_tails(up, &timeout);
         long curl_timeout = -1;
         curl_multi_timeout(up->multi, &curl_timeout);
@@ -1013,6 +1047,8 @@ void up_get_metrics(upstream *up, struct up_metrics *m)
     m->peer_fallbacks = atomic_load_explicit(&up->peer_fallbacks, memory_order_relaxed);
     m->peer_resumes = atomic_load_explicit(&up->peer_resumes, memory_order_relaxed);
     m->head_latency = &up->head_latency;
+    m->waiting = gates_waiting(&up->gates);
+    m->wait = &up->gate_wait;
 }
 
 bool up_reachable(upstream *up)
@@ -1186,6 +1222,7 @@ static void upstream_destroy(upstream *up)
     if (up->multi)
         curl_multi_cleanup(up->multi); /* closes the sockets, through upsock_close() */
     upsock_table_free(&up->socks);
+    gates_destroy(&up->gates);
     creds_free(up->creds);
     free(up->base_url);
     free(up->host);
@@ -1217,8 +1254,12 @@ sc_code upstream_start(const struct up_config *cfg, upstream **out)
             up->cfg.peer_connect_timeout_ms = UP_PEER_CONNECT_TIMEOUT_MS;
         if (up->cfg.peer_stall_timeout_ms <= 0)
             up->cfg.peer_stall_timeout_ms = UP_PEER_STALL_TIMEOUT_MS;
-        curl_multi_setopt(up->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 256L);
-        curl_multi_setopt(up->multi, CURLMOPT_MAXCONNECTS, 256L);
+        if (up->cfg.max_connections == 0)
+            up->cfg.max_connections = UP_MAX_CONNECTIONS;
+        gates_init(&up->gates, up->cfg.max_connections);
+        /* The gates keep each destination at max_connections; curl's cap only backs them up. */
+        curl_multi_setopt(up->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)up->cfg.max_connections);
+        curl_multi_setopt(up->multi, CURLMOPT_MAXCONNECTS, (long)up->cfg.max_connections);
         if (pthread_create(&up->thread, NULL, upstream_thread, up) != 0)
             rc = SC_ENOMEM;
     }

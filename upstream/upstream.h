@@ -57,10 +57,13 @@ struct up_config {
                                      must outlive the client */
     long peer_connect_timeout_ms; /* a peer attempt's connect timeout; 0: 50 */
     long peer_stall_timeout_ms;   /* a peer attempt moving no byte this long fails; 0: 2000 */
+    unsigned max_connections;     /* connections at once to the bucket, and to each peer; more
+                                     requests wait in arrival order (gate.h); 0: 256 */
 };
 
 #define UP_PEER_CONNECT_TIMEOUT_MS 50
 #define UP_PEER_STALL_TIMEOUT_MS   2000
+#define UP_MAX_CONNECTIONS         256
 
 /* Whose credentials sign a request. Zeroed: the gateway's own. */
 struct up_identity {
@@ -151,6 +154,8 @@ struct up_metrics {
     uint64_t peer_fallbacks;      /* of those, the ones gone on to the bucket (peer failed) */
     uint64_t peer_resumes;        /* peers that failed mid-body, resumed from the bucket */
     struct sc_hist *head_latency; /* seconds from an attempt's start to its response head */
+    long waiting;                 /* attempts waiting for a connection slot now */
+    struct sc_hist *wait;         /* seconds each attempt waited for its slot */
 };
 
 /* @brief Reads the client's counters; head_latency points into up. Any thread. */

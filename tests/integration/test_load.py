@@ -5,12 +5,14 @@ descriptors nor memory may grow between the first and the last 10 s.
 The gateway is the optimized build here (build/s3cached): ASan's quarantine would make memory
 growth meaningless. S3CACHED_LOAD_SECONDS shortens the run for development."""
 import concurrent.futures
+import json
 import os
 import re
 import resource
 import shutil
 import subprocess
 import threading
+import tempfile
 import time
 
 import pytest
@@ -43,6 +45,25 @@ def sample(pid):
     return fds, rss
 
 
+def slowest_requests(path, count=20):
+    """The count slowest requests of the access log, and how many took over 5 s: whether a
+    client's wait was spent in the gateway (or behind it) or before its request was read."""
+    rows = []
+    with open(path) as f:
+        for line in f:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if "duration_ms" in entry:
+                rows.append(entry)
+    rows.sort(key=lambda e: -e["duration_ms"])
+    slow = sum(1 for e in rows if e["duration_ms"] > 5000)
+    lines = ["%d requests logged, %d over 5 s; slowest:" % (len(rows), slow)]
+    lines += [json.dumps(e) for e in rows[:count]]
+    return "\n".join(lines)
+
+
 def test_thousand_connections_for_a_minute_without_failures_or_growth(radosgw, gateway):
     wrk = shutil.which("wrk")
     assert wrk, "wrk is missing (tools/install-deps.sh installs it)"
@@ -55,8 +76,10 @@ def test_thousand_connections_for_a_minute_without_failures_or_growth(radosgw, g
 
     prefix = s3util.unique_key("load") + "/"
     seed(radosgw, prefix)
+    access_log = os.path.join(tempfile.mkdtemp(prefix="s3cached-it-load-"), "access.log")
     gw = gateway(radosgw, cache_size="4M", binary_path=binary,
-                 extra_args=["--max-connections", "3000", "--log-level", "warn"])
+                 extra_args=["--max-connections", "3000", "--log-level", "warn", "--access-log",
+                             "--log-file", access_log])
     for i in range(HOT):  # warm the hot set
         s3util.raw(gw, "GET", "/%s/%shot-%05d" % (gw.bucket, prefix, i))
 
@@ -78,6 +101,7 @@ def test_thousand_connections_for_a_minute_without_failures_or_growth(radosgw, g
     watcher.join()
     out = res.stdout.decode() + res.stderr.decode()
     print(out)
+    print(slowest_requests(access_log))
     assert res.returncode == 0, out
     total = int(re.search(r"(\d+) requests in", out).group(1))
     assert total > CONNECTIONS, out

@@ -189,6 +189,7 @@ class FaultyUpstream:
         self._stopping = threading.Event()
         self._listener = None
         self._conns = set()
+        self._accepted = 0
         self._threads = []
 
     # ---- what tests use ------------------------------------------------------------
@@ -229,6 +230,12 @@ class FaultyUpstream:
         with self._lock:
             return list(self._requests_by_key.get((method, key), []))
 
+    def connections_accepted(self):
+        """Connections accepted so far (a client that keeps its connections alive and caps them
+        at N opens at most N)."""
+        with self._lock:
+            return self._accepted
+
     def body_bytes_sent(self, key):
         """Body bytes written to sockets for key, over all requests."""
         with self._lock:
@@ -240,7 +247,7 @@ class FaultyUpstream:
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         ls.bind(("127.0.0.1", 0))
-        ls.listen(64)
+        ls.listen(256)
         self.port = ls.getsockname()[1]
         self._listener = ls
         self._spawn(self._accept_loop, ls)
@@ -279,6 +286,7 @@ class FaultyUpstream:
                 return
             with self._lock:
                 self._conns.add(conn)
+                self._accepted += 1
             self._spawn(self._serve_connection, conn)
 
     # ---- one connection -----------------------------------------------------------
