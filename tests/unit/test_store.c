@@ -27,91 +27,21 @@
 #define KiB   1024u
 #define MiB   (1024u * 1024u)
 
-struct fixture {
-    char dir[64];
-    struct store_config cfg;
-    store *st;
-};
-
-/* What a put's done callback reported. */
-struct outcome {
-    int calls;
-    sc_code rc;
-};
-
-static void record_outcome(void *arg, sc_code rc)
-{
-    struct outcome *o = arg;
-    o->calls++;
-    o->rc = rc;
-}
-
-/* A fixed pseudo-random byte pattern (xorshift32) per seed. */
-static void fill_bytes(unsigned char *buf, size_t len, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 1u;
-    for (size_t i = 0; i < len; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        buf[i] = (unsigned char)(x >> 24);
-    }
-}
-
-static unsigned char *make_body(size_t len, uint32_t seed)
-{
-    unsigned char *b = malloc(len > 0 ? len : 1);
-    assert_non_null(b);
-    fill_bytes(b, len, seed);
-    return b;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void open_store(struct fixture *f)
-{
-    assert_int_equal(store_open(&f->cfg, &f->st), SC_OK);
-    assert_non_null(f->st);
-}
-
-static void reopen_store(struct fixture *f)
-{
-    store_close(f->st);
-    f->st = NULL;
-    open_store(f);
-}
+#include "store_fixture.h"
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/sc-store-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    f->cfg = (struct store_config){.dir = f->dir,
-                                   .capacity_bytes = 8 * MiB,
-                                   .chunk_size = CHUNK,
-                                   .verify_checksums = true,
-                                   .max_readers = 64,
-                                   .policy = policy_find("lru")};
-    assert_non_null(f->cfg.policy);
-    open_store(f);
-    *state = f;
-    return 0;
+    return fixture_setup(state, "store",
+                         (struct store_config){.capacity_bytes = 8 * MiB,
+                                               .chunk_size = CHUNK,
+                                               .verify_checksums = true,
+                                               .max_readers = 64,
+                                               .policy = policy_find("lru")});
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    store_close(f->st);
-    nftw(f->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-    free(f);
-    return 0;
+    return fixture_teardown(state);
 }
 
 /* Puts and waits for the commit; returns what done reported (asserting it came once). */
@@ -529,8 +459,7 @@ static void refused_by_policy_reports_efull_and_drops_old_copy(void **state)
     assert_not_cached(f->st, "bkt", "k");
     assert_int_equal(stats_of(f->st).objects, 0);
     assert_int_equal(stats_of(f->st).used_bytes, 0);
-    store_close(f->st);
-    f->st = NULL;
+    close_store(f);
     f->cfg.policy = policy_find("lru");
     open_store(f);
 }
@@ -606,8 +535,7 @@ static void second_open_of_one_directory_is_ebusy_until_closed(void **state)
     assert_null(second);
     put_ok(f->st, "kept", 100, 45); /* the first store is unharmed */
     assert_put_cached(f->st, "kept", 100, 45);
-    store_close(f->st);
-    f->st = NULL;
+    close_store(f);
     assert_int_equal(store_open(&f->cfg, &second), SC_OK);
     assert_put_cached(second, "kept", 100, 45);
     f->st = second;
@@ -692,8 +620,7 @@ static void corrupt_chunk_is_ecorrupt_then_removed(void **state)
 {
     struct fixture *f = *state;
     put_ok(f->st, "victim", 3 * CHUNK, 50);
-    store_close(f->st);
-    f->st = NULL;
+    close_store(f);
     struct raw r;
     raw_open(&r, f->dir, "chunks");
     raw_flip_nth_value(&r, 1, 100); /* the middle chunk */
@@ -721,8 +648,7 @@ static void unverified_store_serves_without_checking(void **state)
 {
     struct fixture *f = *state;
     put_ok(f->st, "k", 2 * CHUNK, 51);
-    store_close(f->st);
-    f->st = NULL;
+    close_store(f);
     struct raw r;
     raw_open(&r, f->dir, "chunks");
     raw_flip_nth_value(&r, 0, 7);
@@ -743,8 +669,7 @@ static void reopen_with_larger_capacity_grows_the_map(void **state)
     f->cfg.capacity_bytes = big;
     reopen_store(f);
     put_ok(f->st, "k", 10, 56); /* a commit persists the new size */
-    store_close(f->st);
-    f->st = NULL;
+    close_store(f);
     struct raw r;
     MDB_envinfo info;
     raw_open(&r, f->dir, "meta");
@@ -761,8 +686,7 @@ static void leftovers_are_dropped_at_open(void **state)
     struct fixture *f = *state;
     put_ok(f->st, "whole", 2 * CHUNK + 1, 52);
     put_ok(f->st, "broken", 3 * CHUNK, 53);
-    store_close(f->st);
-    f->st = NULL;
+    close_store(f);
 
     struct raw r;
     raw_open(&r, f->dir, "chunks");
@@ -784,8 +708,7 @@ static void leftovers_are_dropped_at_open(void **state)
     assert_put_cached(f->st, "whole", 2 * CHUNK + 1, 52);
     assert_not_cached(f->st, "bkt", "broken");
     put_ok(f->st, "after", 10, 54); /* gets an id above the orphan's */
-    store_close(f->st);
-    f->st = NULL;
+    close_store(f);
 
     raw_open(&r, f->dir, "chunks");
     assert_int_equal(raw_count(&r), 3 + 1);

@@ -116,46 +116,27 @@ static const struct policy_ops counting_policy = {
 
 /* ---- fixture -------------------------------------------------------------------------- */
 
-struct fixture {
-    char dir[64];
-    struct store_config cfg;
-    store *st;
-};
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    return remove(path);
-}
+#include "store_fixture.h"
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
     memset(&counting, 0, sizeof(counting));
     pthread_mutex_init(&counting.mu, NULL);
     pthread_cond_init(&counting.cv, NULL);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/sc-readers-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    f->cfg =
-        (struct store_config){.dir = f->dir,
-                              .capacity_bytes = 1 << 20,
-                              .verify_checksums = true,
-                              .max_readers = 256, /* 64 parked transactions at most: one per slot */
-                              .policy = &counting_policy};
-    assert_int_equal(store_open(&f->cfg, &f->st), SC_OK);
-    counting.st = f->st;
-    *state = f;
+    fixture_setup(state, "readers",
+                  (struct store_config){.capacity_bytes = 1 << 20,
+                                        .verify_checksums = true,
+                                        .max_readers = 256, /* 64 parked transactions at most */
+                                        .policy = &counting_policy});
+    counting.st = ((struct fixture *)*state)->st;
     return 0;
 }
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    store_close(f->st);
-    nftw(f->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+    fixture_teardown(state);
     pthread_mutex_destroy(&counting.mu);
     pthread_cond_destroy(&counting.cv);
-    free(f);
     return 0;
 }
 

@@ -36,77 +36,18 @@
 #define ETAG       "\"etag-1\""
 #define SCRUB_FAST (1024ull * MiB) /* bytes a second: a pass over a test's cache takes no time */
 
-struct fixture {
-    char dir[64];
-    struct store_config cfg;
-    store *st;
-};
-
-struct outcome {
-    int calls;
-    sc_code rc;
-};
-
-static void record_outcome(void *arg, sc_code rc)
-{
-    struct outcome *o = arg;
-    o->calls++;
-    o->rc = rc;
-}
-
-/* A fixed pseudo-random byte pattern (xorshift32) per seed. */
-static unsigned char *make_body(size_t len, uint32_t seed)
-{
-    unsigned char *b = malloc(len > 0 ? len : 1);
-    assert_non_null(b);
-    uint32_t x = seed * 2654435761u + 1u;
-    for (size_t i = 0; i < len; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b[i] = (unsigned char)(x >> 24);
-    }
-    return b;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
-static void open_store(struct fixture *f)
-{
-    assert_int_equal(store_open(&f->cfg, &f->st), SC_OK);
-    assert_non_null(f->st);
-}
-
-static void close_store(struct fixture *f)
-{
-    store_close(f->st);
-    f->st = NULL;
-}
+#include "store_fixture.h"
 
 static int setup_with(void **state, uint64_t scrub_rate)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    snprintf(f->dir, sizeof(f->dir), "/tmp/sc-verify-XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    f->cfg = (struct store_config){.dir = f->dir,
-                                   .capacity_bytes = 32ull * MiB,
-                                   .chunk_size = CHUNK,
-                                   .verify_checksums = true,
-                                   .max_readers = 16,
-                                   .block_size = BS,
-                                   .scrub_rate = scrub_rate,
-                                   .policy = policy_find("lru")};
-    assert_non_null(f->cfg.policy);
-    open_store(f);
-    *state = f;
-    return 0;
+    return fixture_setup(state, "verify",
+                         (struct store_config){.capacity_bytes = 32ull * MiB,
+                                               .chunk_size = CHUNK,
+                                               .verify_checksums = true,
+                                               .max_readers = 16,
+                                               .block_size = BS,
+                                               .scrub_rate = scrub_rate,
+                                               .policy = policy_find("lru")});
 }
 
 static int setup(void **state)
@@ -121,11 +62,7 @@ static int setup_scrubbed(void **state)
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    store_close(f->st);
-    nftw(f->dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
-    free(f);
-    return 0;
+    return fixture_teardown(state);
 }
 
 static struct store_stats stats_of(store *st)
