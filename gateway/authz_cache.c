@@ -7,17 +7,18 @@
  *
  * Every authenticated request looks here, on every HTTP thread: the sets are locked in
  * STRIPES stripes (set index modulo STRIPES), each a read-write lock, so lookups share and
- * threads reading other keys do not meet; SHA-256 is fetched from OpenSSL once (an
- * EVP_sha256() init fetches it again, under OpenSSL's own global lock).
+ * threads reading other keys do not meet; the digest is common/sha256.h's, whose SHA-256 is
+ * fetched from OpenSSL once.
  */
 #include "authz_cache.h"
 
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DIGEST_LEN 32
+#include "../common/sha256.h"
+
+#define DIGEST_LEN SC_SHA256_LEN
 #define WAYS       2
 #define STRIPES    64
 
@@ -65,28 +66,12 @@ void authz_cache_free(authz_cache *c)
     free(c);
 }
 
-static EVP_MD *sha256;
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-
-static void fetch_sha256(void)
-{
-    sha256 = EVP_MD_fetch(NULL, "SHA2-256", NULL);
-}
-
 /* SHA-256 over identity, NUL, bucket, NUL, key; false if the digest fails. */
 static bool digest_of(const char *identity, const char *bucket, const char *key,
                       unsigned char out[DIGEST_LEN])
 {
-    pthread_once(&sha256_once, fetch_sha256);
-    EVP_MD_CTX *ctx = sha256 != NULL ? EVP_MD_CTX_new() : NULL;
-    unsigned int len = 0;
-    bool ok = ctx != NULL && EVP_DigestInit_ex(ctx, sha256, NULL) == 1 &&
-              EVP_DigestUpdate(ctx, identity, strlen(identity) + 1) == 1 &&
-              EVP_DigestUpdate(ctx, bucket, strlen(bucket) + 1) == 1 &&
-              EVP_DigestUpdate(ctx, key, strlen(key)) == 1 &&
-              EVP_DigestFinal_ex(ctx, out, &len) == 1 && len == DIGEST_LEN;
-    EVP_MD_CTX_free(ctx);
-    return ok;
+    const char *fields[] = {identity, bucket, key};
+    return sc_sha256_fields(fields, 3, out) == SC_OK;
 }
 
 /* The index of digest's set. */

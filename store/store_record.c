@@ -4,9 +4,9 @@
  */
 #include "store_record.h"
 
-#include <openssl/evp.h>
-#include <pthread.h>
 #include <string.h>
+
+#include "../common/sha256.h"
 
 #define RECORD_WHOLE  1u  /* the version number of a whole object's record */
 #define RECORD_BLOCKS 2u  /* of a block object's */
@@ -75,36 +75,12 @@ sc_code st_check_names(const char *bucket, const char *key)
     return SC_OK;
 }
 
-/*
- * SHA-256, fetched from OpenSSL once. EVP_sha256() is fetched again by every EVP_DigestInit_ex()
- * (OpenSSL 3.0 takes its method store's read lock about eight times for it), and every hit
- * computes a meta key: the threads met there on one lock word.
- */
-static EVP_MD *sha256;
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-
-static void fetch_sha256(void)
-{
-    sha256 = EVP_MD_fetch(NULL, "SHA2-256", NULL);
-}
+_Static_assert(ST_MKEY_LEN == SC_SHA256_LEN, "a meta key is a SHA-256");
 
 sc_code st_meta_key(const char *bucket, const char *key, unsigned char out[ST_MKEY_LEN])
 {
-    sc_code rc = SC_ECRYPTO;
-    unsigned int len = 0;
-    pthread_once(&sha256_once, fetch_sha256);
-    EVP_MD_CTX *ctx = sha256 != NULL ? EVP_MD_CTX_new() : NULL;
-    if (ctx == NULL)
-        goto out;
-    if (EVP_DigestInit_ex(ctx, sha256, NULL) != 1 ||
-        EVP_DigestUpdate(ctx, bucket, strlen(bucket) + 1) != 1 || /* with its '\0' */
-        EVP_DigestUpdate(ctx, key, strlen(key)) != 1 || EVP_DigestFinal_ex(ctx, out, &len) != 1 ||
-        len != ST_MKEY_LEN)
-        goto out;
-    rc = SC_OK;
-out:
-    EVP_MD_CTX_free(ctx);
-    return rc;
+    const char *fields[] = {bucket, key};
+    return sc_sha256_fields(fields, 2, out);
 }
 
 uint64_t st_chunk_count(uint64_t size, uint32_t chunk_size)
