@@ -84,8 +84,10 @@ cpu_of() {
     awk -v t="$total" -v k="$tick" 'BEGIN {printf "%.3f", t / k}'
 }
 
-# The worker processes of an nginx whose master pid is $1.
-nginx_workers() { pgrep -P "$1" | tr '\n' ' '; }
+# The processes of an nginx whose master pid is $1 that serve and keep its cache: the workers
+# and the cache manager. Not the cache loader, which exits a minute after start (a CPU reading
+# across its exit failed: its /proc entry was gone).
+nginx_workers() { pgrep -P "$1" -f 'worker process|cache manager' | tr '\n' ' '; }
 
 # Where the gateway's binary is; BENCH_GATEWAY overrides (e.g. another build).
 GATEWAY_BIN="${BENCH_GATEWAY:-$REPO/build/s3cached}"
