@@ -313,6 +313,14 @@ static struct mf *find(struct mf_registry *r, const char *id)
     return NULL;
 }
 
+/* Puts m at the head of the list (list_lock held for writing). */
+static void link_first(struct mf_registry *r, struct mf *m)
+{
+    m->next = r->list;
+    r->list = m;
+    atomic_store_explicit(&r->listed, true, memory_order_release);
+}
+
 void mf_unlink(struct mf_registry *r, struct mf *m)
 {
     struct mf **pp = &r->list;
@@ -320,6 +328,7 @@ void mf_unlink(struct mf_registry *r, struct mf *m)
         pp = &(*pp)->next;
     if (*pp)
         *pp = m->next;
+    atomic_store_explicit(&r->listed, r->list != NULL, memory_order_release);
 }
 
 /* A job plan p may join, or NULL; SC_EINVAL when p names a job it cannot join (reg_mu). */
@@ -411,8 +420,7 @@ sc_code mf_register_plan(struct mf_registry *r, struct mf *m, struct plan *p, ui
     if (rc != SC_OK)
         return rc;
     pthread_rwlock_wrlock(&r->list_lock);
-    m->next = r->list;
-    r->list = m;
+    link_first(r, m);
     mf_refresh_hint(r);
     pthread_rwlock_unlock(&r->list_lock);
     return SC_OK;
@@ -444,8 +452,7 @@ static sc_code add_later(struct mf_registry *r, const char *id, const char *body
     m->resume = resume;
     m->state = MF_PARSING;
     pthread_rwlock_wrlock(&r->list_lock);
-    m->next = r->list;
-    r->list = m;
+    link_first(r, m);
     pthread_rwlock_unlock(&r->list_lock);
     mf_kick_registrar(r);
     *out = m;
@@ -953,6 +960,8 @@ static bool consume(struct mf *m, uint64_t khash, const struct mf_read *range)
 void mf_observe(mf_registry *r, const char *bucket, const char *key, const struct mf_read *range)
 {
     uint64_t khash = 0;
+    if (!atomic_load_explicit(&r->listed, memory_order_acquire))
+        return; /* as if it had locked just before a registration that is under way */
     pthread_rwlock_rdlock(&r->list_lock);
     for (struct mf *m = r->list; m; m = m->next) {
         if (m->fut == NULL || strcmp(plan_params(m->plan)->bucket, bucket) != 0)

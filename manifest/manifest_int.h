@@ -154,6 +154,8 @@ struct mf_registry {
     pthread_mutex_t reg_mu;
     pthread_rwlock_t list_lock;
     struct mf *list;
+    atomic_bool listed; /* list is not empty: mf_observe() takes list_lock only then (a hit
+                           with no manifest registered shares no lock word with other threads) */
     uint64_t next_id;
     future_set *hinted; /* the jobs' plans the policy has, with a reference */
     pthread_mutex_t wake_mu;

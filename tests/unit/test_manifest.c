@@ -192,6 +192,28 @@ static void ranged_reads_move_the_plan_by_the_blocks_they_cover(void **state)
     assert_int_equal(progress_int(f->reg, id, "position"), 3);
 }
 
+/* mf_observe() skips its lock while no manifest is registered: reads before any, and after the
+ * last one left, move nothing; a manifest registered after that sees reads again. */
+static void reads_move_a_manifest_registered_after_the_last_one_left(void **state)
+{
+    struct fixture *f = *state;
+    mf_observe(f->reg, "bkt", "a", NULL); /* none registered */
+    const char *body = "{\"bucket\":\"bkt\",\"prefetch\":false,\"keys\":[\"a\",\"b\"]}";
+    char first[32];
+    snprintf(first, sizeof(first), "%s", create(f->reg, body));
+    mf_observe(f->reg, "bkt", "a", NULL);
+    assert_int_equal(progress_int(f->reg, first, "position"), 1);
+    json_decref(mf_cancel(f->reg, first));
+    assert_null(mf_progress(f->reg, first));
+    mf_observe(f->reg, "bkt", "b", NULL); /* none registered again */
+    const char *second = create(f->reg, body);
+    assert_int_equal(progress_int(f->reg, second, "position"), 0);
+    mf_observe(f->reg, "bkt", "a", NULL);
+    assert_int_equal(progress_int(f->reg, second, "position"), 1);
+    mf_observe(f->reg, "bkt", "b", NULL);
+    assert_int_equal(progress_int(f->reg, second, "position"), 2);
+}
+
 static void a_read_over_several_blocks_consumes_each(void **state)
 {
     struct fixture *f = *state;
@@ -531,6 +553,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(ranged_reads_move_the_plan_by_the_blocks_they_cover, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(reads_move_a_manifest_registered_after_the_last_one_left,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(a_read_over_several_blocks_consumes_each, setup, teardown),
         cmocka_unit_test_setup_teardown(a_range_read_in_parts_stays_within_its_item, setup,
                                         teardown),
