@@ -10,7 +10,9 @@
 #   share = allowed time / measured time                       (the bar: >= 90 %)
 #
 # Usage: bench/warmup.sh [CONCURRENCY...]   (default: 32, the gateway's default, which the
-#        latency limits, and 128, which the bandwidth limits)
+#        latency limits, and 128, which the bandwidth limits). Each row also gives the gateway's CPU
+#        per object (user+sys over the run) and the share of the machine left idle: a run with
+#        little idle is bounded by this machine's cores, not by the gateway or the link.
 # Settings: WARMUP_OBJECTS [10000] of WARMUP_SIZE [110K]; the cloud's CLOUD_* settings.
 # Results: bench/results/warmup.json (with each run's progress over time).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -37,13 +39,15 @@ cat <<EOF
 == bench/warmup.sh: a manifest of $N objects x $SIZE ($((N * SIZE_B / 1048576)) MiB) into an empty gateway
    cloud: ${CLOUD_DELAY_MS} ms each way ($((2 * CLOUD_DELAY_MS)) ms round trip), $CLOUD_RATE each way ($((RATE_B / 1000000)) MB/s)
 EOF
-printf '%-12s %9s %11s %9s %12s %9s  %s\n' concurrency "time s" "objects/s" "MB/s" "allowed s" share "limited by"
+printf '%-12s %9s %11s %9s %12s %9s  %-10s %8s %6s\n' concurrency "time s" "objects/s" "MB/s" "allowed s" share "limited by" "gw ms/obj" "idle"
 OUT="$WORK/runs.jsonl"
 : >"$OUT"
 for c in "${CONCS[@]}"; do
     gw_start "$(free_port)" "$WORK/cache-$c" "$CLOUD_URL" --cache-size $((N * SIZE_B * 2)) \
         --prefetch-concurrency "$c"
     t0="$(date +%s.%N)"
+    cpu0="$(cpu_of "$GW_PID")"
+    read -r idle0 ticks0 <<<"$(machine_ticks)"
     id="$(curl -fsS -X POST "$GW_URL/_s3cached/manifests" -H 'Content-Type: application/json' \
         --data-binary @"$BODY" | jq -r .id)"
     t_post="$(date +%s.%N)"
@@ -60,12 +64,16 @@ for c in "${CONCS[@]}"; do
     done
     [ "$cached" = "$N" ] || die "manifest $id did not warm: $p"
     t1="$now"
+    cpu1="$(cpu_of "$GW_PID")"
+    read -r idle1 ticks1 <<<"$(machine_ticks)"
     stats="$(curl -fsS "$GW_URL/_s3cached/stats")"
     bench_stop "$GW_PID"
     rm -rf "$WORK/cache-$c"
     row="$(jq -n --argjson c "$c" --argjson n "$N" --argjson size "$SIZE_B" --argjson rate "$RATE_B" \
         --argjson rtt "$RTT_S" --arg t0 "$t0" --arg tp "$t_post" --arg t1 "$t1" --arg state "$state" \
-        --argjson stats "$stats" --rawfile tl "$timeline" '
+        --argjson stats "$stats" --rawfile tl "$timeline" \
+        --argjson gwcpu "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {print b - a}')" \
+        --argjson idle "$(awk -v i="$((idle1 - idle0))" -v t="$((ticks1 - ticks0))" 'BEGIN {print t ? i / t : 0}')" '
         (($t1 | tonumber) - ($t0 | tonumber)) as $t
         | ($c / ($rtt + $size / $rate)) as $lat | ($rate / $size) as $bw
         | ([$lat, $bw] | min) as $allowed_rate
@@ -76,14 +84,18 @@ for c in "${CONCS[@]}"; do
            limited_by: (if $lat < $bw then "latency" else "bandwidth" end),
            share: ($allowed / $t), final_state: $state,
            prefetched_objects: $stats.prefetched_objects,
+           gateway_cpu_seconds: $gwcpu, gateway_cpu_ms_per_object: ($gwcpu * 1000 / $n),
+           machine_idle_share: $idle,
            bytes_from_upstream: $stats.bytes_from_upstream,
            timeline: [$tl | split("\n")[] | select(length > 0) | split(" ")
                       | {t: (.[0] | tonumber), cached: (.[1] | tonumber)}]}')"
     echo "$row" >>"$OUT"
     jq -r '[.concurrency, (.seconds * 100 | round / 100), (.objects_per_s | round),
             (.mb_per_s | round), (.allowed_seconds * 100 | round / 100),
-            ((.share * 1000 | round) / 10 | tostring) + "%", .limited_by] | @tsv' <<<"$row" |
-        awk -F'\t' '{printf "%-12s %9s %11s %9s %12s %9s  %s\n", $1, $2, $3, $4, $5, $6, $7}'
+            ((.share * 1000 | round) / 10 | tostring) + "%", .limited_by,
+            (.gateway_cpu_ms_per_object * 1000 | round / 1000),
+            ((.machine_idle_share * 1000 | round) / 10 | tostring) + "%"] | @tsv' <<<"$row" |
+        awk -F'\t' '{printf "%-12s %9s %11s %9s %12s %9s  %-10s %8s %6s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
 done
 
 RESULT="$(jq -s --argjson n "$N" --arg size "$SIZE" --argjson sb "$SIZE_B" --argjson cloud "$CLOUD_JSON" '

@@ -84,6 +84,10 @@ cpu_of() {
     awk -v t="$total" -v k="$tick" 'BEGIN {printf "%.3f", t / k}'
 }
 
+# The machine's CPU ticks so far, all CPUs: "IDLE TOTAL" (idle and iowait, and everything), from
+# /proc/stat. Two readings give the share of the machine left idle between them.
+machine_ticks() { awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t}' /proc/stat; }
+
 # The processes of an nginx whose master pid is $1 that serve and keep its cache: the workers
 # and the cache manager. Not the cache loader, which exits a minute after start (a CPU reading
 # across its exit failed: its /proc entry was gone).
