@@ -56,23 +56,16 @@ sc_code gates_wait(struct gates *gs, struct gate_entry *e, const char *dest, boo
     e->gate = g;
     e->holding = false;
     e->since_ms = sc_now_ms();
-    if (front) {
-        e->prev = NULL;
-        e->next = g->head;
-        if (g->head)
-            g->head->prev = e;
-        else
-            g->tail = e;
+    e->prev = front ? NULL : g->tail;
+    e->next = front ? g->head : NULL;
+    if (e->prev)
+        e->prev->next = e;
+    else
         g->head = e;
-    } else {
-        e->next = NULL;
-        e->prev = g->tail;
-        if (g->tail)
-            g->tail->next = e;
-        else
-            g->head = e;
+    if (e->next)
+        e->next->prev = e;
+    else
         g->tail = e;
-    }
     atomic_fetch_add_explicit(&gs->waiting, 1, memory_order_relaxed);
     return SC_OK;
 }
