@@ -15,11 +15,20 @@ import urllib.request
 _LIVE = []
 
 
+_HANDED_OUT = set()
+
+
 def free_port():
-    """Returns a TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """Returns a TCP port on 127.0.0.1 that was free a moment ago and that this process
+    has not handed out before. The kernel gives a closed port out again (14 repeats in 500
+    calls here), so a fleet's client and peer ports could be the same one."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def tail(path, lines=40):
