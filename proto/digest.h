@@ -5,7 +5,8 @@
  * for a single-part upload (a quoted 32-digit hex string), and, when the request asked
  * with `x-amz-checksum-mode: ENABLED`, a full-object checksum: one of
  * x-amz-checksum-crc64nvme, -crc32c, -crc32, -sha256, -sha1, base64 of the big-endian
- * value. The MD5 is used where there is one; otherwise the first checksum of that list.
+ * value. The cheapest check offered is the one made: a CRC (crc64nvme, crc32c, crc32, in
+ * that order), else the MD5, else sha256, sha1. Each alone tells the body from any other.
  * SSE-KMS and SSE-C objects have ETags that look like an MD5 but are not one: for them
  * only a checksum counts.
  * A multipart ETag ("...-N") and a COMPOSITE checksum (x-amz-checksum-type: COMPOSITE,

@@ -1,8 +1,8 @@
 """End-to-end verification of what the gateway serves and caches (issue 9, "Trust").
 
-- A fill's body is checked against its MD5 ETag or, where the ETag is no MD5, against the
-  full-object x-amz-checksum-* the upstream returns to a fill (which asks for it with
-  x-amz-checksum-mode: ENABLED). The last byte of a response that reaches the end of the
+- A fill's body is checked against the full-object x-amz-checksum-* CRC the upstream returns
+  to a fill (which asks for it with x-amz-checksum-mode: ENABLED), else its MD5 ETag, else a
+  SHA checksum: the cheapest on offer. The last byte of a response that reaches the end of the
   object is held until the check passes; a mismatch ends the response as a failed transfer,
   is logged, and is never cached.
 - A range fetched on its own beside a running fill is pinned to the fill's version (If-Match
@@ -98,6 +98,25 @@ def test_fake_full_object_checksum_mismatch_fails_the_transfer_and_is_never_cach
     st = gw.stats_when(lambda s: s["fills_failed"] == 2)
     assert st["fills_failed"] == 2 and st["fills_stored"] == 0 and st["objects"] == 0, st
     assert fake.count(key) == 2
+    assert "does not match its x-amz-checksum-%s" % alg in _log(gw)
+
+
+@pytest.mark.parametrize("alg", ["crc32", "crc32c", "crc64nvme"])
+def test_fake_crc_is_checked_even_beside_an_md5_etag(faulty_upstream, gateway, alg):
+    """The cheaper check is made (digest.h): S3 sends a single-part object's MD5 ETag and,
+    asked, its CRC; a CRC that the body does not match fails the fill though the MD5 is
+    right."""
+    fake = faulty_upstream
+    key = "sum/md5-and-bad-" + alg
+    body = s3util.data(300 * KiB + 3, seed=key)
+    fake.put(key, body, faults.normal(checksums={
+        "x-amz-checksum-" + alg: CHECKSUMS[alg](b"other bytes" + body),
+        "x-amz-checksum-type": "FULL_OBJECT"}))
+    gw = _start(gateway, fake)
+    r = rawhttp.get(gw.endpoint, _path(gw, key))
+    _assert_failed_transfer(r, body)
+    st = gw.stats_when(lambda s: s["fills_failed"] == 1)
+    assert st["fills_stored"] == 0 and st["objects"] == 0, st
     assert "does not match its x-amz-checksum-%s" % alg in _log(gw)
 
 

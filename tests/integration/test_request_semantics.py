@@ -13,6 +13,7 @@ import pytest
 
 from harness import faulty_upstream as faults
 from harness import proc, rawhttp, s3util
+from harness.checksums import CHECKSUMS
 from harness.upstream import Upstream
 
 faulty_upstream = faults.faulty_upstream  # the fixture, visible to this module's tests
@@ -190,7 +191,6 @@ def test_a_cached_object_is_not_served_to_a_request_with_sse_c_headers(faulty_up
     assert r.headers.get("x-cache") == "BYPASS" and fake.count("k") == before + 1
 
 
-CRC = {"x-amz-checksum-crc32": "AAAAAA==", "x-amz-checksum-type": "FULL_OBJECT"}
 
 
 def test_checksum_mode_is_honoured_on_misses_and_hits(faulty_upstream, gateway):
@@ -199,19 +199,20 @@ def test_checksum_mode_is_honoured_on_misses_and_hits(faulty_upstream, gateway):
     cacheable, and get the object's checksums on whole-object answers as from S3."""
     fake = faulty_upstream
     body = b"checksummed bytes" * 1000
-    fake.put("k", body, checksums=CRC)
+    crc = {"x-amz-checksum-crc32": CHECKSUMS["crc32"](body), "x-amz-checksum-type": "FULL_OBJECT"}
+    fake.put("k", body, checksums=crc)
     gw = _start_on_fake(gateway, fake)
     asked = {"x-amz-checksum-mode": "ENABLED"}
     for want in ("MISS", "HIT"):
         r = rawhttp.get(gw.endpoint, "/test/k", headers=asked)
         assert r.status == 200 and r.body == body and r.headers.get("x-cache") == want, (
             r.status, r.headers)
-        for name, value in CRC.items():
+        for name, value in crc.items():
             assert r.headers.get(name) == value, (want, r.headers)
         if want == "MISS":
             gw.stats_when(lambda s: s["objects"] == 1)
     h = rawhttp.get(gw.endpoint, "/test/k", headers=asked, method="HEAD")
-    assert h.status == 200 and h.headers.get("x-amz-checksum-crc32") == CRC["x-amz-checksum-crc32"]
+    assert h.status == 200 and h.headers.get("x-amz-checksum-crc32") == crc["x-amz-checksum-crc32"]
     plain = rawhttp.get(gw.endpoint, "/test/k")
     assert plain.headers.get("x-cache") == "HIT" and "x-amz-checksum-crc32" not in plain.headers
     part = rawhttp.get(gw.endpoint, "/test/k", headers=dict(asked, Range="bytes=0-99"))

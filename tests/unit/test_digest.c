@@ -62,18 +62,32 @@ static void a_wrong_or_malformed_value_never_matches(void **state)
     }
 }
 
-static void the_md5_etag_is_preferred_then_the_first_checksum(void **state)
+/* The cheapest check on offer is the one made: a CRC before the MD5, the MD5 before a SHA. */
+static void a_crc_is_preferred_to_the_md5_and_the_md5_to_a_sha(void **state)
 {
     const char *name = NULL;
-    struct http_header both[] = {{"x-amz-checksum-crc32", "y/Q5Jw=="}, /* wrong, not used */
-                                 {"ETag", "\"25f9e794323b453885f5181f1b624d0b\""}};
-    assert_true(verdict(both, 2, &name));
+    struct http_header crc_right[] = {{"ETag", "\"25f9e794323b453885f5181f1b624d0c\""},
+                                      {"x-amz-checksum-crc32", "y/Q5Jg=="}};
+    assert_true(verdict(crc_right, 2, &name));
+    assert_string_equal(name, "x-amz-checksum-crc32");
+    struct http_header crc_wrong[] = {{"ETag", "\"25f9e794323b453885f5181f1b624d0b\""},
+                                      {"x-amz-checksum-crc32", "y/Q5Jw=="}};
+    assert_false(verdict(crc_wrong, 2, &name));
+    assert_string_equal(name, "x-amz-checksum-crc32");
+    struct http_header sha_wrong[] = {
+        {"x-amz-checksum-sha256", "FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiV="},
+        {"ETag", "\"25f9e794323b453885f5181f1b624d0b\""}};
+    assert_true(verdict(sha_wrong, 2, &name));
     assert_string_equal(name, "ETag");
     struct http_header two[] = {{"ETag", "\"abc-2\""},
                                 {"x-amz-checksum-sha1", "98O8HYCOBHMq32eZZczDTKeuNEE="},
                                 {"x-amz-checksum-crc64nvme", "rosUhgp5mIg="}};
     assert_true(verdict(two, 3, &name));
     assert_string_equal(name, "x-amz-checksum-crc64nvme");
+    struct http_header sha_only[] = {{"ETag", "\"abc-2\""},
+                                     {"x-amz-checksum-sha1", "98O8HYCOBHMq32eZZczDTKeuNEE="}};
+    assert_true(verdict(sha_only, 2, &name));
+    assert_string_equal(name, "x-amz-checksum-sha1");
 }
 
 static void multipart_etags_and_composite_checksums_give_nothing_to_check(void **state)
@@ -210,7 +224,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(each_checksum_matches_its_check_value),
         cmocka_unit_test(a_wrong_or_malformed_value_never_matches),
-        cmocka_unit_test(the_md5_etag_is_preferred_then_the_first_checksum),
+        cmocka_unit_test(a_crc_is_preferred_to_the_md5_and_the_md5_to_a_sha),
         cmocka_unit_test(multipart_etags_and_composite_checksums_give_nothing_to_check),
         cmocka_unit_test(sse_kms_and_sse_c_etags_are_not_taken_for_an_md5),
         cmocka_unit_test(a_full_object_type_is_checked),
