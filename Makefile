@@ -66,6 +66,7 @@ EMBED_SRC   := tools/embed/embed.c
 RELAY_SRC   := $(wildcard tools/latency-relay/*.c)
 PLANBENCH_SRC := $(wildcard tools/planbench/*.c)
 MEMFILL_SRC   := $(wildcard tools/memfill/*.c)
+CHECKSUM_SRC  := $(wildcard tools/checksum/*.c)
 
 FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 
@@ -81,7 +82,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
 .PHONY: all asan unit pyunit test integration run format lint clean deps valgrind bench \
         fuzz fuzz-build fuzz-smoke docker-test layers
 all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim build/plan-bench \
-     build/s3cached-memfill
+     build/s3cached-memfill build/s3cached-checksum
 
 # One archive per layer, optimized (build/lib) and sanitized (build/asan/lib).
 define layer_lib
@@ -115,6 +116,10 @@ build/plan-bench: $(PLANBENCH_SRC:%.c=build/obj/%.o) $(call layer_libs,manifest,
 
 # The memory a cached object costs beyond LMDB's map (bench/memory.sh).
 build/s3cached-memfill: $(MEMFILL_SRC:%.c=build/obj/%.o) $(call layer_libs,store,build)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The CRC-64/NVME S3 would send for a file, for the emulated cloud (bench/lib/cloud.sh).
+build/s3cached-checksum: $(CHECKSUM_SRC:%.c=build/obj/%.o) $(call layer_libs,common,build)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # A small C program, not xxd (often missing): it also checks the page loads nothing
@@ -296,7 +301,7 @@ test: deps
 lint:
 	@clang-format --dry-run --Werror $(FORMAT_SRC)
 	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC) \
-	         $(EMBED_SRC) $(RELAY_SRC) $(PLANBENCH_SRC) $(MEMFILL_SRC) $(FUZZ_SRC); do \
+	         $(EMBED_SRC) $(RELAY_SRC) $(PLANBENCH_SRC) $(MEMFILL_SRC) $(CHECKSUM_SRC) $(FUZZ_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean"
 	@$(MAKE) -s layers

@@ -26,6 +26,10 @@
 #   CLOUD_NGINX_WORKERS [2] the cloud's nginx workers (it is the far side, not measured)
 #   CLOUD_ACCESS_LOG [0]    1: the cloud's nginx logs every request that reaches it, so that
 #                           requests can be counted at the bucket (cloud_requests)
+#   CLOUD_CHECKSUMS [none]  crc64nvme: whole-object GETs asked with x-amz-checksum-mode:
+#                           ENABLED get x-amz-checksum-crc64nvme (FULL_OBJECT) beside the MD5
+#                           ETag, as S3 sends for every object written since December 2024
+#                           (computed by build/s3cached-checksum); none: the ETag only
 #
 # cloud_up starts it all and sets:
 #   CLOUD_URL       http://127.0.0.1:PORT, through the relay: delay + bandwidth cap
@@ -33,7 +37,8 @@
 #                   (for seeding the bucket, not for measuring)
 #   CLOUD_DATA      s3rver's data directory
 #   CLOUD_JSON      the settings, as JSON, for the results file
-# cloud_etags must run after objects are added (it maps each key to its MD5 for nginx).
+# cloud_etags must run after objects are added (it maps each key to its MD5 for nginx, and
+# with CLOUD_CHECKSUMS=crc64nvme to its CRC-64/NVME).
 # cloud_bytes_back prints the bytes the relay has carried back from the cloud so far: the one
 # counter every path to the cloud (direct, the gateway, nginx) goes through, HTTP headers
 # included. With CLOUD_ACCESS_LOG=1, cloud_requests counts the requests the bucket received.
@@ -49,6 +54,7 @@ CLOUD_GETS="${CLOUD_GETS:-nginx}"
 CLOUD_BUCKET="${CLOUD_BUCKET:-bench}"
 CLOUD_NGINX_WORKERS="${CLOUD_NGINX_WORKERS:-2}"
 CLOUD_ACCESS_LOG="${CLOUD_ACCESS_LOG:-0}"
+CLOUD_CHECKSUMS="${CLOUD_CHECKSUMS:-none}"
 CLOUD_NS=""
 CLOUD_S3RVER_PORT=4568 # inside the namespace: nothing else listens there
 
@@ -125,6 +131,7 @@ cloud_etags() {
                        if (k !~ /[\047;{} \t]/) printf "\047%s\047 \047\"%s\"\047;\n", k, $1 }' \
             >"$map.tmp"
     mv "$map.tmp" "$map"
+    cloud_checksums
     if [ -f "$WORK/cloud/nginx/nginx.pid" ]; then
         local old
         old="$(nginx_workers "$(cat "$WORK/cloud/nginx/nginx.pid")")"
@@ -138,6 +145,23 @@ cloud_etags() {
         done
     fi
     say "cloud: ETag map of $(wc -l <"$map") objects"
+}
+
+# Writes the nginx map from each object's file to its CRC-64/NVME in base64 (empty unless
+# CLOUD_CHECKSUMS=crc64nvme).
+cloud_checksums() {
+    local map="$WORK/cloud/nginx/checksums.map"
+    case "$CLOUD_CHECKSUMS" in
+    none) : >"$map.tmp" ;;
+    crc64nvme)
+        [ -x "$REPO/build/s3cached-checksum" ] || die "CLOUD_CHECKSUMS=crc64nvme needs make all"
+        find "$CLOUD_DATA" -name '*._S3rver_object' -print0 |
+            xargs -0 -r "$REPO/build/s3cached-checksum" |
+            awk -v root="$CLOUD_DATA" '{ k = substr($0, length($1) + 3 + length(root));
+                if (k !~ /[\047;{} \t]/) printf "\047%s\047 \047%s\047;\n", k, $1 }' >"$map.tmp" ;;
+    *) die "CLOUD_CHECKSUMS: none or crc64nvme, not $CLOUD_CHECKSUMS" ;;
+    esac
+    mv "$map.tmp" "$map"
 }
 
 # Puts N objects under PREFIX in the bucket, once: cloud_seed_with PREFIX N ID COMMAND...
@@ -263,6 +287,7 @@ cloud_write_nginx_conf() {
     local dir="$WORK/cloud/nginx" log="access_log off;"
     mkdir -p "$dir"
     [ -f "$dir/etags.map" ] || : >"$dir/etags.map"
+    [ -f "$dir/checksums.map" ] || : >"$dir/checksums.map"
     if [ "$CLOUD_ACCESS_LOG" = 1 ]; then
         : >"$dir/access.log"
         # One line a request, written unbuffered: address, method, target as sent, status,
@@ -290,6 +315,12 @@ http {
     map \$uri \$s3_etag { include $dir/etags.map; }
     # The same, by the request's own path (before try_files has found the file): for If-Match.
     map \$uri._S3rver_object \$s3_etag_of_key { include $dir/etags.map; }
+    # The object's CRC-64/NVME (CLOUD_CHECKSUMS), sent as S3 does: asked for, and never with a
+    # range (a whole-object checksum would not describe a part).
+    map \$uri \$s3_crc64nvme { include $dir/checksums.map; }
+    map "\$http_x_amz_checksum_mode:\$http_range" \$s3_checksum_asked { "~*^enabled:\$" 1; default 0; }
+    map \$s3_checksum_asked \$s3_checksum { 1 \$s3_crc64nvme; default ""; }
+    map \$s3_checksum \$s3_checksum_type { "" ""; default FULL_OBJECT; }
     upstream s3rver { server 127.0.0.1:$CLOUD_S3RVER_PORT; keepalive 32; }
     upstream cloud_self { server $CLOUD_IP_NS:80; keepalive 32; }
     server {
@@ -304,6 +335,8 @@ http {
             if (\$http_if_match != "") { return 419; }
             add_header ETag \$s3_etag always;
             add_header x-amz-request-id nginx-static always;
+            add_header x-amz-checksum-crc64nvme \$s3_checksum always;
+            add_header x-amz-checksum-type \$s3_checksum_type always;
             try_files \$uri._S3rver_object @s3rver;
         }
         # S3 answers 412 to an If-Match that names another ETag, and the object to one that
@@ -420,11 +453,12 @@ cloud_up() {
     CLOUD_JSON="$(jq -n --arg delay "$CLOUD_DELAY_MS" --arg rate "$CLOUD_RATE" \
         --arg rate_b "$rate_b" --arg tbf "$CLOUD_TBF" --arg window "$CLOUD_WINDOW" \
         --arg gets "$CLOUD_GETS" --arg ns "$CLOUD_NS" --arg net "$net.0/30" \
-        --arg conn_rate "$CLOUD_CONN_RATE" \
+        --arg conn_rate "$CLOUD_CONN_RATE" --arg checksums "$CLOUD_CHECKSUMS" \
         '{one_way_delay_ms: ($delay | tonumber), rtt_ms: (2 * ($delay | tonumber)),
           rate: $rate, rate_bytes_per_s: ($rate_b | tonumber), tbf: $tbf,
           per_connection_rate: (if $conn_rate == "" then null else $conn_rate end),
           relay_window: $window, gets_served_by: $gets, namespace: $ns, veth_net: $net,
+          checksums: $checksums,
           new_connection_extra_ms: (2 * ($delay | tonumber))}')"
     say "cloud: $CLOUD_URL -> relay (${CLOUD_DELAY_MS} ms each way) -> $CLOUD_VETH_HOST (tbf $CLOUD_RATE both ways) -> $CLOUD_NS $CLOUD_IP_NS:80 ($CLOUD_GETS GETs, s3rver)"
 }
