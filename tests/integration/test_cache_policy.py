@@ -129,5 +129,5 @@ def test_policy_can_change_between_restarts_on_an_existing_cache(s3rver, gateway
         body = s3util.data(100 * KiB, seed=key)
         up.put_object(Bucket=s3rver.bucket, Key=key, Body=body)
         assert c.get_object(Bucket=gw.bucket, Key=key)["Body"].read() == body
-    st = gw.stats_when(lambda s: s["objects"] >= 9)
+    st = gw.stats_when(lambda s: s["objects"] >= 9, timeout=3)  # settles; may hold fewer
     assert st["used_bytes"] <= st["capacity_bytes"]

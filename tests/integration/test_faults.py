@@ -307,7 +307,7 @@ def test_fake_first_get_cut_inside_block_0_never_serves_a_wrong_byte(faulty_upst
     fake.set_fault(key, faults.normal(ranges=True))
     r = rawhttp.get(gw.endpoint, _path(gw, key), timeout=60)
     assert r.status == 200 and r.complete and r.body == body, (r.status, r.error, len(r.body))
-    gw.stats_when(lambda st: st["used_bytes"] >= len(body), timeout=5)
+    gw.stats_when(lambda st: st["used_bytes"] >= len(body), timeout=60)
     r = rawhttp.get(gw.endpoint, _path(gw, key), timeout=60)
     assert r.status == 200 and r.complete and r.body == body
     assert r.headers.get("x-cache") == "HIT"
@@ -333,7 +333,7 @@ def test_fake_throttled_version_check_of_a_block_fails_it_but_keeps_the_cached_o
     assert "does not match its ETag" not in log, log[-2000:]
     # The record is committed after the answer ends (read at once, 1 run in 10 saw none); a
     # block stored by mistake would come after it: wait a second for one before asserting none.
-    gw.stats_when(lambda st: st["block_objects"] == 1, timeout=5)
+    gw.stats_when(lambda st: st["block_objects"] == 1, timeout=60)
     st = gw.stats_when(lambda st: st["blocks"] > 0, timeout=1)
     assert st["block_objects"] == 1 and st["blocks"] == 0, st
 

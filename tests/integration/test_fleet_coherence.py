@@ -100,7 +100,7 @@ def test_a_write_through_one_gateway_is_seen_through_every_other(upstream, make_
 
     # Every peer takes the invalidation a moment after the write's answer.
     for i in (1, 2):
-        fleet[i].stats_when(lambda s, i=i: s["invalidations"] > before[i], timeout=5)
+        fleet[i].stats_when(lambda s, i=i: s["invalidations"] > before[i], timeout=30)
     want = None if deletes else new
     for i in (0, 2, 0, 2):
         got = read(fleet[i], bucket, key)

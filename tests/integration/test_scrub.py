@@ -44,11 +44,11 @@ def test_the_scrubber_finds_a_rotten_chunk_and_the_next_get_refetches_it(faulty_
     _get_exact(gw, key, body, "MISS")
     gw.stats_when(lambda s: s["fills_stored"] == 1)
     _get_exact(gw, key, body, "HIT")  # checked once; its pages stay in the page cache
-    st = gw.stats_when(lambda s: s["scrubbed"] >= 2, timeout=10)
+    st = gw.stats_when(lambda s: s["scrubbed"] >= 2, timeout=60)
     assert st["scrubbed"] >= 2 and st["scrub_corrupt"] == 0, st
 
     gw.flip_in_store(body[260 * KiB:260 * KiB + 64])  # in the second chunk
-    st = gw.stats_when(lambda s: s["scrub_corrupt"] == 1 and s["objects"] == 0, timeout=10)
+    st = gw.stats_when(lambda s: s["scrub_corrupt"] == 1 and s["objects"] == 0, timeout=60)
     assert st["scrub_corrupt"] == 1 and st["corrupt_chunks"] == 1, st
     assert st["objects"] == 0, "the rotten object was not dropped: %r" % st
     assert fake.count(key) == 1

@@ -60,7 +60,7 @@ def _cached(gw, key, body, block=None):
     want = before + (1 if block is None else -(-len(body) // block))
     r = _get(gw, key)
     assert r.status == 200 and r.complete and r.body == body
-    st = gw.stats_when(lambda st: _stored(st) >= want, timeout=10)
+    st = gw.stats_when(lambda st: _stored(st) >= want, timeout=60)
     assert _stored(st) >= want, "not stored"
 
 
@@ -222,7 +222,7 @@ def test_a_chunk_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
     st = gw.stats_when(lambda s: s["corrupt_chunks"] == 1)
     assert st["corrupt_chunks"] == 1
     assert (st["hits_zero_copy"], st["bytes_zero_copy"]) == (hits, sent)
-    gw.stats_when(lambda s: _stored(s) > stored, timeout=10)  # stored again
+    gw.stats_when(lambda s: _stored(s) > stored, timeout=60)  # stored again
     _expect(gw, key, body, None, 0, size - 1, True)
 
 
@@ -238,7 +238,7 @@ def test_a_block_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
     st = gw.stats_when(lambda s: s["corrupt_chunks"] == 1)
     assert st["corrupt_chunks"] == 1
     assert (st["hits_zero_copy"], st["bytes_zero_copy"]) == (hits, sent)
-    gw.stats_when(lambda s: _stored(s) > stored and s["blocks"] == 3, timeout=10)  # again
+    gw.stats_when(lambda s: _stored(s) > stored and s["blocks"] == 3, timeout=60)  # again
     _expect(gw, key, body, "bytes=%d-%d" % (first, last), first, last, True)
 
 
@@ -275,7 +275,7 @@ def _read_answer(s, size):
 def _held_after_the_request(gw):
     """Waits until the zero-copy view is held past its request (the gateway queued the last
     byte and the request ended) and its client has not read it."""
-    st = gw.stats_when(lambda st: st["zero_copy_held"] == 1, timeout=10)
+    st = gw.stats_when(lambda st: st["zero_copy_held"] == 1, timeout=60)
     assert st["hits_zero_copy"] == 1
     assert st["zero_copy_held"] == 1, "the request did not end with its bytes unread"
 
@@ -327,7 +327,7 @@ def test_a_late_reader_gets_the_old_version_exactly_while_its_pages_are_reused(
     if got != want:
         where = next(i for i in range(len(want)) if got[i] != want[i])
         pytest.fail("the late reader got other bytes from byte %d on" % where)
-    st = gw.stats_when(lambda st: st["zero_copy_held"] == 0, timeout=5)
+    st = gw.stats_when(lambda st: st["zero_copy_held"] == 0, timeout=30)
     assert st["zero_copy_held"] == 0, "the view was not let go once its bytes were read"
     for k, b in others[-2:]:  # what the churn stored is intact
         assert _get(gw, k).body == b
@@ -341,6 +341,6 @@ def test_a_client_that_goes_away_unread_lets_its_view_go(s3rver, gateway):
     time.sleep(0.3)
     assert gw.stats()["zero_copy_held"] == 1  # nothing read: still held
     s.close()  # unread: its queue goes with the socket
-    st = gw.stats_when(lambda st: st["zero_copy_held"] == 0, timeout=5)
+    st = gw.stats_when(lambda st: st["zero_copy_held"] == 0, timeout=30)
     assert st["zero_copy_held"] == 0
     _expect(gw, key, body, None, 0, size - 1, True)

@@ -145,8 +145,10 @@ class Gateway:
         self.proc = proc.Proc("s3cached", self.argv(), log, env=self.env())
         url = self.endpoint + "/_s3cached/stats"
         headers = self.admin_headers()
-        proc.wait_until("s3cached", lambda: proc.http_status(url, headers=headers) == 200, 20,
-                        self.proc)
+        # A wait, not a bound on start-up time: under valgrind, or on a CI machine at load 17,
+        # loading the binary and the first answer can take well over 20 s.
+        proc.wait_until("s3cached", lambda: proc.http_status(url, headers=headers) == 200,
+                        180 if valgrind_mode() else 60, self.proc)
         return self
 
     def stats(self):
@@ -157,11 +159,15 @@ class Gateway:
             assert r.status == 200
             return json.loads(r.read())
 
-    def stats_when(self, predicate, timeout=3.0):
+    def stats_when(self, predicate, timeout=30.0):
         """Polls stats until predicate(stats) holds; returns the last stats either way.
 
         A response's counters may be added just after its last byte reaches the
-        client, so a test that reads and then checks the stats waits a little."""
+        client, and fills and blocks are committed by the store's thread after it, so a
+        test that reads and then checks the stats waits. The default is generous (it costs
+        nothing once the predicate holds; at 3 s, fills under valgrind or on a CI machine
+        at load 17 were not in yet). A caller that waits for something that should NOT
+        happen (a negative check) passes its own short timeout."""
         deadline = time.monotonic() + timeout
         while True:
             st = self.stats()
@@ -246,7 +252,7 @@ class DirectGateway(Gateway):
     def stats(self):
         pytest.skip("direct mode: no gateway stats")
 
-    def stats_when(self, predicate, timeout=3.0):
+    def stats_when(self, predicate, timeout=30.0):
         pytest.skip("direct mode: no gateway stats")
 
     def require_real(self):
