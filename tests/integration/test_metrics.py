@@ -52,11 +52,22 @@ def test_metrics_count_requests_cache_results_and_bytes(upstream, gateway):
         assert client.get_object(Bucket=gw.bucket, Key=key)["Body"].read() == body
     client.put_object(Bucket=gw.bucket, Key=key + "-put", Body=b"abc")
     gw.stats_when(lambda s: s["hits"] >= 1)
-    time.sleep(0.2)  # the last request is counted when its connection reports completion
-    after = scrape(gw)
 
     def delta(name, **labels):
         return value(after, name, **labels) - value(before, name, **labels)
+
+    # A request is counted when its connection reports completion, just after its last byte,
+    # and the fill when the store commits it: wait (as long as it takes) until the three
+    # requests and the fill are, then check every count exactly.
+    deadline = time.monotonic() + 30
+    while True:
+        after = scrape(gw)
+        if (delta("s3cached_requests_total", operation="GetObject", status="200") >= 2 and
+                delta("s3cached_requests_total", operation="Put", status="200") >= 1 and
+                delta("s3cached_fills_total", result="stored") >= 1) or \
+                time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
 
     assert delta("s3cached_requests_total", operation="GetObject", status="200") == 2
     assert delta("s3cached_requests_total", operation="Put", status="200") == 1
