@@ -149,7 +149,9 @@ def test_a_peer_killed_mid_epoch_fails_no_read_and_comes_back(upstream, make_fle
     assert peer_metric(fleet[0], "s3cached_peer_errors_total", fleet.urls[2]) > errors_before
     fleet[2].start()
     # Its backoff ends by itself; then its names are asked of it again, and it holds them.
-    deadline = time.monotonic() + 60
+    # The backoff doubles with each failure after it ends (up to 30 s), so a slow half epoch
+    # leaves up to 30 s of it, and each epoch read meanwhile is slow too: a generous deadline.
+    deadline = time.monotonic() + 180
     while True:
         before = len(fleet.upstream_gets(prefix))
         assert read_epoch(fleet, bodies, shuffled(bodies, 4), readers) == []
