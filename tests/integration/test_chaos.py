@@ -162,6 +162,8 @@ def test_kill_9_under_write_and_fill_load_then_restart(upstream, gateway):
     for t in threads:
         t.start()
     time.sleep(3)
+    # ... and at least a few PUTs acknowledged by then, however slow the machine is.
+    proc.wait_until("PUTs acknowledged under load", lambda: len(acked) >= 3, 60)
     gw.stop(kill=True)
     stop.set()
     for t in threads:

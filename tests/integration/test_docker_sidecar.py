@@ -398,7 +398,7 @@ def test_docker_stop_lets_a_large_transfer_finish_then_exits_0(
     assert head.startswith("HTTP/1.1 200") and "content-length: %d" % len(body) in head.lower()
     stopper, result = docker_stop_in_background(c)
     # The drain has begun: /readyz answers 503 while the transfer goes on.
-    proc.wait_until("draining", lambda: proc.http_status(endpoint + "/readyz") == 503, 5)
+    proc.wait_until("draining", lambda: proc.http_status(endpoint + "/readyz") == 503, 30)
     # A reader that takes a few seconds (well inside the drain) gets every byte.
     got = bytearray(got)
     with s:

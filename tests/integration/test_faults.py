@@ -252,8 +252,9 @@ def test_kill_9_during_fill_never_serves_partial_object(faulty_upstream, gateway
     fake = faulty_upstream
     key = "crash/obj"
     body = s3util.data(4 * MiB, seed=key)
-    # Phase 1: killed while the body is still arriving.
-    fake.put(key, body, faults.trickle(chunk=128 * KiB, interval=0.03))
+    # Phase 1: killed while the body is still arriving (32 sends 0.1 s apart: 3 s, so that
+    # the kill lands well before the end even if this thread is slow to see a quarter sent).
+    fake.put(key, body, faults.trickle(chunk=128 * KiB, interval=0.1))
     gw = _start(gateway, fake)
     reader = concurrent.futures.ThreadPoolExecutor(1)
     pending = reader.submit(rawhttp.get, gw.endpoint, _path(gw, key), None, 30)

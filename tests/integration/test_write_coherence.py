@@ -181,15 +181,17 @@ def test_post_object_form_upload_with_filename_variable_drops_cached_copy(upstre
 def test_fill_running_across_a_write_is_not_stored(s3rver, gateway):
     """A miss whose fill started before a PUT and finishes after it read the old bytes:
     its reader gets them (the write came later), but they are not stored. The upstream's
-    answers are slowed by a TCP proxy (a test harness part) so the fill outlasts the PUT."""
-    gw = gateway(s3rver, rate=512 * 1024)
+    answers are slowed by a TCP proxy (a test harness part) so the fill outlasts the PUT
+    (1.5 MiB at 256 KiB/s: 6 s, for a PUT whose client is made beforehand)."""
+    gw = gateway(s3rver, rate=256 * 1024)
     key = s3util.unique_key("overlap")
     old, new = s3util.data(3 * MiB // 2, seed="old" + key), s3util.data(1000, seed="new" + key)
     s3util.upstream_client(s3rver).put_object(Bucket=s3rver.bucket, Key=key, Body=old)
     got = {}
+    reader_client, writer = gw.client(), gw.client()
 
     def slow_get():
-        got["body"] = gw.client().get_object(Bucket=gw.bucket, Key=key)["Body"].read()
+        got["body"] = reader_client.get_object(Bucket=gw.bucket, Key=key)["Body"].read()
 
     reader = threading.Thread(target=slow_get)
     reader.start()
@@ -197,7 +199,7 @@ def test_fill_running_across_a_write_is_not_stored(s3rver, gateway):
     while gw.proxy.bytes_down < 64 * 1024 and time.monotonic() < deadline:
         time.sleep(0.02)  # the fill is under way
     assert reader.is_alive(), "the fill ended before the write: nothing overlaps"
-    gw.client().put_object(Bucket=gw.bucket, Key=key, Body=new)
+    writer.put_object(Bucket=gw.bucket, Key=key, Body=new)
     assert reader.is_alive(), "the fill ended before the write's answer: nothing overlaps"
     reader.join(timeout=30)
     assert got["body"] == old
