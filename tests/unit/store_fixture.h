@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pattern.h"
+
 struct fixture {
     char dir[64];
     struct store_config cfg;
@@ -28,18 +30,6 @@ static inline void record_outcome(void *arg, sc_code rc)
     struct outcome *o = arg;
     o->calls++;
     o->rc = rc;
-}
-
-/* A fixed pseudo-random byte pattern (xorshift32) per seed. */
-static inline void fill_bytes(unsigned char *buf, size_t len, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 1u;
-    for (size_t i = 0; i < len; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        buf[i] = (unsigned char)(x >> 24);
-    }
 }
 
 static inline unsigned char *make_body(size_t len, uint32_t seed)

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "../../common/crc32c.h"
+#include "pattern.h"
 
 /* The definition, one bit at a time: the reference both implementations must match. */
 static uint32_t crc32c_bitwise(const unsigned char *p, size_t len)
@@ -19,18 +20,6 @@ static uint32_t crc32c_bitwise(const unsigned char *p, size_t len)
             reg = (reg & 1u) ? (reg >> 1) ^ 0x82f63b78u : reg >> 1;
     }
     return ~reg;
-}
-
-/* A fixed pseudo-random byte pattern (xorshift32). */
-static void fill(unsigned char *buf, size_t len, uint32_t seed)
-{
-    uint32_t x = seed | 1u;
-    for (size_t i = 0; i < len; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        buf[i] = (unsigned char)x;
-    }
 }
 
 /* CRC catalogue check value and two common strings. */
@@ -76,7 +65,7 @@ static void all_lengths_and_alignments_match_reference(void **state)
 {
     (void)state;
     unsigned char buf[320];
-    fill(buf, sizeof(buf), 7);
+    fill_bytes(buf, sizeof(buf), 7);
     for (size_t align = 0; align < 8; align++) {
         for (size_t len = 0; len <= 300; len++) {
             uint32_t want = crc32c_bitwise(buf + align, len);
@@ -91,7 +80,7 @@ static void incremental_equals_one_shot(void **state)
 {
     (void)state;
     static unsigned char buf[100000];
-    fill(buf, sizeof(buf), 99);
+    fill_bytes(buf, sizeof(buf), 99);
     uint32_t whole = crc32c(0, buf, sizeof(buf));
     assert_int_equal(whole, crc32c_bitwise(buf, sizeof(buf)));
     uint32_t parts = 0;
@@ -107,7 +96,7 @@ static void long_buffers_around_the_lane_joins_match_reference(void **state)
 {
     /* 3 lanes of 2 KiB are joined per 6 KiB: lengths on, before and after those edges. */
     static unsigned char buf[3 * 6144 + 64 + 3];
-    fill(buf, sizeof(buf), 99);
+    fill_bytes(buf, sizeof(buf), 99);
     const size_t lens[] = {6143, 6144, 6145, 12287, 12288, 12289, 18432, 18432 + 63};
     for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
         for (size_t off = 0; off < 3; off++)
@@ -119,7 +108,7 @@ static void single_bit_flip_changes_crc(void **state)
 {
     (void)state;
     unsigned char buf[4096];
-    fill(buf, sizeof(buf), 3);
+    fill_bytes(buf, sizeof(buf), 3);
     uint32_t before = crc32c(0, buf, sizeof(buf));
     buf[2048] ^= 0x10;
     assert_int_not_equal(crc32c(0, buf, sizeof(buf)), before);

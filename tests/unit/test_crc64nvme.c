@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "../../common/crc64nvme.h"
+#include "pattern.h"
 
 /* The definition, one bit at a time: the reference both implementations must match. */
 static uint64_t crc64_bitwise(uint64_t crc, const unsigned char *p, size_t len)
@@ -21,18 +22,6 @@ static uint64_t crc64_bitwise(uint64_t crc, const unsigned char *p, size_t len)
             reg = (reg & 1u) ? (reg >> 1) ^ 0x9a6c9329ac4bc9b5ull : reg >> 1;
     }
     return ~reg;
-}
-
-/* A fixed pseudo-random byte pattern (xorshift32). */
-static void fill(unsigned char *buf, size_t len, uint32_t seed)
-{
-    uint32_t x = seed | 1u;
-    for (size_t i = 0; i < len; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        buf[i] = (unsigned char)x;
-    }
 }
 
 static void check_value_matches_catalogue(void **state)
@@ -60,7 +49,7 @@ static void all_lengths_and_alignments_match_reference(void **state)
     enum { MAX = 1100 };
     unsigned char *buf = malloc(MAX + 16);
     assert_non_null(buf);
-    fill(buf, MAX + 16, 11);
+    fill_bytes(buf, MAX + 16, 11);
     for (size_t align = 0; align < 16; align++)
         for (size_t len = 0; len <= MAX; len++) {
             uint64_t want = crc64_bitwise(0, buf + align, len);
@@ -78,7 +67,7 @@ static void split_updates_match_one_update(void **state)
     enum { LEN = 1 << 20 };
     unsigned char *buf = malloc(LEN);
     assert_non_null(buf);
-    fill(buf, LEN, 3);
+    fill_bytes(buf, LEN, 3);
     uint64_t whole = crc64_bitwise(0, buf, LEN);
     assert_int_equal(crc64nvme(0, buf, LEN), whole);
     static const size_t steps[] = {1, 7, 63, 64, 65, 100, 4096, 65537};
