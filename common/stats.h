@@ -19,9 +19,11 @@ struct sc_stats {
     atomic_uint_fast64_t bytes_zero_copy;  /* their bytes (also in bytes_from_cache) */
     atomic_uint_fast64_t upstream_fetches; /* cache fills started */
     atomic_uint_fast64_t fills_stored;
-    atomic_uint_fast64_t fills_failed;  /* failed, truncated or mismatched: not stored */
-    atomic_uint_fast64_t block_fetches; /* blocks of large objects fetched (ranged GETs) */
-    atomic_uint_fast64_t blocks_stored; /* of those, stored in the cache */
+    atomic_uint_fast64_t fills_failed;   /* failed, truncated or mismatched: not stored */
+    atomic_uint_fast64_t fill_checks[8]; /* fills whose body passed its check, by the check
+                                            made (index: proto/digest.h's enum digest_check) */
+    atomic_uint_fast64_t block_fetches;  /* blocks of large objects fetched (ranged GETs) */
+    atomic_uint_fast64_t blocks_stored;  /* of those, stored in the cache */
     atomic_uint_fast64_t passthrough;
     atomic_uint_fast64_t invalidations;
     atomic_uint_fast64_t prefetched;             /* objects stored by the prefetcher */

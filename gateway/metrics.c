@@ -16,6 +16,7 @@
 #include "conn_guard.h"
 #include "zerocopy.h"
 #include "../fleet/fleet.h"
+#include "../proto/digest.h"
 
 static const char *const op_names[GW_OP_N] = {
     [GW_OP_GET_OBJECT] = "GetObject",
@@ -134,6 +135,12 @@ static void write_cache(FILE *out, struct gw *g)
         "Cache fills by outcome: stored, or failed (error, truncated, mismatched; never stored).");
     fprintf(out, "s3cached_fills_total{result=\"stored\"} %llu\n", LOAD(s->fills_stored));
     fprintf(out, "s3cached_fills_total{result=\"failed\"} %llu\n", LOAD(s->fills_failed));
+    header(out, "s3cached_fill_checks_total", "counter",
+           "Fills whose body passed its check, by the check made: the full-object CRC or SHA "
+           "(crc64nvme, crc32c, crc32, sha256, sha1), the ETag's md5, or its length alone.");
+    for (int c = 0; c < DIGEST_CHECKS; c++)
+        fprintf(out, "s3cached_fill_checks_total{check=\"%s\"} %llu\n", digest_check_label(c),
+                LOAD(s->fill_checks[c]));
     one(out, "s3cached_block_fetches_total", "counter",
         "Blocks of large objects fetched from the upstream (a ranged GET each; block 0 of a "
         "cold whole GET is that GET's).",

@@ -23,8 +23,6 @@
 #define WANT_MAX   64         /* a SHA-256 in base64 is 44 characters */
 #define ZLIB_SLICE (1u << 30) /* zlib's crc32() takes an unsigned int length */
 
-enum kind { K_MD5_ETAG, K_CRC64NVME, K_CRC32C, K_CRC32, K_SHA256, K_SHA1 };
-
 bool digest_etag_md5(const char *etag, char hex[33])
 {
     if (etag == NULL || strlen(etag) != 34 || etag[0] != '"' || etag[33] != '"')
@@ -49,16 +47,18 @@ bool digest_etag_md5(const char *etag, char hex[33])
  * after the CRCs and before the SHAs. */
 static const struct {
     const char *header;
-    enum kind kind;
+    enum digest_check kind;
     bool before_md5;
 } checksums[] = {
-    {"x-amz-checksum-crc64nvme", K_CRC64NVME, true}, {"x-amz-checksum-crc32c", K_CRC32C, true},
-    {"x-amz-checksum-crc32", K_CRC32, true},         {"x-amz-checksum-sha256", K_SHA256, false},
-    {"x-amz-checksum-sha1", K_SHA1, false},
+    {"x-amz-checksum-crc64nvme", DIGEST_CRC64NVME, true},
+    {"x-amz-checksum-crc32c", DIGEST_CRC32C, true},
+    {"x-amz-checksum-crc32", DIGEST_CRC32, true},
+    {"x-amz-checksum-sha256", DIGEST_SHA256, false},
+    {"x-amz-checksum-sha1", DIGEST_SHA1, false},
 };
 
 struct digest {
-    enum kind kind;
+    enum digest_check kind;
     const char *name;
     char want[WANT_MAX + 1]; /* hex for the MD5 ETag, else the header's base64 */
     bool malformed;          /* a value that cannot be right */
@@ -78,14 +78,14 @@ static uint32_t crc32_update(uint32_t crc, const unsigned char *p, size_t n)
     return crc;
 }
 
-static const EVP_MD *md_of(enum kind kind)
+static const EVP_MD *md_of(enum digest_check kind)
 {
     switch (kind) {
-    case K_MD5_ETAG:
+    case DIGEST_MD5:
         return EVP_md5();
-    case K_SHA256:
+    case DIGEST_SHA256:
         return EVP_sha256();
-    case K_SHA1:
+    case DIGEST_SHA1:
         return EVP_sha1();
     default:
         return NULL;
@@ -137,7 +137,7 @@ static bool choose(digest *d, const struct http_header *h, size_t n)
     if (choose_checksum(d, h, n, true))
         return true;
     if (etag_may_be_md5(h, n) && digest_etag_md5(http_header_get(h, n, "etag"), d->want)) {
-        d->kind = K_MD5_ETAG;
+        d->kind = DIGEST_MD5;
         d->name = "ETag";
         return true;
     }
@@ -188,13 +188,13 @@ sc_code digest_for_checksum(const char *name, digest **out)
 sc_code digest_update(digest *d, const void *p, size_t n)
 {
     switch (d->kind) {
-    case K_CRC64NVME:
+    case DIGEST_CRC64NVME:
         d->crc = crc64nvme(d->crc, p, n);
         return SC_OK;
-    case K_CRC32C:
+    case DIGEST_CRC32C:
         d->crc = crc32c((uint32_t)d->crc, p, n);
         return SC_OK;
-    case K_CRC32:
+    case DIGEST_CRC32:
         d->crc = crc32_update((uint32_t)d->crc, p, n);
         return SC_OK;
     default:
@@ -213,11 +213,11 @@ static bool spell(digest *d, char *out, size_t cap)
         if (EVP_DigestFinal_ex(d->md, raw, &len) != 1)
             return false;
     } else {
-        len = d->kind == K_CRC64NVME ? 8 : 4;
+        len = d->kind == DIGEST_CRC64NVME ? 8 : 4;
         for (unsigned i = 0; i < len; i++)
             raw[i] = (unsigned char)(d->crc >> (8 * (len - 1 - i)));
     }
-    if (d->kind == K_MD5_ETAG) {
+    if (d->kind == DIGEST_MD5) {
         for (unsigned i = 0; i < len && 2 * i + 2 < cap; i++)
             snprintf(out + 2 * i, 3, "%02x", raw[i]);
         return true;
@@ -245,6 +245,22 @@ bool digest_matches_value(digest *d, const char *value)
 const char *digest_name(const digest *d)
 {
     return d->name;
+}
+
+enum digest_check digest_check_of(const digest *d)
+{
+    return d == NULL ? DIGEST_LENGTH : d->kind;
+}
+
+const char *digest_check_label(enum digest_check check)
+{
+    static const char *const labels[DIGEST_CHECKS] = {
+        [DIGEST_LENGTH] = "length", [DIGEST_CRC64NVME] = "crc64nvme",
+        [DIGEST_CRC32C] = "crc32c", [DIGEST_CRC32] = "crc32",
+        [DIGEST_MD5] = "md5",       [DIGEST_SHA256] = "sha256",
+        [DIGEST_SHA1] = "sha1",
+    };
+    return check < DIGEST_CHECKS ? labels[check] : "length";
 }
 
 void digest_free(digest *d)

@@ -36,6 +36,18 @@
 
 typedef struct digest digest;
 
+/* What a body is checked against (digest_check_of), for counting. */
+enum digest_check {
+    DIGEST_LENGTH,    /* its length alone: the head offers no MD5 and no full-object checksum */
+    DIGEST_CRC64NVME, /* the full-object x-amz-checksum-* of that name */
+    DIGEST_CRC32C,
+    DIGEST_CRC32,
+    DIGEST_MD5, /* the ETag of a single-part upload */
+    DIGEST_SHA256,
+    DIGEST_SHA1,
+    DIGEST_CHECKS /* how many there are */
+};
+
 /*
  * @brief Starts the check that a response head offers.
  * @param[in] h, n the response headers (names compared case-insensitively).
@@ -80,6 +92,12 @@ bool digest_matches_value(digest *d, const char *value);
 
 /* @brief What is checked, for logs: "ETag" or the checksum header's name. Static. */
 const char *digest_name(const digest *d);
+
+/* @brief What d checks; DIGEST_LENGTH for NULL (digest_for found nothing to check). */
+enum digest_check digest_check_of(const digest *d);
+
+/* @brief The check's name as a metric label: "crc64nvme", ..., "md5", "length". Static. */
+const char *digest_check_label(enum digest_check check);
 
 /* @brief Frees the check. NULL is a no-op. */
 void digest_free(digest *d);

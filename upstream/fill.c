@@ -23,6 +23,7 @@
 
 #include "block_object.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -485,6 +486,15 @@ static void on_stored(void *arg, sc_code rc)
     fill_unref(f);
 }
 
+/* A fill whose body passed its check: counted by what was checked. */
+static void count_check(struct sc_stats *stats, const struct body_check *c)
+{
+    enum digest_check check = digest_check_of(c->digest);
+    static_assert(DIGEST_CHECKS <= sizeof(stats->fill_checks) / sizeof(stats->fill_checks[0]),
+                  "a counter for every check");
+    sc_stat_add(stats->fill_checks[check], 1);
+}
+
 static void on_done(void *arg, sc_code rc)
 {
     fill *f = arg;
@@ -494,6 +504,8 @@ static void on_done(void *arg, sc_code rc)
     rc = body_check_verdict(&f->check, rc, f->bucket, f->key);
     if (rc != SC_OK)
         unlist_locked(f); /* before its readers learn: a retry starts a new fill, not this one */
+    else if (f->check.active)
+        count_check(ctx->stats, &f->check);
     relay_finish(f->relay, rc);
     const char *body = NULL;
     uint64_t len = 0;

@@ -25,6 +25,7 @@ import pytest
 from harness import faulty_upstream as faults
 from harness import rawhttp, s3util
 from harness.checksums import CHECKSUMS
+from test_metrics import scrape, value
 
 faulty_upstream = faults.faulty_upstream  # the fixture, visible to this module's tests
 KiB = 1024
@@ -81,6 +82,10 @@ def test_fake_full_object_checksum_matching_is_served_and_cached(faulty_upstream
     _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body, "HIT")
     sent = fake.request_headers(key)
     assert len(sent) == 1 and sent[0].get("x-amz-checksum-mode") == "ENABLED", sent
+    # counted by the check made (a multipart ETag: nothing but this checksum to check)
+    samples = scrape(gw)
+    assert value(samples, "s3cached_fill_checks_total", check=alg) == 1
+    assert sum(v for (name, _), v in samples.items() if name == "s3cached_fill_checks_total") == 1
 
 
 @pytest.mark.parametrize("alg", sorted(CHECKSUMS))
@@ -148,6 +153,10 @@ def test_fake_sse_kms_or_c_etag_is_no_md5_so_the_object_is_served_and_cached(
     _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body, "MISS")
     gw.stats_when(lambda s: s["fills_stored"] == 1)
     _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body, "HIT")
+    # no MD5 and no checksum: its length was all there was to check, and the metric says so
+    samples = scrape(gw)
+    assert value(samples, "s3cached_fill_checks_total", check="length") == 1
+    assert value(samples, "s3cached_fill_checks_total", check="md5") == 0
 
 
 def test_fake_sse_kms_body_longer_than_announced_is_never_stored(faulty_upstream, gateway):

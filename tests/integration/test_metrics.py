@@ -78,6 +78,11 @@ def test_metrics_count_requests_cache_results_and_bytes(upstream, gateway):
     assert value(after, "s3cached_cached_objects") >= 1
     assert value(after, "s3cached_capacity_bytes") == 64 * 1024 * 1024
     assert delta("s3cached_fills_total", result="stored") == 1
+    # s3rver and radosgw send a single-part upload's MD5 ETag and no x-amz-checksum-*
+    checks = {c: delta("s3cached_fill_checks_total", check=c)
+              for c in ("md5", "crc64nvme", "crc32c", "crc32", "sha256", "sha1", "length")}
+    assert checks == {"md5": 1, "crc64nvme": 0, "crc32c": 0, "crc32": 0, "sha256": 0, "sha1": 0,
+                      "length": 0}, checks
     assert value(after, "s3cached_upstream_reachable") == 1
     assert value(after, "s3cached_upstream_response_seconds_count") >= 2
 

@@ -62,6 +62,34 @@ static void a_wrong_or_malformed_value_never_matches(void **state)
     }
 }
 
+/* What each head is checked against, as the fill metric counts it. */
+static void each_check_has_its_kind_and_label(void **state)
+{
+    (void)state;
+    assert_int_equal(digest_check_of(NULL), DIGEST_LENGTH);
+    assert_string_equal(digest_check_label(DIGEST_LENGTH), "length");
+    static const struct {
+        struct http_header h;
+        enum digest_check check;
+        const char *label;
+    } heads[] = {
+        {{"ETag", "\"25f9e794323b453885f5181f1b624d0b\""}, DIGEST_MD5, "md5"},
+        {{"x-amz-checksum-crc64nvme", "rosUhgp5mIg="}, DIGEST_CRC64NVME, "crc64nvme"},
+        {{"x-amz-checksum-crc32c", "4waSgw=="}, DIGEST_CRC32C, "crc32c"},
+        {{"x-amz-checksum-crc32", "y/Q5Jg=="}, DIGEST_CRC32, "crc32"},
+        {{"x-amz-checksum-sha1", "98O8HYCOBHMq32eZZczDTKeuNEE="}, DIGEST_SHA1, "sha1"},
+    };
+    for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+        digest *d = NULL;
+        assert_int_equal(digest_for(&heads[i].h, 1, &d), SC_OK);
+        assert_non_null(d);
+        assert_int_equal(digest_check_of(d), heads[i].check);
+        assert_string_equal(digest_check_label(digest_check_of(d)), heads[i].label);
+        digest_free(d);
+    }
+    assert_string_equal(digest_check_label(DIGEST_SHA256), "sha256");
+}
+
 /* The cheapest check on offer is the one made: a CRC before the MD5, the MD5 before a SHA. */
 static void a_crc_is_preferred_to_the_md5_and_the_md5_to_a_sha(void **state)
 {
@@ -225,6 +253,7 @@ int main(void)
         cmocka_unit_test(each_checksum_matches_its_check_value),
         cmocka_unit_test(a_wrong_or_malformed_value_never_matches),
         cmocka_unit_test(a_crc_is_preferred_to_the_md5_and_the_md5_to_a_sha),
+        cmocka_unit_test(each_check_has_its_kind_and_label),
         cmocka_unit_test(multipart_etags_and_composite_checksums_give_nothing_to_check),
         cmocka_unit_test(sse_kms_and_sse_c_etags_are_not_taken_for_an_md5),
         cmocka_unit_test(a_full_object_type_is_checked),
