@@ -126,6 +126,7 @@ struct gw_req {
     /* An object read through the cache (serve.c). */
     struct {
         bool observed;                 /* the read was reported to the manifests (once) */
+        bool relooked;                 /* the store was asked again before a new fill */
         fill *fill;                    /* the fill read, a reader's reference */
         bool ranged;                   /* a range of a miss fetched on its own, beside the fill */
         uint64_t want_start, want_len; /* that range, in object offsets */

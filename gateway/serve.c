@@ -427,10 +427,17 @@ struct gw_next gw_serve_miss(struct gw_req *q)
     if (peer_asks_a_name_not_ours(q))
         return pass_for_peer(q);
     q->x_cache = "MISS";
+    bool running = fill_join_running(g->fills, q->tgt.bucket, q->tgt.key, &f) == SC_OK;
+    if (!running && !q->serve.relooked) {
+        /* Not in the store at the lookup, and no fill now: the fill may have been stored and
+         * left the table in between (a fill leaves it after its commit, so the store has it
+         * now). Asked once more, not again: a copy the lookup cannot use comes back here. */
+        q->serve.relooked = true;
+        return GW_NEXT(GW_STEP_LOOKUP);
+    }
     if (q->tgt.kind == S3_REQ_HEAD_OBJECT) {
         /* A fill complete in memory answers like a hit; anything else asks the upstream. */
-        if (fill_join_running(g->fills, q->tgt.bucket, q->tgt.key, &f) == SC_OK &&
-            !relay_has_all(fill_relay(f))) {
+        if (running && !relay_has_all(fill_relay(f))) {
             fill_leave(f);
             f = NULL;
         }
@@ -439,7 +446,7 @@ struct gw_next gw_serve_miss(struct gw_req *q)
             count_read(q, GW_READ_MISS, 0);
             return GW_NEXT(GW_STEP_PROXY);
         }
-    } else if (fill_join_running(g->fills, q->tgt.bucket, q->tgt.key, &f) == SC_OK) {
+    } else if (running) {
         /* joined: the fill's head tells whether the object is large */
     } else if (gw_blocks_ask_size(q, &next)) {
         return next; /* a range: only the blocks it covers are fetched if the object is large */
