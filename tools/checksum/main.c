@@ -9,28 +9,19 @@
  * be read.
  */
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../../common/crc64nvme.h"
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* The base64 of the 8 big-endian bytes of v: 11 characters and one '=' (13 with the NUL). */
+/* The base64 of the 8 big-endian bytes of v, as S3 spells it (12 characters and a NUL). */
 static void base64_be64(uint64_t v, char out[13])
 {
-    unsigned char raw[9] = {0};
+    unsigned char raw[8];
     for (int i = 0; i < 8; i++)
         raw[i] = (unsigned char)(v >> (56 - 8 * i));
-    for (int i = 0, o = 0; i < 9; i += 3, o += 4) {
-        unsigned w = (unsigned)raw[i] << 16 | (unsigned)raw[i + 1] << 8 | raw[i + 2];
-        out[o] = b64[w >> 18 & 63];
-        out[o + 1] = b64[w >> 12 & 63];
-        out[o + 2] = b64[w >> 6 & 63];
-        out[o + 3] = b64[w & 63];
-    }
-    out[11] = '=';
-    out[12] = '\0';
+    EVP_EncodeBlock((unsigned char *)out, raw, (int)sizeof(raw));
 }
 
 static int sum_file(const char *path)
