@@ -5,14 +5,17 @@
  * live peer for its progress of every job once a second, so that any gateway reports the
  * fleet's progress. Requests to peers are fleet-signed and go to the peer alone
  * (upstream/call.h); a forwarded copy is registered by the peer under the same id and
- * never forwarded again (gateway/admin/admin.c). The thread is the only one that waits for a
- * peer: HTTP workers only queue (mf_forward) or read the latest numbers (mf_fleet_progress).
+ * never forwarded again (gateway/admin/admin.c). A peer that was down when a registration or
+ * a withdrawal was sent is mended later, by the same thread (fleet_reconcile.c). The thread is
+ * the only one that waits for a peer: HTTP workers only queue (mf_forward) or read the latest
+ * numbers (mf_fleet_progress).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/clock.h"
+#include "../common/hash.h"
 #include "../common/log.h"
 #include "../sigv4/sigv4.h"
 #include "../upstream/call.h"
@@ -69,8 +72,12 @@ void mf_forward_free_all(struct mf_registry *r)
     r->fwd_bytes = 0;
 }
 
-/* The other peers of the fleet, in URL order; *n of them. NULL: none, or out of memory. */
-static struct fleet_peer_info *other_peers(struct mf_registry *r, size_t *n)
+void mf_fleet_tag(const char *url, char tag[8])
+{
+    snprintf(tag, 8, "-%06x", (unsigned)(sc_key_hash("fleet", url) & 0xffffff));
+}
+
+struct fleet_peer_info *mf_other_peers(struct mf_registry *r, size_t *n)
 {
     struct fleet_peer_info *all = calloc(FLEET_MAX_PEERS, sizeof(*all));
     size_t k = 0, total = all ? fleet_peers(r->cfg.fleet, all, FLEET_MAX_PEERS) : 0;
@@ -81,42 +88,47 @@ static struct fleet_peer_info *other_peers(struct mf_registry *r, size_t *n)
     return all;
 }
 
-/* Sends one queued registration or withdrawal to every live peer. */
-static void send_forward(struct mf_registry *r, const struct mf_forward *f)
+bool mf_send_to_peer(struct mf_registry *r, const char *peer, const char *id, const char *body,
+                     size_t len)
+{
+    char sha[65], query[160], key[64];
+    if (body != NULL) {
+        sigv4_sha256_hex(body, len, sha); /* the body is not signed; its hash is */
+        snprintf(query, sizeof(query), "id=%s&sha256=%s", id, sha);
+    }
+    snprintf(key, sizeof(key), body ? "manifests" : "manifests/%s", id);
+    struct up_peer_call c = {.peer = peer,
+                             .method = body ? "POST" : "DELETE",
+                             .bucket = "_s3cached",
+                             .key = key,
+                             .query = body ? query : NULL,
+                             .body = body,
+                             .body_len = body ? len : 0};
+    struct sc_buf answer;
+    sc_buf_init(&answer, REPORT_MAX_BODY);
+    long status = 0;
+    sc_code rc = up_peer_call(r->cfg.up, &c, &status, &answer);
+    bool ok = rc == SC_OK && status < 300;
+    if (!ok)
+        sc_warn("manifest %s: %s to the peer %s failed: %s %ld %.200s", id,
+                body ? "the registration" : "the withdrawal", peer, sc_strerror(rc), status,
+                answer.data ? answer.data : "");
+    else
+        sc_debug("manifest %s: %s sent to %s", id, c.method, peer);
+    sc_buf_free(&answer);
+    return ok;
+}
+
+void mf_send_forward(struct mf_registry *r, struct mf_forward *f)
 {
     size_t n;
-    struct fleet_peer_info *peers = other_peers(r, &n);
-    char sha[65], query[160], key[64];
-    if (f->withdraw) {
-        query[0] = '\0';
-    } else {
-        sigv4_sha256_hex(f->body, f->len, sha); /* the body is not signed; its hash is */
-        snprintf(query, sizeof(query), "id=%s&sha256=%s", f->id, sha);
-    }
-    snprintf(key, sizeof(key), f->withdraw ? "manifests/%s" : "manifests", f->id);
-    for (size_t i = 0; i < n; i++) {
-        if (peers[i].state != FLEET_UP)
-            continue; /* down: it misses this one (docs/fleet.md) */
-        struct up_peer_call c = {.peer = peers[i].url,
-                                 .method = f->withdraw ? "DELETE" : "POST",
-                                 .bucket = "_s3cached",
-                                 .key = key,
-                                 .query = *query ? query : NULL,
-                                 .body = f->withdraw ? NULL : f->body,
-                                 .body_len = f->len};
-        struct sc_buf answer;
-        sc_buf_init(&answer, REPORT_MAX_BODY);
-        long status = 0;
-        sc_code rc = up_peer_call(r->cfg.up, &c, &status, &answer);
-        if (rc != SC_OK || status >= 300)
-            sc_warn("manifest %s: %s to the peer %s failed: %s %ld %.200s", f->id,
-                    f->withdraw ? "the withdrawal" : "the registration", peers[i].url,
-                    sc_strerror(rc), status, answer.data ? answer.data : "");
-        else
-            sc_debug("manifest %s: %s sent to %s", f->id, c.method, peers[i].url);
-        sc_buf_free(&answer);
-    }
+    struct fleet_peer_info *peers = mf_other_peers(r, &n);
+    for (size_t i = 0; peers && i < n; i++)
+        if (peers[i].state == FLEET_UP) /* one down is mended later (fleet_reconcile.c) */
+            mf_send_to_peer(r, peers[i].url, f->id, f->withdraw ? NULL : f->body, f->len);
     free(peers);
+    free(f->body);
+    free(f);
 }
 
 /* The counts of one answer to a progress poll: what that gateway holds of the job. */
@@ -194,8 +206,7 @@ static void poll_job(struct mf_registry *r, const char *id, const struct fleet_p
     store_reports(r, id, reps, n);
 }
 
-/* Asks the peers for the progress of every job at work (by id: no lock is held meanwhile). */
-static void poll_peers(struct mf_registry *r)
+void mf_poll_peers(struct mf_registry *r)
 {
     size_t n_jobs = 0, cap = 0, n;
     char(*ids)[MF_ID_MAX] = NULL;
@@ -212,16 +223,14 @@ static void poll_peers(struct mf_registry *r)
         memcpy(ids[n_jobs++], m->id, MF_ID_MAX);
     }
     pthread_rwlock_unlock(&r->list_lock);
-    struct fleet_peer_info *peers = n_jobs ? other_peers(r, &n) : NULL;
+    struct fleet_peer_info *peers = n_jobs ? mf_other_peers(r, &n) : NULL;
     for (size_t i = 0; peers && i < n_jobs; i++)
         poll_job(r, ids[i], peers, n);
     free(peers);
     free(ids);
 }
 
-/* Waits for a forward to send, a poll to make or the end; returns the forward (the caller's),
- * or NULL. */
-static struct mf_forward *next_forward(struct mf_registry *r, int64_t poll_at_ms)
+struct mf_forward *mf_next_forward(struct mf_registry *r, int64_t poll_at_ms)
 {
     int64_t wait_ms = poll_at_ms - sc_now_ms();
     struct timespec poll_at = sc_deadline_in_ms(wait_ms > 0 ? wait_ms : 0);
@@ -238,34 +247,6 @@ static struct mf_forward *next_forward(struct mf_registry *r, int64_t poll_at_ms
     }
     pthread_mutex_unlock(&r->wake_mu);
     return f;
-}
-
-static bool stopping(struct mf_registry *r)
-{
-    pthread_mutex_lock(&r->wake_mu);
-    bool s = r->stopping;
-    pthread_mutex_unlock(&r->wake_mu);
-    return s;
-}
-
-void *mf_fleet_main(void *arg)
-{
-    struct mf_registry *r = arg;
-    int64_t poll_at = sc_now_ms();
-    while (!stopping(r)) {
-        struct mf_forward *f = next_forward(r, poll_at);
-        if (f != NULL) {
-            send_forward(r, f);
-            free(f->body);
-            free(f);
-            continue; /* forwards first: a peer learns the plan before it is asked about it */
-        }
-        if (sc_now_ms() < poll_at)
-            continue;
-        poll_peers(r);
-        poll_at = sc_now_ms() + MF_FLEET_POLL_MS;
-    }
-    return NULL;
 }
 
 /* One peer's entry of the "fleet" object. */

@@ -34,6 +34,24 @@ void mf_persist(struct mf_registry *r, const char *id, const char *body, size_t 
         sc_warn("cannot keep manifest %s in %s: %s", id, r->cfg.dir, strerror(errno));
 }
 
+char *mf_read_kept(const struct mf_registry *r, const char *id, size_t *len)
+{
+    char path[4096];
+    FILE *f = file_of(r, id, ".json", path, sizeof(path)) ? fopen(path, "rb") : NULL;
+    long size = -1;
+    char *body = NULL;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
+        body = malloc((size_t)size + 1);
+    if (body && fread(body, 1, (size_t)size, f) != (size_t)size) {
+        free(body);
+        body = NULL;
+    }
+    if (f)
+        fclose(f);
+    *len = body ? (size_t)size : 0;
+    return body;
+}
+
 void mf_forget(struct mf_registry *r, const char *id)
 {
     char path[4096];

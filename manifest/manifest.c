@@ -493,11 +493,7 @@ static json_t *registration_progress(struct mf *m, bool failures);
  */
 static void new_id(mf_registry *r, char id[MF_ID_MAX])
 {
-    char tag[8] = "";
-    if (r->cfg.fleet != NULL)
-        snprintf(tag, sizeof(tag), "-%06x",
-                 (unsigned)(sc_key_hash("fleet", fleet_self(r->cfg.fleet)) & 0xffffff));
-    snprintf(id, MF_ID_MAX, "m%llu%s", (unsigned long long)r->next_id, tag);
+    snprintf(id, MF_ID_MAX, "m%llu%s", (unsigned long long)r->next_id, r->id_tag);
 }
 
 /* An id a peer may register under: "m", digits, and "-" with 6 lowercase hex digits (new_id);
@@ -985,28 +981,67 @@ static int by_number(const void *a, const void *b)
 
 static void reload_one(struct mf_registry *r, const char *name)
 {
-    char path[4096], id[MF_ID_MAX];
-    snprintf(path, sizeof(path), "%s/%s", r->cfg.dir, name);
+    char id[MF_ID_MAX];
     snprintf(id, sizeof(id), "%.*s", (int)(strlen(name) - 5), name);
-    FILE *f = fopen(path, "rb");
-    char *body = NULL;
-    long len = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
-        body = malloc((size_t)len + 1);
+    size_t len;
+    char *body = mf_read_kept(r, id, &len);
     struct api_err err = {0};
     struct mf *m = NULL;
-    if (body && fread(body, 1, (size_t)len, f) == (size_t)len &&
-        add(r, id, body, (size_t)len, mf_read_step(r, id), &m, &err) == SC_OK)
-        sc_info("manifest %s registered again from %s", id, path);
+    if (body && add(r, id, body, len, mf_read_step(r, id), &m, &err) == SC_OK)
+        sc_info("manifest %s registered again from %s/%s", id, r->cfg.dir, name);
     else
-        sc_warn("cannot register manifest %s again: %s", path,
+        sc_warn("cannot register manifest %s/%s again: %s", r->cfg.dir, name,
                 err.code ? err.message : "unreadable");
     unsigned long long n = strtoull(id + 1, NULL, 10);
     if (n >= r->next_id)
         r->next_id = n + 1;
     free(body);
-    if (f)
-        fclose(f);
+}
+
+static bool stopping(struct mf_registry *r)
+{
+    pthread_mutex_lock(&r->wake_mu);
+    bool s = r->stopping;
+    pthread_mutex_unlock(&r->wake_mu);
+    return s;
+}
+
+/* Withdraws here the copies the fleet's mending found withdrawn at their origin. */
+static void mend(struct mf_registry *r)
+{
+    size_t n;
+    char(*gone)[MF_ID_MAX] = mf_reconcile(r, &n);
+    for (size_t i = 0; gone && i < n; i++)
+        json_decref(cancel(r, gone[i])); /* here only: the others learn it as this one did */
+    free(gone);
+}
+
+/*
+ * The fleet thread (docs/fleet.md, "Manifests on a fleet"): sends the registrations and
+ * withdrawals made here to the live peers, polls the peers' progress of each job
+ * (fleet_sync.c), and mends what peers missed (fleet_reconcile.c). The only thread of the
+ * registry that waits for a peer.
+ */
+static void *fleet_main(void *arg)
+{
+    struct mf_registry *r = arg;
+    int64_t poll_at = sc_now_ms(), mend_at = poll_at + MF_RECONCILE_MS;
+    while (!stopping(r)) {
+        struct mf_forward *f = mf_next_forward(r, poll_at);
+        if (f != NULL) {
+            mf_send_forward(r, f);
+            continue; /* forwards first: a peer learns the plan before it is asked about it */
+        }
+        if (sc_now_ms() < poll_at)
+            continue;
+        mf_poll_peers(r);
+        if (sc_now_ms() >= mend_at) {
+            mend(r);
+            mend_at = sc_now_ms() + MF_RECONCILE_MS;
+        }
+        poll_at = sc_now_ms() + MF_FLEET_POLL_MS;
+    }
+    return NULL;
 }
 
 /* Registers the manifests kept in the directory, oldest first. */
@@ -1058,6 +1093,8 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
     }
     r->cfg.dir = r->dir;
     r->next_id = 1;
+    if (cfg->fleet != NULL)
+        mf_fleet_tag(fleet_self(cfg->fleet), r->id_tag);
     pthread_mutex_init(&r->reg_mu, NULL);
     pthread_rwlock_init(&r->list_lock, NULL);
     pthread_mutex_init(&r->wake_mu, NULL);
@@ -1079,7 +1116,7 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
         rc = SC_EIO;
     r->running = rc == SC_OK;
     bool with_peers = cfg->fleet != NULL && cfg->up != NULL; /* the thread talks through up */
-    if (rc == SC_OK && with_peers && pthread_create(&r->fleet_thread, NULL, mf_fleet_main, r) != 0)
+    if (rc == SC_OK && with_peers && pthread_create(&r->fleet_thread, NULL, fleet_main, r) != 0)
         rc = SC_EIO;
     r->fleet_running = rc == SC_OK && with_peers;
     if (rc != SC_OK) {
@@ -1123,6 +1160,7 @@ void mf_registry_free(mf_registry *r)
     }
     future_set_unref(r->hinted);
     mf_forward_free_all(r);
+    mf_reconcile_free(r);
     pthread_cond_destroy(&r->fleet_wake);
     pthread_cond_destroy(&r->parse_wake);
     pthread_cond_destroy(&r->wake);

@@ -177,6 +177,8 @@ struct mf_registry {
     bool fleet_running;
     pthread_t fleet_thread;
     char id_tag[8]; /* "-" and 6 hex digits of this gateway's URL: fleet-unique ids; "" alone */
+    struct mf_miss *misses; /* the fleet thread's alone: fleet_reconcile.c */
+    size_t n_misses;
 };
 
 void mf_ref(struct mf *m);
@@ -246,6 +248,9 @@ bool mf_starts_an_item(const struct mf *m, uint64_t khash, uint64_t first);
 
 /* @brief Keeps registration id's body (<id>.json). */
 void mf_persist(struct mf_registry *r, const char *id, const char *body, size_t len);
+
+/* @brief Registration id's kept body (malloc'd, *len bytes), or NULL: none, or unreadable. */
+char *mf_read_kept(const struct mf_registry *r, const char *id, size_t *len);
 
 /* @brief The step kept for registration id's job (0: none or unreadable). */
 uint64_t mf_read_step(const struct mf_registry *r, const char *id);
@@ -356,11 +361,45 @@ bool mf_item_cached(struct mf *m, uint32_t idx, uint64_t *size);
  * peer; the body is copied. No-op without a fleet. Any lock but wake_mu. */
 void mf_forward(struct mf_registry *r, const char *id, const char *body, size_t len);
 
-/* @brief The fleet thread's body: forwards what mf_forward() queued, polls the peers. */
-void *mf_fleet_main(void *arg);
+/* @brief The fleet thread's wait (wake_mu not held): for a forward queued, the time poll_at_ms
+ * (sc_now_ms) or the end. Returns the forward (the caller's, for mf_send_forward), or NULL. */
+struct mf_forward *mf_next_forward(struct mf_registry *r, int64_t poll_at_ms);
+
+/* @brief Sends forward f to every live peer, and frees it. */
+void mf_send_forward(struct mf_registry *r, struct mf_forward *f);
+
+/* @brief Asks the live peers for their progress of every job at work and gives each job the
+ * answers (by id: no lock is held while a peer is asked). */
+void mf_poll_peers(struct mf_registry *r);
 
 /* @brief Frees what is still queued (the thread stopped). */
 void mf_forward_free_all(struct mf_registry *r);
+
+/* @brief A registration's tag on a fleet (new_id): "-" and 6 hex digits of the URL of the
+ * gateway it was posted to, its origin. */
+void mf_fleet_tag(const char *url, char tag[8]);
+
+/* @brief The fleet's other peers, in URL order; *n of them. NULL: out of memory. Free it. */
+struct fleet_peer_info *mf_other_peers(struct mf_registry *r, size_t *n);
+
+/* @brief Sends registration id's POST (body, len bytes) or DELETE (body NULL) to one peer,
+ * fleet-signed; false (logged) when it failed or was refused. No lock held. */
+bool mf_send_to_peer(struct mf_registry *r, const char *peer, const char *id, const char *body,
+                     size_t len);
+
+/* ---- fleet_reconcile.c: peers that missed a registration or a withdrawal ---- */
+
+#define MF_RECONCILE_MS 3000  /* how often registrations are compared with the peers' */
+#define MF_REOFFER_MS   10000 /* a registration is sent again to one peer at most this often */
+
+/* @brief One pass (the fleet thread's, no lock held): the origin of each registration sends
+ * it again to a live peer that has not had it in two passes in a row. Returns the ids (*n,
+ * malloc'd) of the copies held here whose origin has not had them in two passes in a row:
+ * withdrawn there while this gateway was down, for the caller to withdraw here. */
+char (*mf_reconcile(struct mf_registry *r, size_t *n))[MF_ID_MAX];
+
+/* @brief Frees the reconciler's memory (the thread stopped). */
+void mf_reconcile_free(struct mf_registry *r);
 
 /* @brief The "fleet" object of job j's progress: the sums over the gateways that reported
  * (j->mu held). NULL without a fleet. */

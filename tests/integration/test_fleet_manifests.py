@@ -165,3 +165,48 @@ def test_progress_says_which_peer_did_not_report(upstream, make_fleet):
     gone = [p for p in f["peers"] if p["url"] == fleet.urls[2]]
     assert len(gone) == 1 and not gone[0]["reporting"], f
     assert gone[0]["why"] in ("down", "no answer"), f
+
+
+def test_a_gateway_down_at_a_registration_gets_it_when_it_returns(upstream, make_fleet):
+    """The registration is sent once to the peers up at the time; the gateway it was posted to
+    sends it again to one that did not have it (down then, or joined since)."""
+    prefix = s3util.unique_key("fleet-mf-late")
+    bodies = seed(upstream, prefix, n=20)
+    fleet = make_fleet(upstream)
+    fleet[2].stop(kill=True)
+    reply = register_keys(fleet[0], upstream, bodies)
+    mid = reply["id"]
+    wait_for("the registration on gateway 1", lambda: progress(fleet[1], mid))
+    fleet[2].start()
+    prog = wait_for("the registration on the returned gateway 2", lambda: progress(fleet[2], mid))
+    assert prog["id"] == mid and prog["objects_total"] == 20, prog
+    assert registrations(fleet[2], "peer") == 1  # sent again once, by its origin alone
+
+    def every_gateway_reports():
+        f = (progress(fleet[1], mid) or {}).get("fleet")
+        return f if f and f["reporting"] == 3 else None
+
+    wait_for("gateway 2 in the fleet's progress asked of gateway 1", every_gateway_reports)
+
+
+def test_a_gateway_down_at_a_withdrawal_drops_it_when_it_returns(upstream, make_fleet):
+    """Gateway 2 keeps the registration in its cache directory across its restart; the
+    withdrawal it missed is learnt from the origin, which no longer has it."""
+    prefix = s3util.unique_key("fleet-mf-gone-while-down")
+    bodies = seed(upstream, prefix, n=20)
+    fleet = make_fleet(upstream)
+    mid = register_keys(fleet[0], upstream, bodies)["id"]
+    wait_for("the registration on every gateway", lambda: known_everywhere(fleet, mid))
+    fleet[2].stop(kill=True)
+    status, gone, _ = api(fleet[1], "DELETE", "manifests/" + mid)
+    assert status == 200 and gone["state"] == "canceled", gone
+    wait_for("the withdrawal on gateways 0 and 1",
+             lambda: progress(fleet[0], mid) is None and progress(fleet[1], mid) is None)
+    fleet[2].start()
+    assert "manifest %s registered again" % mid in fleet[2].log_tails(1000)  # from its disk
+    wait_for("the withdrawal on the returned gateway 2",
+             lambda: progress(fleet[2], mid) is None
+             and api(fleet[2], "GET", "manifests")[1]["manifests"] == [])
+    # The origin does not send it back: it stays withdrawn everywhere.
+    time.sleep(2 * 3 + 1)
+    assert [progress(g, mid) for g in fleet.gateways] == [None, None, None]
