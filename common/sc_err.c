@@ -17,6 +17,7 @@ static const char *const names[SC_ECODE_MAX] = {
     [SC_EBUSY] = "busy, try again",
     [SC_ECRYPTO] = "cryptographic failure",
     [SC_EACCES] = "permission denied",
+    [SC_EEXIST] = "exists already",
 };
 
 const char *sc_strerror(sc_code code)

@@ -25,6 +25,7 @@ typedef enum sc_code {
     SC_EBUSY,     /* temporarily unavailable, try again */
     SC_ECRYPTO,   /* a cryptographic primitive failed */
     SC_EACCES,    /* the file system refused: permissions or a read-only mount */
+    SC_EEXIST,    /* there already: look again instead of making it */
     SC_ECODE_MAX
 } sc_code;
 

@@ -126,6 +126,8 @@ struct gw_req {
     /* An object read through the cache (serve.c). */
     struct {
         bool observed;                 /* the read was reported to the manifests (once) */
+        bool looked_empty;             /* the last lookup found no copy (a miss, not a
+                                          copy that could not be used) */
         bool relooked;                 /* the store was asked again before a new fill */
         fill *fill;                    /* the fill read, a reader's reference */
         bool ranged;                   /* a range of a miss fetched on its own, beside the fill */

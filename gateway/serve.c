@@ -418,6 +418,12 @@ struct gw_next gw_serve_fill_head(struct gw_req *q)
 
 /* ---- the miss ------------------------------------------------------------------------- */
 
+static struct gw_next look_again(struct gw_req *q)
+{
+    q->serve.relooked = true;
+    return GW_NEXT(GW_STEP_LOOKUP);
+}
+
 struct gw_next gw_serve_miss(struct gw_req *q)
 {
     struct gw *g = q->g;
@@ -427,14 +433,14 @@ struct gw_next gw_serve_miss(struct gw_req *q)
     if (peer_asks_a_name_not_ours(q))
         return pass_for_peer(q);
     q->x_cache = "MISS";
-    bool running = fill_join_running(g->fills, q->tgt.bucket, q->tgt.key, &f) == SC_OK;
-    if (!running && !q->serve.relooked) {
-        /* Not in the store at the lookup, and no fill now: the fill may have been stored and
-         * left the table in between (a fill leaves it after its commit, so the store has it
-         * now). Asked once more, not again: a copy the lookup cannot use comes back here. */
-        q->serve.relooked = true;
-        return GW_NEXT(GW_STEP_LOOKUP);
-    }
+    /* The lookup found nothing, but a fill may have been stored since (fill_join): then the
+     * store is asked again, once. Not after a copy the lookup could not use: it is still
+     * there, and the lookup would send it back here. */
+    bool recheck = q->serve.looked_empty && !q->serve.relooked;
+    sc_code rc = fill_join_running(g->fills, q->tgt.bucket, q->tgt.key, recheck, &f);
+    if (rc == SC_EEXIST)
+        return look_again(q);
+    bool running = rc == SC_OK;
     if (q->tgt.kind == S3_REQ_HEAD_OBJECT) {
         /* A fill complete in memory answers like a hit; anything else asks the upstream. */
         if (running && !relay_has_all(fill_relay(f))) {
@@ -450,7 +456,10 @@ struct gw_next gw_serve_miss(struct gw_req *q)
         /* joined: the fill's head tells whether the object is large */
     } else if (gw_blocks_ask_size(q, &next)) {
         return next; /* a range: only the blocks it covers are fetched if the object is large */
-    } else if (fill_join(g->fills, q->tgt.bucket, q->tgt.key, &q->as, &f, &started) != SC_OK) {
+    } else if ((rc = fill_join(g->fills, q->tgt.bucket, q->tgt.key, &q->as, recheck, &f,
+                               &started)) == SC_EEXIST) {
+        return look_again(q); /* stored while the range's opening was asked, say */
+    } else if (rc != SC_OK) {
         return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL));
     }
     /* Another identity's fill: this one must be allowed to read the object first. */
@@ -519,6 +528,7 @@ static void serve_cached(struct gw_req *q, bool may_revalidate, bool stale, stru
 {
     store_obj *obj = NULL;
     sc_code rc = store_obj_open(q->g->st, q->tgt.bucket, q->tgt.key, &obj);
+    q->serve.looked_empty = rc == SC_ENOTFOUND;
     if (rc != SC_OK) {
         if (rc != SC_ENOTFOUND)
             sc_warn("store lookup of %s/%s failed: %s", q->tgt.bucket, q->tgt.key, sc_strerror(rc));

@@ -641,10 +641,23 @@ static fill *join_locked(fill_table *t, const char *bucket, const char *key,
     return f;
 }
 
+/* Whether (bucket, key) is stored now (table locked: see fill_join). */
+static bool stored_now(fill_table *t, const char *bucket, const char *key)
+{
+    uint64_t size;
+    return find(t, bucket, key) == NULL && store_peek(t->ctx->st, bucket, key, &size) == SC_OK;
+}
+
 static sc_code join_reader(fill_table *t, const char *bucket, const char *key,
-                           const struct up_identity *as, bool create, fill **out, bool *started)
+                           const struct up_identity *as, bool create, bool unless_stored,
+                           fill **out, bool *started)
 {
     pthread_mutex_lock(&t->mu);
+    if (unless_stored && stored_now(t, bucket, key)) {
+        pthread_mutex_unlock(&t->mu);
+        *started = false;
+        return SC_EEXIST;
+    }
     fill *f = join_locked(t, bucket, key, as, create, started);
     if (f)
         atomic_fetch_add(&f->readers, 1);
@@ -658,16 +671,17 @@ static sc_code join_reader(fill_table *t, const char *bucket, const char *key,
 }
 
 sc_code fill_join(fill_table *t, const char *bucket, const char *key, const struct up_identity *as,
-                  fill **out, bool *started)
+                  bool unless_stored, fill **out, bool *started)
 {
-    return join_reader(t, bucket, key, as, true, out, started);
+    return join_reader(t, bucket, key, as, true, unless_stored, out, started);
 }
 
-sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, fill **out)
+sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, bool unless_stored,
+                          fill **out)
 {
     static const struct up_identity unused = {0};
     bool started = false;
-    return join_reader(t, bucket, key, &unused, false, out, &started);
+    return join_reader(t, bucket, key, &unused, false, unless_stored, out, &started);
 }
 
 sc_code fill_prefetch(fill_table *t, const char *bucket, const char *key,

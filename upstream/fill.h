@@ -79,18 +79,25 @@ void fill_table_free(fill_table *t);
 /*
  * @brief Joins the running fill of (bucket, key), or starts one fetched as `as`.
  * @param[in] as copied; its creds are borrowed and must outlive the fill.
+ * @param unless_stored when no fill is listed, first asks the store, under the table's lock.
+ *        A fill leaves the table only after its object is stored, so a name neither listed
+ *        nor stored is not cached at that instant: a fill that ended after the caller's
+ *        lookup found nothing is found in the store, not fetched again.
  * @param[out] out a reader's reference; release with fill_leave().
  * @param[out] started true if this call started the fill (a miss that goes upstream).
- * @return SC_OK, SC_ENOMEM, SC_ECANCELED (shutting down).
+ * @return SC_OK, SC_EEXIST (unless_stored, and the store has the object now: nothing
+ *         joined, look it up again), SC_ENOMEM, SC_ECANCELED (shutting down).
  */
 sc_code fill_join(fill_table *t, const char *bucket, const char *key, const struct up_identity *as,
-                  fill **out, bool *started);
+                  bool unless_stored, fill **out, bool *started);
 
 /*
  * @brief Joins the running fill of (bucket, key) only if there is one.
- * @return SC_OK (*out holds a reader's reference), SC_ENOTFOUND.
+ * @param unless_stored as for fill_join().
+ * @return SC_OK (*out holds a reader's reference), SC_ENOTFOUND, SC_EEXIST (as fill_join).
  */
-sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, fill **out);
+sc_code fill_join_running(fill_table *t, const char *bucket, const char *key, bool unless_stored,
+                          fill **out);
 
 /* How a watched fill ended (see fill_prefetch). */
 struct fill_result {

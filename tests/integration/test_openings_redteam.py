@@ -623,3 +623,32 @@ def test_clients_hanging_up_at_random_points_of_cold_openings(upstream, gateway,
             assert r.body == body[first:last + 1]
         whole = _get(gw, key)
         assert whole.status == 200 and whole.complete and whole.body == body
+
+
+def test_a_small_object_stored_while_a_ranges_opening_waits_is_read_from_the_store(
+        faulty_upstream, gateway):
+    """A cold range's opening shows the object small: the range goes to the miss step. A
+    whole GET that stored the object meanwhile (its fill has left the table) is found in the
+    store there: the range is a hit, not a second fetch of the object. (Before: a third GET
+    of the object and a MISS; the miss step looked again only before the opening.) The fake
+    upstream holds the opening's answer until the whole GET is stored."""
+    fake = faulty_upstream
+    gate = threading.Event()
+    body = os.urandom(64 * KiB)
+    fake.put("small", body, faults.held_ranges(gate))
+    gw = gateway(fake.upstream())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        ranged = pool.submit(_get, gw, "small", {"Range": "bytes=100-199"})
+        deadline = time.monotonic() + 60
+        while fake.count("small") < 1:
+            assert time.monotonic() < deadline, "the range's opening never reached the upstream"
+            time.sleep(0.02)
+        whole = _get(gw, "small")
+        assert whole.status == 200 and whole.body == body
+        assert gw.stats_when(lambda st: st["objects"] == 1)["objects"] == 1
+        gate.set()
+        reply = ranged.result(timeout=60)
+    assert reply.status == 206 and reply.body == body[100:200], (reply.status, reply.error)
+    asked = [(m, t, h.get("range")) for m, t, h in fake.requests()]
+    assert [a for a in asked if a[2] is None] == [("GET", "/test/small", None)], asked  # once
+    gw.assert_cache(reply.headers, "HIT")

@@ -63,6 +63,7 @@ class Fault:
     part: tuple = None  # lying_status: (first, last) body bytes sent, or None: the whole body
     ranges: bool = False  # answer a GET with Range as S3 does (206), the fault striking only
     # GETs of the whole object (a trickle trickles ranges too); False: Range is ignored
+    range_gate: threading.Event = None  # held_ranges: a ranged GET is answered once it is set
 
 
 def normal(etag=None, checksums=None, headers=None, ranges=False):
@@ -71,6 +72,12 @@ def normal(etag=None, checksums=None, headers=None, ranges=False):
     checksums: x-amz-checksum-* headers to send when the request asks for them;
     headers: more headers to send with every answer; ranges: see Fault.ranges."""
     return Fault("normal", etag=etag, checksums=checksums, headers=headers, ranges=ranges)
+
+
+def held_ranges(gate):
+    """As normal(ranges=True), but a GET with Range is answered only once gate (a
+    threading.Event) is set: the test decides when an answer to a range arrives."""
+    return Fault("normal", ranges=True, range_gate=gate)
 
 
 def no_etag():
@@ -494,6 +501,8 @@ class FaultyUpstream:
     def _send_range(self, conn, key, obj, value, fault):
         """A 206 of bytes=first-last (the only form the gateway sends upstream), trickled for
         a trickle fault."""
+        if fault.range_gate is not None and not fault.range_gate.wait(60):
+            raise _Closed()  # never released: the test failed already
         first, last = (int(x) for x in value.split("=", 1)[1].split("-"))
         last = min(last, len(obj.body) - 1)
         part = obj.body[first:last + 1]
