@@ -207,6 +207,17 @@ struct st_wtxn {
     struct st_undo *undo;
     size_t n_undo;
     size_t cap_undo;
+    /* The chunks and blocks this transaction wrote, recorded as checked once it commits
+     * (st_mark_written); a value the record does not keep is not listed. */
+    struct st_written *written;
+    size_t n_written;
+    size_t cap_written;
+};
+
+/* A value written in a write transaction: its table and key. */
+struct st_written {
+    bool block; /* dbi_blocks (its CRC32C after its bytes), else dbi_chunks */
+    unsigned char key[ST_CKEY_LEN];
 };
 
 /* store_err.c */
@@ -330,6 +341,22 @@ bool st_needs_check(store *st, const void *data, size_t len);
  * it with want; on a match records the value as checked. True if it matched.
  */
 bool st_check(store *st, MDB_txn *txn, const void *data, size_t len, uint32_t want);
+
+/*
+ * Whether the record would keep a value of len bytes: one smaller is checked at every read
+ * (its CRC32C costs about what the residency test does), so its writer need not list it.
+ */
+bool st_tracks_len(const store *st, size_t len);
+
+/*
+ * Records as checked the value at data (len bytes, as a read transaction begun after the
+ * commit that wrote it returns them) that this process's writer has just committed, so its
+ * first read does not compute the CRC32C the writer computed from the same bytes. Sound
+ * because LMDB (without MDB_WRITEMAP) writes those bytes to the page cache in the commit: a
+ * page that leaves it is seen by the residency test and checked when read back; and only
+ * the writer, the caller, deletes values, so no deletion can race the set. Cannot fail.
+ */
+void st_mark_written(store *st, const void *data, size_t len);
 
 /*
  * Takes the value at data (len bytes, in the map) out of the record, so that reads check it

@@ -118,6 +118,54 @@ static void undo_rollback(struct st_wtxn *w)
     undo_free(w);
 }
 
+static void written_free(struct st_wtxn *w)
+{
+    free(w->written);
+    w->written = NULL;
+    w->n_written = 0;
+    w->cap_written = 0;
+}
+
+/* Lists a value the transaction wrote, for st_mark_written() at the commit. Out of memory,
+ * it is left out: its first read then checks it, as any. */
+static void written_add(struct st_wtxn *w, bool block, const unsigned char *key, size_t len)
+{
+    if (!st_tracks_len(w->st, len))
+        return;
+    if (w->n_written == w->cap_written) {
+        size_t cap = w->cap_written ? 2 * w->cap_written : 64;
+        struct st_written *grown = realloc(w->written, cap * sizeof(*grown));
+        if (grown == NULL)
+            return;
+        w->written = grown;
+        w->cap_written = cap;
+    }
+    struct st_written *x = &w->written[w->n_written++];
+    x->block = block;
+    memcpy(x->key, key, ST_CKEY_LEN);
+}
+
+/* Records the values the committed transaction wrote as checked (st_mark_written), found
+ * where the commit put them in the map. A value deleted later in the same transaction is
+ * not found; one written again under its key is the one found. */
+static void mark_written(struct st_wtxn *w)
+{
+    store *st = w->st;
+    MDB_txn *txn = NULL;
+    if (w->n_written > 0 && st_rtxn_begin(st, &txn) == SC_OK) {
+        for (size_t i = 0; i < w->n_written; i++) {
+            const struct st_written *x = &w->written[i];
+            MDB_val k = {.mv_size = ST_CKEY_LEN, .mv_data = (void *)x->key}, v;
+            if (mdb_get(txn, x->block ? st->dbi_blocks : st->dbi_chunks, &k, &v) != 0)
+                continue;
+            size_t len = x->block && v.mv_size >= ST_CRC_LEN ? v.mv_size - ST_CRC_LEN : v.mv_size;
+            st_mark_written(st, v.mv_data, len); /* the length its reads check */
+        }
+        st_rtxn_end(st, txn);
+    }
+    written_free(w);
+}
+
 sc_code st_wtxn_begin(store *st, struct st_wtxn *w)
 {
     memset(w, 0, sizeof(*w));
@@ -136,6 +184,7 @@ void st_wtxn_abort(struct st_wtxn *w)
         mdb_txn_abort(w->txn);
     w->txn = NULL;
     undo_rollback(w);
+    written_free(w);
 }
 
 static sc_code put_next_id(struct st_wtxn *w)
@@ -177,10 +226,12 @@ sc_code st_wtxn_commit(struct st_wtxn *w)
     w->txn = NULL; /* freed by LMDB whether or not the commit worked */
     if (rc != SC_OK) {
         undo_rollback(w);
+        written_free(w);
         return rc;
     }
     publish(w);
     undo_free(w);
+    mark_written(w);
     return SC_OK;
 }
 
@@ -633,6 +684,8 @@ static sc_code write_object(struct st_wtxn *w, const struct st_job *job, const s
         MDB_val v = {.mv_size = len, .mv_data = (void *)chunk};
         /* Never over an older value: its pages would be freed without st_forget(). */
         mrc = mdb_put(w->txn, st->dbi_chunks, &k, &v, MDB_NOOVERWRITE);
+        if (mrc == 0)
+            written_add(w, false, ckey, len);
     }
     if (mrc != 0)
         return st_lmdb_err(mrc, "writing a chunk");
@@ -772,6 +825,7 @@ static sc_code write_block(struct st_wtxn *w, uint64_t id, const struct st_job *
         return st_lmdb_err(mrc, "writing a block");
     memcpy(v.mv_data, job->body, (size_t)job->size);
     st_put_crc((unsigned char *)v.mv_data + job->size, crc32c(0, job->body, (size_t)job->size));
+    written_add(w, true, bkey, (size_t)job->size);
     return SC_OK;
 }
 

@@ -13,15 +13,23 @@
  * mincore() on a file mapping only to a process that owns the file or may write it, and
  * claims every page resident to others; LMDB opened data.mdb for writing, so this one may.)
  *
+ * A value this process's writer stores counts as checked from its commit (st_mark_written):
+ * the writer computed its CRC32C from the bytes LMDB then wrote into the page cache (no
+ * MDB_WRITEMAP), so a first read from there would compute the same and prove nothing; a
+ * page that leaves the page cache is checked when read back, as any. Only a change made in
+ * the page cache itself before the first read is then left to the scrubber (case 3 below),
+ * which the first read used to catch. The writer sets the bit after its commit, and is the
+ * only deleter of values, so no deletion can race the set.
+ *
  * The record is one bit per page of the map, set on the first page of a value whose
- * check passed (map size / 32768 bytes of address space, e.g. 40 MiB for a 1 TiB cache,
- * resident only where bits were set: about 4 bytes per cached 100 KiB object). A value
- * larger than a page lives in overflow pages of its own, so at any time no two values
- * start on one page. Values of LMDB are copy-on-write: the pages of a value are never
- * written while it exists; they are freed when it is deleted (chunks and blocks are never
- * replaced in place: the writer puts them with MDB_NOOVERWRITE) and another value may
- * then start on one of them. So a bit is sound if it is cleared when its value is deleted
- * and never set again for that value afterwards:
+ * check passed, or that the writer stored (map size / 32768 bytes of address space, e.g.
+ * 40 MiB for a 1 TiB cache, resident only where bits were set: about 4 bytes per cached
+ * 100 KiB object). A value larger than a page lives in overflow pages of its own, so at
+ * any time no two values start on one page. Values of LMDB are copy-on-write: the pages
+ * of a value are never written while it exists; they are freed when it is deleted (chunks
+ * and blocks are never replaced in place: the writer puts them with MDB_NOOVERWRITE) and
+ * another value may then start on one of them. So a bit is sound if it is cleared when
+ * its value is deleted and never set again for that value afterwards:
  *   - The writer calls st_forget() for every chunk and block it deletes, in the deleting
  *     transaction T: it stores T into forgot[slot of the page], then clears the bit.
  *   - A reader sets the bit after its check passed, then loads forgot[slot]: if it is
@@ -165,6 +173,18 @@ bool st_needs_check(store *st, const void *data, size_t len)
         return false;
     atomic_fetch_add_explicit(&st->checks, 1, memory_order_relaxed);
     return true;
+}
+
+bool st_tracks_len(const store *st, size_t len)
+{
+    return st->verify && st->checked != NULL && len >= CHECK_ALWAYS_BELOW && len >= st->page;
+}
+
+void st_mark_written(store *st, const void *data, size_t len)
+{
+    size_t page = first_page(st, data, len);
+    if (st->verify && page != SIZE_MAX)
+        atomic_fetch_or(&st->checked[page / 64], 1ull << (page % 64));
 }
 
 void st_uncheck(store *st, const void *data, size_t len)

@@ -768,7 +768,7 @@ def test_a_block_rotten_on_disk_is_fetched_again_and_never_served(upstream, gate
     gw.require_real()
     _assert_whole(_get(gw, key), body)
     gw.stats_when(lambda st: st["used_bytes"] >= size, timeout=60)
-    gw.flip_in_store(body[3 * BLOCK + 4096:3 * BLOCK + 4160])
+    gw.rot_on_disk(body[3 * BLOCK + 4096:3 * BLOCK + 4160])
     first, last = 2 * BLOCK + 5, 4 * BLOCK + 5  # blocks 2..4, all cached, 3 rotten
     gw.proxy.reset_counters()
     _assert_part(_range(gw, key, first, last), body, first, last)

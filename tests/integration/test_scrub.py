@@ -1,11 +1,13 @@
 """Checksums once per residency, and the scrubber (--scrub-rate).
 
-A hit checks a chunk's CRC32C the first time it serves it after a start, and again only once
-its pages have left the page cache; what changes in data.mdb while it stays resident (another
-process writing the file) is caught by the scrubber, which checks every chunk and block in
-turn whether anyone reads it or not. What the tests change is data.mdb, through the page cache
-of the running gateway, as in test_large_objects.py; the upstream is the fault-injecting fake,
-which counts the GETs it answers.
+A hit checks a chunk's CRC32C when its bytes may have come from the disk: the first time it
+serves one stored before the start, and again only once its pages have left the page cache
+(what the gateway's writer stored is in the page cache as the writer checked it). What
+changes in data.mdb while it stays resident (another process writing the file) is caught by
+the scrubber, which checks every chunk and block in turn whether anyone reads it or not. The
+tests change data.mdb through the page cache of the running gateway, or on the disk with
+O_DIRECT (harness/gateway.py); the upstream is the fault-injecting fake, which counts the GETs
+it answers.
 """
 import os
 import re
@@ -63,15 +65,23 @@ def test_the_scrubber_finds_a_rotten_chunk_and_the_next_get_refetches_it(faulty_
     assert _metric(gw, "s3cached_scrubbed_bytes_total") >= len(body)
 
 
-def test_a_hit_computes_a_chunks_checksum_once_while_it_stays_resident(faulty_upstream, gateway):
+def test_a_hit_checks_a_chunk_only_when_its_bytes_come_back_from_the_disk(faulty_upstream,
+                                                                        gateway):
+    """The store's writer computed the CRC32C of the bytes it wrote into the page cache: hits
+    of them are not checked. Once a page of the chunk has left the page cache, the next hit
+    checks it (its bytes come back from the disk), and then not again while it stays."""
     fake = faulty_upstream
     key = "once/obj"
-    body = s3util.data(100 * KiB, seed=key)
+    body = os.urandom(100 * KiB)  # found in data.mdb by its bytes
     fake.put(key, body, faults.normal())
     gw = faults.start_gateway(gateway, fake, "--scrub-rate", "0")
     _get_exact(gw, key, body, "MISS")
     gw.stats_when(lambda s: s["fills_stored"] == 1)
     assert gw.stats()["checksums"] == 0  # the fill served the upstream's bytes
+    for _ in range(5):
+        _get_exact(gw, key, body, "HIT")
+    assert gw.stats()["checksums"] == 0  # the writer's bytes, still in the page cache
+    gw.drop_from_page_cache(body[50 * KiB:50 * KiB + 64])
     for _ in range(5):
         _get_exact(gw, key, body, "HIT")
     st = gw.stats()

@@ -213,7 +213,7 @@ def test_range_inside_one_block_is_zero_copy_and_across_blocks_is_not(s3rver, ga
 def test_a_chunk_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
     size = 200 * KiB
     gw, key, body = _one_cached(s3rver, gateway, size)
-    gw.flip_in_store(body[50000:50064])
+    gw.rot_on_disk(body[50000:50064])
     hits, sent = _counters(gw)
     stored = _stored(gw.stats())
     r = _get(gw, key)
@@ -229,7 +229,7 @@ def test_a_chunk_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
 def test_a_block_rotten_before_its_first_hit_is_never_sent(s3rver, gateway):
     size = 2 * BLOCK + 300 * KiB
     gw, key, body = _one_cached(s3rver, gateway, size, block=BLOCK, cache_size="64M")
-    gw.flip_in_store(body[BLOCK + 4096:BLOCK + 4160])
+    gw.rot_on_disk(body[BLOCK + 4096:BLOCK + 4160])
     hits, sent = _counters(gw)
     stored = _stored(gw.stats())
     first, last = BLOCK + 100, BLOCK + 300 * KiB

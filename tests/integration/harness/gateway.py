@@ -212,6 +212,42 @@ class Gateway:
             f.seek(at)
             f.write(bytes([data[at] ^ 0xFF]))
 
+    def rot_on_disk(self, needle):
+        """Flips one byte of the only copy of needle in data.mdb on the disk, as rot would,
+        under the running gateway: written with O_DIRECT, which also drops that page from
+        the page cache (and from the gateway's map), so the next read of it comes from the
+        disk. (flip_in_store changes the cached page itself, which only the scrubber sees
+        once the value was checked, or written by this gateway.) A cache dir on a file system
+        without O_DIRECT (tmpfs: no disk behind the page cache) skips the test."""
+        self._rewrite_on_disk(needle, flip=True)
+
+    def drop_from_page_cache(self, needle):
+        """Drops the page of data.mdb that holds needle from the page cache, bytes unchanged
+        (the same page written back with O_DIRECT): its next read comes from the disk."""
+        self._rewrite_on_disk(needle, flip=False)
+
+    def _rewrite_on_disk(self, needle, flip):
+        import mmap
+        path = os.path.join(self.cache_dir, "data.mdb")
+        with open(path, "rb") as f:
+            data = f.read()
+        at = data.find(needle)
+        assert at >= 0 and data.find(needle, at + 1) < 0, "the bytes are not in data.mdb once"
+        page = 4096
+        base = at - at % page
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_DIRECT)
+        except OSError as e:
+            pytest.skip("no O_DIRECT on the cache dir's file system (%s): no disk" % e)
+        try:
+            buf = mmap.mmap(-1, page)  # page-aligned, as O_DIRECT needs
+            assert os.preadv(fd, [buf], base) == page
+            if flip:
+                buf[at - base] ^= 0xFF
+            assert os.pwritev(fd, [buf], base) == page
+        finally:
+            os.close(fd)
+
     def restart(self):
         """Stops and starts again on the same port and cache dir."""
         self.stop()
