@@ -217,11 +217,7 @@ void mf_kick_registrar(struct mf_registry *r)
     pthread_mutex_lock(&r->wake_mu);
     r->parse_pending = true;
     pthread_cond_signal(&r->parse_wake);
-    pthread_cond_signal(&r->fleet_wake);
     pthread_mutex_unlock(&r->wake_mu);
-    if (r->fleet_running)
-        pthread_join(r->fleet_thread, NULL); /* after the peer call it waits for, if any */
-    r->fleet_running = false;
 }
 
 /* Fills futs (if not NULL) with the active jobs' futures, oldest first; returns how many. */

@@ -210,3 +210,22 @@ def test_a_gateway_down_at_a_withdrawal_drops_it_when_it_returns(upstream, make_
     # The origin does not send it back: it stays withdrawn everywhere.
     time.sleep(2 * 3 + 1)
     assert [progress(g, mid) for g in fleet.gateways] == [None, None, None]
+
+
+def test_a_manifest_over_a_mib_registers_on_a_fleet(upstream, make_fleet):
+    """A body over 1 MiB is parsed by the registrar thread. On a fleet, handing it over used to
+    wait for the fleet thread to end (which it does only at shutdown): the POST never got an
+    answer, and every later registration waited behind it."""
+    prefix = s3util.unique_key("fleet-mf-big")
+    bodies = seed(upstream, prefix, n=5)
+    fleet = make_fleet(upstream)
+    keys = sorted(bodies) + ["%s/never-read/%07d-%s" % (prefix, i, "x" * 20)
+                             for i in range(30000)]  # about 1.6 MB of JSON
+    status, reply, _ = api(fleet[0], "POST", "manifests",
+                           {"bucket": upstream.bucket, "keys": keys, "prefetch": False})
+    assert status in (201, 202), reply
+    mid = reply["id"]
+    wait_for("the large registration on every gateway", lambda: known_everywhere(fleet, mid))
+    small = register_keys(fleet[0], upstream, bodies)  # the registry is not stuck
+    wait_for("a later registration on every gateway",
+             lambda: known_everywhere(fleet, small["id"]))
