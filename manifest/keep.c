@@ -117,6 +117,35 @@ void mf_log_decisions_of(const struct mf_registry *r, const struct mf *j, const 
             mf_log_decision(r, id, e, plan_epoch_decision(j->plan, e), len);
 }
 
+/* The registry's id counter kept in <dir>/next-id (0: none or unreadable). */
+uint64_t mf_read_next_id(const struct mf_registry *r)
+{
+    char path[4096], line[32];
+    unsigned long long n = 0;
+    FILE *f = file_of(r, "next-id", "", path, sizeof(path)) ? fopen(path, "r") : NULL;
+    if (f && (fgets(line, sizeof(line), f) == NULL || sscanf(line, "%llu", &n) != 1))
+        n = 0;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+void mf_save_next_id(const struct mf_registry *r, uint64_t next)
+{
+    char path[4096], tmp[4096];
+    if (!file_of(r, "next-id", "", path, sizeof(path)) ||
+        !file_of(r, "next-id", ".new", tmp, sizeof(tmp)))
+        return;
+    FILE *f = fopen(tmp, "w");
+    bool ok = f && fprintf(f, "%llu\n", (unsigned long long)next) > 0;
+    if (f && fclose(f) != 0)
+        ok = false;
+    if (!ok || rename(tmp, path) != 0) {
+        sc_warn("cannot keep the manifests' id counter in %s: %s", r->cfg.dir, strerror(errno));
+        unlink(tmp);
+    }
+}
+
 /* The step kept for registration id's job (0: none), so a restart resumes there. */
 uint64_t mf_read_step(const struct mf_registry *r, const char *id)
 {

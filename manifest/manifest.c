@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/clock.h"
@@ -530,7 +531,7 @@ static sc_code create(mf_registry *r, const char *given, const char *body, size_
         rc = SC_EINVAL;
     if (rc == SC_OK) {
         if (given == NULL)
-            r->next_id++;
+            mf_save_next_id(r, ++r->next_id);
         if (given == NULL)
             atomic_fetch_add(&r->registered_client, 1);
         mf_persist(r, id, body, len);
@@ -662,6 +663,14 @@ json_t *mf_progress(mf_registry *r, const char *id)
         o = registration_progress(m, true);
     pthread_rwlock_unlock(&r->list_lock);
     return o;
+}
+
+bool mf_known(mf_registry *r, const char *id)
+{
+    pthread_rwlock_rdlock(&r->list_lock);
+    bool known = find(r, id) != NULL;
+    pthread_rwlock_unlock(&r->list_lock);
+    return known;
 }
 
 json_t *mf_list(mf_registry *r)
@@ -1040,6 +1049,19 @@ static void *fleet_main(void *arg)
     return NULL;
 }
 
+/*
+ * The registry's first id: the counter kept in the cache directory; without one, 1 alone, and
+ * on a fleet the time in seconds, so that a gateway that lost its cache directory never gives
+ * an id its peers may still hold from before (fleet_reconcile.c compares ids).
+ */
+static uint64_t first_id(const struct mf_registry *r)
+{
+    uint64_t kept = mf_read_next_id(r);
+    if (kept > 0)
+        return kept;
+    return r->cfg.fleet != NULL ? (uint64_t)time(NULL) : 1;
+}
+
 /* Registers the manifests kept in the directory, oldest first. */
 static sc_code reload(struct mf_registry *r)
 {
@@ -1088,7 +1110,7 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
         return SC_ENOMEM;
     }
     r->cfg.dir = r->dir;
-    r->next_id = 1;
+    r->next_id = first_id(r);
     if (cfg->fleet != NULL)
         mf_fleet_tag(fleet_self(cfg->fleet), r->id_tag);
     pthread_mutex_init(&r->reg_mu, NULL);

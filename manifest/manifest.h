@@ -85,6 +85,10 @@ sc_code mf_create_forwarded(mf_registry *r, const char *id, const char *body, si
 /* @brief One manifest's progress (with failures), or NULL if unknown / out of memory. */
 json_t *mf_progress(mf_registry *r, const char *id);
 
+/* @brief Whether registration id is registered here (a progress that could not be built for
+ * want of memory is not an unknown id: the fleet takes a 404 as "withdrawn"). */
+bool mf_known(mf_registry *r, const char *id);
+
 /* @brief {"manifests": [progress without failures, ...]}, or NULL when out of memory. */
 json_t *mf_list(mf_registry *r);
 

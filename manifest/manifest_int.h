@@ -249,6 +249,14 @@ bool mf_starts_an_item(const struct mf *m, uint64_t khash, uint64_t first);
 /* @brief Keeps registration id's body (<id>.json). */
 void mf_persist(struct mf_registry *r, const char *id, const char *body, size_t len);
 
+/* @brief The id counter kept in the cache directory (<dir>/next-id; 0: none), so that an id
+ * is never given twice, even after its registration was withdrawn and the gateway restarted
+ * (a peer may still hold the old one: fleet_reconcile.c compares ids). */
+uint64_t mf_read_next_id(const struct mf_registry *r);
+
+/* @brief Keeps the id counter (written whole, by rename). */
+void mf_save_next_id(const struct mf_registry *r, uint64_t next);
+
 /* @brief Registration id's kept body (malloc'd, *len bytes), or NULL: none, or unreadable. */
 char *mf_read_kept(const struct mf_registry *r, const char *id, size_t *len);
 

@@ -245,7 +245,9 @@ static enum MHD_Result one_manifest(struct gw_req *q, const char *rest)
                          : mf_cancel(q->g->manifests, id);
     else
         return not_allowed(q);
-    if (o == NULL) /* out of memory looks the same; rare enough to call it unknown */
+    if (o == NULL && mf_known(q->g->manifests, id)) /* out of memory: peers read 404 as gone */
+        return respond_problem(q, API_BUSY, "cannot answer for this manifest now; retry");
+    if (o == NULL)
         return respond_problem(q, API_NOT_FOUND, "no such manifest");
     return respond_json(q, 200, o);
 }

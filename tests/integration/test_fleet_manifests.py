@@ -229,3 +229,26 @@ def test_a_manifest_over_a_mib_registers_on_a_fleet(upstream, make_fleet):
     small = register_keys(fleet[0], upstream, bodies)  # the registry is not stuck
     wait_for("a later registration on every gateway",
              lambda: known_everywhere(fleet, small["id"]))
+
+
+def test_an_id_is_never_given_twice_even_after_a_withdrawal_and_a_restart(upstream,
+                                                                          make_fleet):
+    """Mending compares ids: a withdrawn registration's id given again to another body (after
+    the origin restarted with nothing above it kept) would pass a stale copy on a peer that
+    was down for the new one, and the peer would never get the new one."""
+    prefix = s3util.unique_key("fleet-mf-ids")
+    bodies = seed(upstream, prefix, n=10)
+    fleet = make_fleet(upstream)
+    old = register_keys(fleet[0], upstream, bodies)["id"]
+    wait_for("the registration on every gateway", lambda: known_everywhere(fleet, old))
+    fleet[2].stop(kill=True)
+    status, gone, _ = api(fleet[0], "DELETE", "manifests/" + old)
+    assert status == 200, gone
+    fleet[0].restart()
+    half = {k: bodies[k] for k in sorted(bodies)[:5]}
+    new = register_keys(fleet[0], upstream, half)["id"]
+    assert new != old
+    fleet[2].start()
+    wait_for("gateway 2 without the withdrawn registration and with the new one",
+             lambda: progress(fleet[2], old) is None and progress(fleet[2], new) is not None)
+    assert progress(fleet[2], new)["objects_total"] == 5
