@@ -7,7 +7,10 @@
  *  - the origin asks every live peer for each registration it holds, and sends it again to a
  *    peer that answers 404 in two passes in a row (one pass could race the first sending);
  *  - a gateway holding a copy asks the origin, and withdraws its copy when the origin answers
- *    404 in two passes in a row: the registration was withdrawn while this gateway was down.
+ *    404 in two passes in a row: the registration was withdrawn while this gateway was down;
+ *  - a gateway through which a client withdrew a registration posted elsewhere sends the
+ *    withdrawal to the origin again until the origin answers 404 (the origin may have been
+ *    down, and would otherwise send the registration out again when back).
  * A registration whose origin is not in the membership (gone, or come back under another URL)
  * is left as it is, as are ids two members' tags would both claim.
  */
@@ -159,12 +162,37 @@ static bool withdrawn_at_origin(struct mf_registry *r, const char *id, const cha
     return true;
 }
 
+/*
+ * The withdrawals a client made here of registrations posted elsewhere: sent to the origin
+ * again while it still has the registration (it may have been down, or the first sending
+ * failed); forgotten once it answers 404. Until then a copy forwarded here is refused
+ * (manifest.c), so the origin's mending cannot bring the registration back here.
+ */
+static void retry_withdrawals(struct mf_registry *r, const struct fleet_peer_info *peers, size_t n)
+{
+    size_t n_gone;
+    char(*gone)[MF_ID_MAX] = mf_withdrawals(r, &n_gone);
+    for (size_t i = 0; gone && i < n_gone; i++) {
+        const char *tag = strchr(gone[i], '-');
+        const struct fleet_peer_info *origin = tag ? origin_of(tag, peers, n) : NULL;
+        if (origin == NULL || origin->state != FLEET_UP)
+            continue; /* kept until the origin can be asked */
+        if (peer_lacks(r, origin->url, gone[i]))
+            mf_forget_withdrawal(r, gone[i]);
+        else
+            mf_send_to_peer(r, origin->url, gone[i], NULL, 0);
+    }
+    free(gone);
+}
+
 char (*mf_reconcile(struct mf_registry *r, size_t *n))[MF_ID_MAX]
 {
     size_t n_ids, n_peers = 0, k = 0;
     char(*ids)[MF_ID_MAX] = registrations(r, &n_ids);
-    struct fleet_peer_info *peers = n_ids ? mf_other_peers(r, &n_peers) : NULL;
+    struct fleet_peer_info *peers = mf_other_peers(r, &n_peers);
     struct misses now = {0};
+    if (peers != NULL)
+        retry_withdrawals(r, peers, n_peers);
     for (size_t i = 0; peers && i < n_ids; i++) {
         const char *tag = strchr(ids[i], '-');
         if (tag == NULL) /* registered before this gateway was on a fleet */

@@ -4,6 +4,7 @@
  * (<id>.step, written whole by rename) and a cache-aware job's decisions (<id>.cached,
  * appended, a torn end cut off).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,54 @@ void mf_log_decisions_of(const struct mf_registry *r, const struct mf *j, const 
     for (uint32_t e = 0; e < plan_epochs(j->plan); e++)
         if (plan_epoch_decision(j->plan, e) != NULL)
             mf_log_decision(r, id, e, plan_epoch_decision(j->plan, e), len);
+}
+
+void mf_keep_withdrawal(const struct mf_registry *r, const char *id)
+{
+    char path[4096];
+    FILE *f = file_of(r, id, ".withdrawn", path, sizeof(path)) ? fopen(path, "w") : NULL;
+    if ((f == NULL || fclose(f) != 0) && r->cfg.dir != NULL)
+        sc_warn("manifest %s: cannot keep its withdrawal in %s: %s", id, r->cfg.dir,
+                strerror(errno));
+}
+
+bool mf_withdrawn_here(const struct mf_registry *r, const char *id)
+{
+    char path[4096];
+    return file_of(r, id, ".withdrawn", path, sizeof(path)) && access(path, F_OK) == 0;
+}
+
+void mf_forget_withdrawal(const struct mf_registry *r, const char *id)
+{
+    char path[4096];
+    if (file_of(r, id, ".withdrawn", path, sizeof(path)))
+        unlink(path);
+}
+
+char (*mf_withdrawals(const struct mf_registry *r, size_t *n))[MF_ID_MAX]
+{
+    static const char suffix[] = ".withdrawn";
+    size_t k = 0, cap = 0;
+    char(*ids)[MF_ID_MAX] = NULL;
+    DIR *d = r->cfg.dir ? opendir(r->cfg.dir) : NULL;
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name), idlen = len - (sizeof(suffix) - 1);
+        if (len <= sizeof(suffix) - 1 || idlen >= MF_ID_MAX || e->d_name[0] != 'm' ||
+            strcmp(e->d_name + idlen, suffix) != 0)
+            continue;
+        if (k == cap) {
+            char(*grown)[MF_ID_MAX] = realloc(ids, (cap = cap ? 2 * cap : 8) * sizeof(*ids));
+            if (grown == NULL)
+                break;
+            ids = grown;
+        }
+        snprintf(ids[k++], MF_ID_MAX, "%.*s", (int)idlen, e->d_name);
+    }
+    if (d != NULL)
+        closedir(d);
+    *n = k;
+    return ids;
 }
 
 /* The registry's id counter kept in <dir>/next-id (0: none or unreadable). */

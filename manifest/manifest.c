@@ -521,6 +521,9 @@ static sc_code create(mf_registry *r, const char *given, const char *body, size_
     sc_code rc = SC_EBUSY;
     if (given != NULL && find(r, id) != NULL)
         api_err_set(err, API_INVALID_FIELD, "manifest %s is registered here already", id);
+    else if (given != NULL && mf_withdrawn_here(r, id))
+        api_err_set(err, API_INVALID_FIELD, "manifest %s was withdrawn through this gateway",
+                    id); /* its origin has not learnt it yet: fleet_reconcile.c */
     else if (len > MF_PARSE_INLINE_MAX && waiting + len > MF_PARSE_PENDING_MAX)
         api_err_set(err, API_BUSY,
                     "%llu bytes of manifests wait to be parsed already; retry when they are",
@@ -903,9 +906,18 @@ static json_t *cancel(mf_registry *r, const char *id)
     return o;
 }
 
+/* Whether registration id was posted to another gateway of the fleet (its tag is not ours). */
+static bool posted_elsewhere(const struct mf_registry *r, const char *id)
+{
+    const char *tag = strchr(id, '-');
+    return r->cfg.fleet != NULL && tag != NULL && strcmp(tag, r->id_tag) != 0;
+}
+
 json_t *mf_cancel(mf_registry *r, const char *id)
 {
     json_t *o = cancel(r, id);
+    if (o != NULL && posted_elsewhere(r, id))
+        mf_keep_withdrawal(r, id); /* until its origin has it: it may be down now */
     if (o != NULL)
         mf_forward(r, id, NULL, 0);
     return o;

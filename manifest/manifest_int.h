@@ -249,6 +249,20 @@ bool mf_starts_an_item(const struct mf *m, uint64_t khash, uint64_t first);
 /* @brief Keeps registration id's body (<id>.json). */
 void mf_persist(struct mf_registry *r, const char *id, const char *body, size_t len);
 
+/* @brief Keeps, in <dir>/<id>.withdrawn, that a client withdrew registration id here, on a
+ * gateway that is not its origin: until the origin no longer has it, the withdrawal is sent
+ * to the origin again (fleet_reconcile.c) and a copy forwarded here is refused. */
+void mf_keep_withdrawal(const struct mf_registry *r, const char *id);
+
+/* @brief Whether a withdrawal of id is kept here (mf_keep_withdrawal). */
+bool mf_withdrawn_here(const struct mf_registry *r, const char *id);
+
+/* @brief Forgets a kept withdrawal (its origin no longer has the registration). */
+void mf_forget_withdrawal(const struct mf_registry *r, const char *id);
+
+/* @brief The ids of the withdrawals kept here; *n of them (malloc'd, NULL when none). */
+char (*mf_withdrawals(const struct mf_registry *r, size_t *n))[MF_ID_MAX];
+
 /* @brief The id counter kept in the cache directory (<dir>/next-id; 0: none), so that an id
  * is never given twice, even after its registration was withdrawn and the gateway restarted
  * (a peer may still hold the old one: fleet_reconcile.c compares ids). */

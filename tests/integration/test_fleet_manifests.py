@@ -252,3 +252,22 @@ def test_an_id_is_never_given_twice_even_after_a_withdrawal_and_a_restart(upstre
     wait_for("gateway 2 without the withdrawn registration and with the new one",
              lambda: progress(fleet[2], old) is None and progress(fleet[2], new) is not None)
     assert progress(fleet[2], new)["objects_total"] == 5
+
+
+def test_a_withdrawal_through_a_peer_while_the_origin_is_down_reaches_it_when_it_returns(
+        upstream, make_fleet):
+    """The origin mends peers that lack its registrations; one withdrawn through another
+    gateway while the origin was down must reach the origin, not come back from it."""
+    prefix = s3util.unique_key("fleet-mf-origin-down")
+    bodies = seed(upstream, prefix, n=10)
+    fleet = make_fleet(upstream)
+    mid = register_keys(fleet[0], upstream, bodies)["id"]
+    wait_for("the registration on every gateway", lambda: known_everywhere(fleet, mid))
+    fleet[0].stop(kill=True)
+    status, gone, _ = api(fleet[1], "DELETE", "manifests/" + mid)
+    assert status == 200 and gone["state"] == "canceled", gone
+    wait_for("the withdrawal on gateway 2", lambda: progress(fleet[2], mid) is None)
+    fleet[0].start()  # registers it again from its cache directory
+    wait_for("the withdrawal on the returned origin", lambda: progress(fleet[0], mid) is None)
+    time.sleep(2 * 3 + 1)  # two mending passes: nothing sends it out again
+    assert [progress(g, mid) for g in fleet.gateways] == [None, None, None]
