@@ -245,7 +245,9 @@ static enum MHD_Result one_manifest(struct gw_req *q, const char *rest)
                          : mf_cancel(q->g->manifests, id);
     else
         return not_allowed(q);
-    if (o == NULL && mf_known(q->g->manifests, id)) /* out of memory: peers read 404 as gone */
+    /* A GET finds every listed id; NULL for one is out of memory, and peers read 404 as
+     * "withdrawn". (A DELETE of a registration withdrawn already is a 404.) */
+    if (o == NULL && is(q, "GET") && mf_known(q->g->manifests, id))
         return respond_problem(q, API_BUSY, "cannot answer for this manifest now; retry");
     if (o == NULL)
         return respond_problem(q, API_NOT_FOUND, "no such manifest");
