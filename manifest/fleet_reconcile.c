@@ -42,38 +42,18 @@ void mf_reconcile_free(struct mf_registry *r)
     r->n_misses = 0;
 }
 
-/* The ids of the registrations held here (parsed, not withdrawn); *n of them. */
-static char (*registrations(struct mf_registry *r, size_t *n))[MF_ID_MAX]
+/* A registration held here: parsed, not withdrawn. */
+static bool held(const struct mf *m)
 {
-    size_t k = 0, cap = 0;
-    char(*ids)[MF_ID_MAX] = NULL;
-    pthread_rwlock_rdlock(&r->list_lock);
-    for (struct mf *m = r->list; m; m = m->next) {
-        if (m->n_own == 0 || m->state == MF_CANCELED)
-            continue;
-        if (k == cap) {
-            char(*grown)[MF_ID_MAX] = realloc(ids, (cap = cap ? 2 * cap : 8) * sizeof(*ids));
-            if (grown == NULL)
-                break;
-            ids = grown;
-        }
-        memcpy(ids[k++], m->id, MF_ID_MAX);
-    }
-    pthread_rwlock_unlock(&r->list_lock);
-    *n = k;
-    return ids;
+    return m->n_own > 0 && m->state != MF_CANCELED;
 }
 
 /* Whether peer answers 404 for registration id: it does not hold it. No answer is not 404. */
 static bool peer_lacks(struct mf_registry *r, const char *peer, const char *id)
 {
-    char key[64];
-    snprintf(key, sizeof(key), "manifests/%s", id);
-    struct up_peer_call c = {.peer = peer, .method = "GET", .bucket = "_s3cached", .key = key};
     struct sc_buf answer;
-    sc_buf_init(&answer, 64 * 1024); /* a progress answer: only its status matters here */
-    long status = 0;
-    sc_code rc = up_peer_call(r->cfg.up, &c, &status, &answer);
+    long status;
+    sc_code rc = mf_ask_peer(r, peer, id, &status, &answer);
     sc_buf_free(&answer);
     return rc == SC_OK && status == 404;
 }
@@ -187,8 +167,10 @@ static void retry_withdrawals(struct mf_registry *r, const struct fleet_peer_inf
 
 char (*mf_reconcile(struct mf_registry *r, size_t *n))[MF_ID_MAX]
 {
-    size_t n_ids, n_peers = 0, k = 0;
-    char(*ids)[MF_ID_MAX] = registrations(r, &n_ids);
+    size_t n_peers = 0, k = 0;
+    struct mf_ids list = mf_listed_ids(r, held);
+    char(*ids)[MF_ID_MAX] = list.v;
+    size_t n_ids = list.n;
     struct fleet_peer_info *peers = mf_other_peers(r, &n_peers);
     struct misses now = {0};
     if (peers != NULL)

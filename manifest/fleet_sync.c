@@ -150,16 +150,23 @@ static bool parse_report(const struct sc_buf *answer, struct mf_peer_report *rep
     return ok;
 }
 
-/* Asks one live peer for its progress of registration id. */
-static void ask_peer(struct mf_registry *r, const char *id, struct mf_peer_report *rep)
+sc_code mf_ask_peer(struct mf_registry *r, const char *peer, const char *id, long *status,
+                    struct sc_buf *answer)
 {
     char key[64];
     snprintf(key, sizeof(key), "manifests/%s", id);
-    struct up_peer_call c = {.peer = rep->url, .method = "GET", .bucket = "_s3cached", .key = key};
+    struct up_peer_call c = {.peer = peer, .method = "GET", .bucket = "_s3cached", .key = key};
+    sc_buf_init(answer, REPORT_MAX_BODY);
+    *status = 0;
+    return up_peer_call(r->cfg.up, &c, status, answer);
+}
+
+/* Asks one live peer for its progress of registration id. */
+static void ask_peer(struct mf_registry *r, const char *id, struct mf_peer_report *rep)
+{
     struct sc_buf answer;
-    sc_buf_init(&answer, REPORT_MAX_BODY);
-    long status = 0;
-    sc_code rc = up_peer_call(r->cfg.up, &c, &status, &answer);
+    long status;
+    sc_code rc = mf_ask_peer(r, rep->url, id, &status, &answer);
     rep->reported = rc == SC_OK && status == 200 && parse_report(&answer, rep);
     rep->why = rep->reported   ? NULL
                : rc != SC_OK   ? "no answer"
@@ -206,28 +213,46 @@ static void poll_job(struct mf_registry *r, const char *id, const struct fleet_p
     store_reports(r, id, reps, n);
 }
 
+bool mf_ids_add(struct mf_ids *l, const char *id)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 8;
+        char(*grown)[MF_ID_MAX] = realloc(l->v, cap * sizeof(*grown));
+        if (grown == NULL)
+            return false;
+        l->v = grown;
+        l->cap = cap;
+    }
+    snprintf(l->v[l->n++], MF_ID_MAX, "%s", id);
+    return true;
+}
+
+struct mf_ids mf_listed_ids(struct mf_registry *r, bool (*keep)(const struct mf *m))
+{
+    struct mf_ids l = {0};
+    pthread_rwlock_rdlock(&r->list_lock);
+    for (struct mf *m = r->list; m; m = m->next)
+        if (keep(m) && !mf_ids_add(&l, m->id))
+            break;
+    pthread_rwlock_unlock(&r->list_lock);
+    return l;
+}
+
+/* A job at work, with its plan: one whose progress the peers are asked for. */
+static bool polled(const struct mf *m)
+{
+    return m->job == NULL && m->plan != NULL && mf_active(m);
+}
+
 void mf_poll_peers(struct mf_registry *r)
 {
-    size_t n_jobs = 0, cap = 0, n;
-    char(*ids)[MF_ID_MAX] = NULL;
-    pthread_rwlock_rdlock(&r->list_lock);
-    for (struct mf *m = r->list; m; m = m->next) {
-        if (m->job != NULL || m->plan == NULL || !mf_active(m))
-            continue;
-        if (n_jobs == cap) {
-            char(*grown)[MF_ID_MAX] = realloc(ids, (cap = cap ? 2 * cap : 8) * sizeof(*ids));
-            if (grown == NULL)
-                break;
-            ids = grown;
-        }
-        memcpy(ids[n_jobs++], m->id, MF_ID_MAX);
-    }
-    pthread_rwlock_unlock(&r->list_lock);
-    struct fleet_peer_info *peers = n_jobs ? mf_other_peers(r, &n) : NULL;
-    for (size_t i = 0; peers && i < n_jobs; i++)
-        poll_job(r, ids[i], peers, n);
+    size_t n;
+    struct mf_ids jobs = mf_listed_ids(r, polled);
+    struct fleet_peer_info *peers = jobs.n ? mf_other_peers(r, &n) : NULL;
+    for (size_t i = 0; peers && i < jobs.n; i++)
+        poll_job(r, jobs.v[i], peers, n);
     free(peers);
-    free(ids);
+    free(jobs.v);
 }
 
 struct mf_forward *mf_next_forward(struct mf_registry *r, int64_t poll_at_ms)

@@ -143,8 +143,8 @@ void mf_forget_withdrawal(const struct mf_registry *r, const char *id)
 char (*mf_withdrawals(const struct mf_registry *r, size_t *n))[MF_ID_MAX]
 {
     static const char suffix[] = ".withdrawn";
-    size_t k = 0, cap = 0;
-    char(*ids)[MF_ID_MAX] = NULL;
+    struct mf_ids l = {0};
+    char id[MF_ID_MAX];
     DIR *d = r->cfg.dir ? opendir(r->cfg.dir) : NULL;
     struct dirent *e;
     while (d != NULL && (e = readdir(d)) != NULL) {
@@ -152,79 +152,76 @@ char (*mf_withdrawals(const struct mf_registry *r, size_t *n))[MF_ID_MAX]
         if (len <= sizeof(suffix) - 1 || idlen >= MF_ID_MAX || e->d_name[0] != 'm' ||
             strcmp(e->d_name + idlen, suffix) != 0)
             continue;
-        if (k == cap) {
-            char(*grown)[MF_ID_MAX] = realloc(ids, (cap = cap ? 2 * cap : 8) * sizeof(*ids));
-            if (grown == NULL)
-                break;
-            ids = grown;
-        }
-        snprintf(ids[k++], MF_ID_MAX, "%.*s", (int)idlen, e->d_name);
+        snprintf(id, sizeof(id), "%.*s", (int)idlen, e->d_name);
+        if (!mf_ids_add(&l, id))
+            break;
     }
     if (d != NULL)
         closedir(d);
-    *n = k;
-    return ids;
+    *n = l.n;
+    return l.v;
 }
 
-/* The registry's id counter kept in <dir>/next-id (0: none or unreadable). */
-uint64_t mf_read_next_id(const struct mf_registry *r)
+/* The number kept in the file name + suffix of the cache directory (0: none, or unreadable). */
+static uint64_t read_number(const struct mf_registry *r, const char *name, const char *suffix)
 {
     char path[4096], line[32];
     unsigned long long n = 0;
-    FILE *f = file_of(r, "next-id", "", path, sizeof(path)) ? fopen(path, "r") : NULL;
-    if (f && (fgets(line, sizeof(line), f) == NULL || sscanf(line, "%llu", &n) != 1))
+    FILE *f = file_of(r, name, suffix, path, sizeof(path)) ? fopen(path, "r") : NULL;
+    if (f && (fgets(line, sizeof(line), f) == NULL || line[0] < '0' || line[0] > '9' ||
+              sscanf(line, "%llu", &n) != 1))
         n = 0;
     if (f)
         fclose(f);
     return n;
 }
 
-void mf_save_next_id(const struct mf_registry *r, uint64_t next)
+/* Writes n into the file name + suffix, whole or not at all (a new file renamed over the
+ * old); false (errno set) when it could not. */
+static bool write_number(const struct mf_registry *r, const char *name, const char *suffix,
+                         uint64_t n)
 {
-    char path[4096], tmp[4096];
-    if (!file_of(r, "next-id", "", path, sizeof(path)) ||
-        !file_of(r, "next-id", ".new", tmp, sizeof(tmp)))
-        return;
+    char path[4096], tmp[4096], tmp_suffix[32];
+    snprintf(tmp_suffix, sizeof(tmp_suffix), "%s.new", suffix);
+    if (!file_of(r, name, suffix, path, sizeof(path)) ||
+        !file_of(r, name, tmp_suffix, tmp, sizeof(tmp)))
+        return true; /* nothing kept without a cache directory */
     FILE *f = fopen(tmp, "w");
-    bool ok = f && fprintf(f, "%llu\n", (unsigned long long)next) > 0;
+    bool ok = f && fprintf(f, "%llu\n", (unsigned long long)n) > 0;
     if (f && fclose(f) != 0)
         ok = false;
     if (!ok || rename(tmp, path) != 0) {
-        sc_warn("cannot keep the manifests' id counter in %s: %s", r->cfg.dir, strerror(errno));
+        int err = errno;
         unlink(tmp);
+        errno = err;
+        return false;
     }
+    return true;
+}
+
+uint64_t mf_read_next_id(const struct mf_registry *r)
+{
+    return read_number(r, "next-id", "");
+}
+
+void mf_save_next_id(const struct mf_registry *r, uint64_t next)
+{
+    if (!write_number(r, "next-id", "", next))
+        sc_warn("cannot keep the manifests' id counter in %s: %s", r->cfg.dir, strerror(errno));
 }
 
 /* The step kept for registration id's job (0: none), so a restart resumes there. */
 uint64_t mf_read_step(const struct mf_registry *r, const char *id)
 {
-    char path[4096], line[32];
-    unsigned long long step = 0;
-    FILE *f = file_of(r, id, ".step", path, sizeof(path)) ? fopen(path, "r") : NULL;
-    if (f && (fgets(line, sizeof(line), f) == NULL || line[0] < '0' || line[0] > '9' ||
-              sscanf(line, "%llu", &step) != 1))
-        step = 0; /* unreadable: from the start */
-    if (f)
-        fclose(f);
-    return step;
+    return read_number(r, id, ".step"); /* unreadable: from the start */
 }
 
-/* Writes step as registration id's, whole or not at all (a new file renamed over the old). */
+/* Writes step as registration id's, whole or not at all. */
 static void write_step(const struct mf_registry *r, const char *id, uint64_t step)
 {
-    char path[4096], tmp[4096];
-    if (!file_of(r, id, ".step", path, sizeof(path)) ||
-        !file_of(r, id, ".step.new", tmp, sizeof(tmp)))
-        return;
-    FILE *f = fopen(tmp, "w");
-    bool ok = f && fprintf(f, "%llu\n", (unsigned long long)step) > 0;
-    if (f && fclose(f) != 0)
-        ok = false;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!write_number(r, id, ".step", step))
         sc_warn("cannot keep the position of manifest %s in %s: %s", id, r->cfg.dir,
                 strerror(errno));
-        unlink(tmp);
-    }
 }
 
 void mf_save_steps(struct mf_registry *r)

@@ -1015,14 +1015,6 @@ static void reload_one(struct mf_registry *r, const char *name)
     free(body);
 }
 
-static bool stopping(struct mf_registry *r)
-{
-    pthread_mutex_lock(&r->wake_mu);
-    bool s = r->stopping;
-    pthread_mutex_unlock(&r->wake_mu);
-    return s;
-}
-
 /* Withdraws here the copies the fleet's mending found withdrawn at their origin. */
 static void mend(struct mf_registry *r)
 {
@@ -1043,7 +1035,7 @@ static void *fleet_main(void *arg)
 {
     struct mf_registry *r = arg;
     int64_t poll_at = sc_now_ms(), mend_at = poll_at + MF_RECONCILE_MS;
-    while (!stopping(r)) {
+    while (!mf_stopping(r)) {
         struct mf_forward *f = mf_next_forward(r, poll_at);
         if (f != NULL) {
             mf_send_forward(r, f);

@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "../common/buf.h"
 #include "../policy/future_set.h"
 #include "block_set.h"
 #include "manifest.h"
@@ -188,6 +189,15 @@ void mf_unref(struct mf *m);
 static inline bool mf_active(const struct mf *m)
 {
     return m->state != MF_CANCELED && m->state != MF_FAILED && m->fut != NULL;
+}
+
+/* Whether the registry is stopping (wake_mu not held): its threads' loops end. */
+static inline bool mf_stopping(struct mf_registry *r)
+{
+    pthread_mutex_lock(&r->wake_mu);
+    bool stop = r->stopping;
+    pthread_mutex_unlock(&r->wake_mu);
+    return stop;
 }
 
 /* The job a registration belongs to: the one it joined, or itself. */
@@ -397,12 +407,31 @@ void mf_poll_peers(struct mf_registry *r);
 /* @brief Frees what is still queued (the thread stopped). */
 void mf_forward_free_all(struct mf_registry *r);
 
+/* A growable list of registration ids, for the fleet thread's passes (free v). */
+struct mf_ids {
+    char (*v)[MF_ID_MAX];
+    size_t n, cap;
+};
+
+/* @brief Appends id; false (nothing appended) when out of memory. */
+bool mf_ids_add(struct mf_ids *l, const char *id);
+
+/* @brief The ids of the listed registrations keep() accepts (list_lock taken here), so that
+ * peers can be asked about them with no lock held. Out of memory: the ids taken so far. */
+struct mf_ids mf_listed_ids(struct mf_registry *r, bool (*keep)(const struct mf *m));
+
 /* @brief A registration's tag on a fleet (new_id): "-" and 6 hex digits of the URL of the
  * gateway it was posted to, its origin. */
 void mf_fleet_tag(const char *url, char tag[8]);
 
 /* @brief The fleet's other peers, in URL order; *n of them. NULL: out of memory. Free it. */
 struct fleet_peer_info *mf_other_peers(struct mf_registry *r, size_t *n);
+
+/* @brief GETs registration id (its progress) from one peer, fleet-signed: *status (0 when
+ * there was no answer) and the answer's body, which the caller frees (sc_buf_free). No lock
+ * held. Returns what up_peer_call() does. */
+sc_code mf_ask_peer(struct mf_registry *r, const char *peer, const char *id, long *status,
+                    struct sc_buf *answer);
 
 /* @brief Sends registration id's POST (body, len bytes) or DELETE (body NULL) to one peer,
  * fleet-signed; false (logged) when it failed or was refused. No lock held. */

@@ -14,14 +14,6 @@
 #include "../common/log.h"
 #include "manifest_int.h"
 
-static bool stopping(struct mf_registry *r)
-{
-    pthread_mutex_lock(&r->wake_mu);
-    bool stop = r->stopping;
-    pthread_mutex_unlock(&r->wake_mu);
-    return stop;
-}
-
 /* The oldest registration waiting to be parsed, with a reference; NULL if none. */
 static struct mf *next_unparsed(struct mf_registry *r)
 {
@@ -97,7 +89,7 @@ void *mf_registrar_main(void *arg)
         r->parse_pending = false;
         pthread_mutex_unlock(&r->wake_mu);
         struct mf *u;
-        while (!stopping(r) && (u = next_unparsed(r)) != NULL)
+        while (!mf_stopping(r) && (u = next_unparsed(r)) != NULL)
             parse_one(r, u);
         pthread_mutex_lock(&r->wake_mu);
     }
