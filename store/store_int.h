@@ -140,6 +140,7 @@ struct store {
     size_t checked_len;        /* bytes of that mapping */
     _Atomic uint64_t forgot[ST_FORGOT_SLOTS];
     atomic_uint_fast64_t checks; /* CRC32Cs computed for reads (store_stats.checks) */
+    atomic_uint_fast64_t failed; /* checks that did not match, ever (st_mark_written) */
 
     const struct policy_ops *pol;
     void *pol_state;
@@ -214,10 +215,13 @@ struct st_wtxn {
     size_t cap_written;
 };
 
-/* A value written in a write transaction: its table and key. */
+/* A value written in a write transaction: its table and key; after the commit, where it is
+ * in the map and the length its reads check (data NULL: not found, deleted since). */
 struct st_written {
     bool block; /* dbi_blocks (its CRC32C after its bytes), else dbi_chunks */
     unsigned char key[ST_CKEY_LEN];
+    const void *data;
+    size_t len;
 };
 
 /* store_err.c */
@@ -348,15 +352,26 @@ bool st_check(store *st, MDB_txn *txn, const void *data, size_t len, uint32_t wa
  */
 bool st_tracks_len(const store *st, size_t len);
 
+/* The number of checks that have failed since the store opened (a sequentially consistent
+ * load: see st_mark_written). */
+uint64_t st_failed_checks(store *st);
+
 /*
- * Records as checked the value at data (len bytes, as a read transaction begun after the
- * commit that wrote it returns them) that this process's writer has just committed, so its
- * first read does not compute the CRC32C the writer computed from the same bytes. Sound
+ * Records as checked the n values this process's writer has just committed (their data and
+ * len, as a read transaction begun after the commit returns them; a NULL data is skipped), so
+ * their first read does not compute the CRC32C the writer computed from the same bytes. Sound
  * because LMDB (without MDB_WRITEMAP) writes those bytes to the page cache in the commit: a
  * page that leaves it is seen by the residency test and checked when read back; and only
- * the writer, the caller, deletes values, so no deletion can race the set. Cannot fail.
+ * the writer, the caller, deletes values, so no deletion can race the set.
+ *
+ * One race is left to close: between the commit and the mark, a page of a value may leave
+ * the page cache and come back rotten for a reader, whose check fails and takes the value out
+ * of the record; the mark would then put it back over the rotten resident page. So the caller
+ * reads st_failed_checks() before its commit and passes it as failed_before: if any check
+ * failed since (a failing reader counts before it unchecks), the marks are taken back, and
+ * these values are checked at their first read, as any. Cannot fail.
  */
-void st_mark_written(store *st, const void *data, size_t len);
+void st_mark_written(store *st, const struct st_written *v, size_t n, uint64_t failed_before);
 
 /*
  * Takes the value at data (len bytes, in the map) out of the record, so that reads check it

@@ -146,21 +146,24 @@ static void written_add(struct st_wtxn *w, bool block, const unsigned char *key,
 }
 
 /* Records the values the committed transaction wrote as checked (st_mark_written), found
- * where the commit put them in the map. A value deleted later in the same transaction is
- * not found; one written again under its key is the one found. */
-static void mark_written(struct st_wtxn *w)
+ * where the commit put them in the map, unless a check failed since failed_before. A value
+ * deleted later in the same transaction is not found; one written again under its key is the
+ * one found. */
+static void mark_written(struct st_wtxn *w, uint64_t failed_before)
 {
     store *st = w->st;
     MDB_txn *txn = NULL;
     if (w->n_written > 0 && st_rtxn_begin(st, &txn) == SC_OK) {
         for (size_t i = 0; i < w->n_written; i++) {
-            const struct st_written *x = &w->written[i];
+            struct st_written *x = &w->written[i];
             MDB_val k = {.mv_size = ST_CKEY_LEN, .mv_data = (void *)x->key}, v;
+            x->data = NULL;
             if (mdb_get(txn, x->block ? st->dbi_blocks : st->dbi_chunks, &k, &v) != 0)
                 continue;
-            size_t len = x->block && v.mv_size >= ST_CRC_LEN ? v.mv_size - ST_CRC_LEN : v.mv_size;
-            st_mark_written(st, v.mv_data, len); /* the length its reads check */
+            x->data = v.mv_data;
+            x->len = x->block && v.mv_size >= ST_CRC_LEN ? v.mv_size - ST_CRC_LEN : v.mv_size;
         }
+        st_mark_written(st, w->written, w->n_written, failed_before);
         st_rtxn_end(st, txn);
     }
     written_free(w);
@@ -222,6 +225,7 @@ sc_code st_wtxn_commit(struct st_wtxn *w)
         st_wtxn_abort(w);
         return rc;
     }
+    uint64_t failed_before = st_failed_checks(w->st); /* before any read can see the values */
     rc = st_lmdb_err(mdb_txn_commit(w->txn), "committing");
     w->txn = NULL; /* freed by LMDB whether or not the commit worked */
     if (rc != SC_OK) {
@@ -231,7 +235,7 @@ sc_code st_wtxn_commit(struct st_wtxn *w)
     }
     publish(w);
     undo_free(w);
-    mark_written(w);
+    mark_written(w, failed_before);
     return SC_OK;
 }
 

@@ -19,7 +19,8 @@
  * page that leaves the page cache is checked when read back, as any. Only a change made in
  * the page cache itself before the first read is then left to the scrubber (case 3 below),
  * which the first read used to catch. The writer sets the bit after its commit, and is the
- * only deleter of values, so no deletion can race the set.
+ * only deleter of values, so no deletion can race the set; a check that failed between the
+ * commit and the set takes the set back (st_mark_written in store_int.h).
  *
  * The record is one bit per page of the map, set on the first page of a value whose
  * check passed, or that the writer stored (map size / 32768 bytes of address space, e.g.
@@ -180,11 +181,28 @@ bool st_tracks_len(const store *st, size_t len)
     return st->verify && st->checked != NULL && len >= CHECK_ALWAYS_BELOW && len >= st->page;
 }
 
-void st_mark_written(store *st, const void *data, size_t len)
+uint64_t st_failed_checks(store *st)
 {
-    size_t page = first_page(st, data, len);
-    if (st->verify && page != SIZE_MAX)
-        atomic_fetch_or(&st->checked[page / 64], 1ull << (page % 64));
+    return atomic_load(&st->failed);
+}
+
+/* Both sides are sequentially consistent: a failing reader counts, then unchecks; the writer
+ * sets its bits, then loads the count. Either the writer's load sees the count move (and takes
+ * its bits back) or it came first, and then the reader's uncheck came after the writer's set. */
+void st_mark_written(store *st, const struct st_written *v, size_t n, uint64_t failed_before)
+{
+    if (!st->verify)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        size_t page = v[i].data != NULL ? first_page(st, v[i].data, v[i].len) : SIZE_MAX;
+        if (page != SIZE_MAX)
+            atomic_fetch_or(&st->checked[page / 64], 1ull << (page % 64));
+    }
+    if (st_failed_checks(st) == failed_before)
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].data != NULL)
+            st_uncheck(st, v[i].data, v[i].len);
 }
 
 void st_uncheck(store *st, const void *data, size_t len)
@@ -197,7 +215,8 @@ void st_uncheck(store *st, const void *data, size_t len)
 bool st_check(store *st, MDB_txn *txn, const void *data, size_t len, uint32_t want)
 {
     if (crc32c(0, data, len) != want) {
-        st_uncheck(st, data, len); /* now resident: the next read must not skip it */
+        atomic_fetch_add(&st->failed, 1); /* before the uncheck: st_mark_written() */
+        st_uncheck(st, data, len);        /* now resident: the next read must not skip it */
         return false;
     }
     size_t page = first_page(st, data, len);

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "../../common/clock.h"
+#include "../../common/crc32c.h"
 #include "../../store/store.h"
 #include "../../store/store_int.h"
 
@@ -430,6 +431,41 @@ static void a_check_by_a_reader_from_before_the_removal_is_not_recorded(void **s
     store_obj_close(late);
 }
 
+/*
+ * The writer marks its values after its commit (st_mark_written). If, between the two, a page
+ * of a value left the page cache and a reader's check of it failed (rot on the disk), the mark
+ * must not put the value back in the record over the rotten resident page: hits would serve
+ * it unchecked. The race itself cannot be timed from here, so this plays its three steps on
+ * the record: the value as the commit leaves it (not in the record), a reader's failed check,
+ * then the writer's mark with the failure count it read before its commit.
+ */
+static void a_check_failed_between_the_commit_and_the_mark_takes_the_mark_back(void **state)
+{
+    struct fixture *f = *state;
+    const size_t len = 100 * KiB;
+    put_ok(f->st, "a", len, 11);
+    const void *at = NULL;
+    assert_int_equal(read_whole(f->st, "a", len, 11, &at), SC_OK);
+    if (!all_resident(at, len))
+        skip();
+    struct st_written v = {.data = at, .len = len};
+    MDB_txn *txn = NULL;
+    assert_int_equal(st_rtxn_begin(f->st, &txn), SC_OK);
+
+    st_uncheck(f->st, at, len); /* no check failed: the mark stands */
+    st_mark_written(f->st, &v, 1, st_failed_checks(f->st));
+    assert_false(st_needs_check(f->st, at, len));
+
+    st_uncheck(f->st, at, len);
+    uint64_t before_commit = st_failed_checks(f->st);
+    uint32_t stored = crc32c(0, at, len) ^ 1u; /* the bytes no longer match what was stored */
+    assert_false(st_check(f->st, txn, at, len, stored)); /* the reader's rotten read */
+    assert_int_equal(st_failed_checks(f->st), before_commit + 1);
+    st_mark_written(f->st, &v, 1, before_commit);
+    assert_true(st_needs_check(f->st, at, len));
+    st_rtxn_end(f->st, txn);
+}
+
 /* ---- the scrubber ----------------------------------------------------------------- */
 
 /* Waits up to 10 s for the scrubber to have found want corrupt values. */
@@ -554,6 +590,7 @@ int main(void)
         T(a_removed_value_is_no_longer_in_the_record),
         T(a_removed_block_is_no_longer_in_the_record),
         T(a_check_by_a_reader_from_before_the_removal_is_not_recorded),
+        T(a_check_failed_between_the_commit_and_the_mark_takes_the_mark_back),
         TS(the_scrubber_finds_a_changed_value_nobody_reads),
         TS(the_scrubber_catches_a_change_to_a_checked_resident_value),
         TS(the_scrubber_checks_every_value_and_counts_its_bytes),
