@@ -5,10 +5,11 @@
  * The drain is a list and one thread. A request that sent a zero-copy hit keeps its held
  * entry (the view and the connection's ends, made before the response so that handing it on
  * cannot fail) and hands it to the list from its cleanup, when libmicrohttpd has queued the
- * last byte. The thread looks at an entry at once, then again after 1, 2, 4 ... up to
- * GW_ZC_POLL_MAX_MS ms while its bytes are not read, outside the lock (one sock_diag socket
- * of its own), and closes the views whose bytes are read. The HTTP threads' lookups (is the
- * client's socket here?) take a socket from a small pool.
+ * last byte. The thread looks at an entry 1 ms later (the client is still reading what was
+ * just queued), then again after 2, 4 ... up to GW_ZC_POLL_MAX_MS ms while its bytes are not
+ * read, outside the lock (one sock_diag socket of its own), and closes the views whose bytes
+ * are read. A hand-over wakes the thread only when it sleeps past the new entry's first look.
+ * The HTTP threads' lookups (is the client's socket here?) take a socket from a small pool.
  */
 #include "zerocopy.h"
 
@@ -24,17 +25,18 @@
 #include "config.h"
 #include "req.h"
 
-/* A view whose bytes are not read yet is looked at again after 1 ms, then twice as long each
- * time, up to GW_ZC_POLL_MAX_MS (a reader slot held a little longer, not a poll per client
- * every millisecond). */
-#define GW_ZC_POLL_MAX_MS  64
-#define GW_ZC_STOP_SECONDS 2  /* within docker stop's grace, after --shutdown-timeout */
-#define GW_ZC_DIAG_POOL    16 /* sock_diag sockets kept for the HTTP threads' lookups */
+/* A view is first looked at GW_ZC_FIRST_LOOK_MS after its hand-over; while its bytes are not
+ * read, again after twice as long each time, up to GW_ZC_POLL_MAX_MS (a reader slot held a
+ * little longer, not a poll per client every millisecond). */
+#define GW_ZC_FIRST_LOOK_MS 1
+#define GW_ZC_POLL_MAX_MS   64
+#define GW_ZC_STOP_SECONDS  2  /* within docker stop's grace, after --shutdown-timeout */
+#define GW_ZC_DIAG_POOL     16 /* sock_diag sockets kept for the HTTP threads' lookups */
 
 struct gw_zc_held {
     store_obj *view;
     struct sc_tcp_ends ends; /* the gateway's side of the client's connection */
-    uint64_t due_ms;         /* when to look again (CLOCK_MONOTONIC ms; 0: at once) */
+    uint64_t due_ms;         /* when to look again (CLOCK_MONOTONIC ms) */
     unsigned wait_ms;        /* the last wait */
     struct gw_zc_held *next;
 };
@@ -44,7 +46,8 @@ struct gw_zc {
     pthread_cond_t wake; /* a view was handed over, or the drain stops */
     pthread_t thread;
     struct gw_zc_held *list; /* handed over, bytes maybe not read yet */
-    bool fresh;              /* a view in list was never looked at */
+    uint64_t next_ms;        /* the earliest due_ms in list (UINT64_MAX: none) */
+    uint64_t sleeps_until;   /* the drain's wake-up (UINT64_MAX: a wake; 0: it is awake) */
     bool stopping;
     int diags[GW_ZC_DIAG_POOL]; /* idle sock_diag sockets (diag_take, diag_give) */
     unsigned n_diags;
@@ -94,8 +97,8 @@ static bool bytes_read(int diag, const struct gw_zc_held *h)
     uint32_t unacked = 0, unread = 0, ignored = 0;
     struct sc_tcp_ends peer = sc_tcp_ends_peer(&h->ends);
     sc_code ours = sc_tcp_queues(diag, &h->ends, &unacked, &ignored);
-    if (ours == SC_EIO)
-        return false;
+    if (ours == SC_EIO || (ours == SC_OK && unacked > 0))
+        return false; /* (whatever their queue holds, some bytes are still on their way) */
     /* (looked at after: what was acknowledged is in their queue by now) */
     sc_code theirs = sc_tcp_queues(diag, &peer, &ignored, &unread);
     if (theirs == SC_ENOTFOUND)
@@ -146,43 +149,55 @@ static struct gw_zc_held *sweep(struct gw_zc *zc, int diag, struct gw_zc_held *t
     return keep;
 }
 
+/* Waits, the lock held, until zc->next_ms (at most GW_ZC_POLL_MAX_MS), or a wake. */
+static void drain_sleep(struct gw_zc *zc, uint64_t now)
+{
+    uint64_t ms = zc->next_ms - now < GW_ZC_POLL_MAX_MS ? zc->next_ms - now : GW_ZC_POLL_MAX_MS;
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_nsec += (long)ms * 1000000;
+    until.tv_sec += until.tv_nsec / 1000000000;
+    until.tv_nsec %= 1000000000;
+    zc->sleeps_until = now + ms;
+    pthread_cond_timedwait(&zc->wake, &zc->lock, &until);
+    zc->sleeps_until = 0;
+}
+
 static void *drain(void *arg)
 {
     struct gw_zc *zc = arg;
     int diag = sc_tcp_diag_open(); /* -1: every look fails, views wait until the stop */
-    uint64_t give_up_at = 0, next_ms = UINT64_MAX;
+    uint64_t give_up_at = 0;
     pthread_mutex_lock(&zc->lock);
     for (;;) {
         if (zc->list == NULL && zc->stopping)
             break;
         if (zc->list == NULL) {
+            zc->sleeps_until = UINT64_MAX;
             pthread_cond_wait(&zc->wake, &zc->lock);
+            zc->sleeps_until = 0;
             continue;
         }
         uint64_t now = now_ms();
-        if (!zc->fresh && !zc->stopping && next_ms > now) {
-            /* nothing due: wait for that, or for a view handed over (due at once) */
-            uint64_t ms = next_ms - now < GW_ZC_POLL_MAX_MS ? next_ms - now : GW_ZC_POLL_MAX_MS;
-            struct timespec until;
-            clock_gettime(CLOCK_MONOTONIC, &until);
-            until.tv_nsec += (long)ms * 1000000;
-            until.tv_sec += until.tv_nsec / 1000000000;
-            until.tv_nsec %= 1000000000;
-            pthread_cond_timedwait(&zc->wake, &zc->lock, &until);
+        if (!zc->stopping && zc->next_ms > now) {
+            drain_sleep(zc, now); /* nothing due yet */
             continue;
         }
-        zc->fresh = false;
         struct gw_zc_held *todo = zc->list;
         zc->list = NULL;
+        zc->next_ms = UINT64_MAX;
         bool stopping = zc->stopping;
         if (stopping && give_up_at == 0)
             give_up_at = now_ms() + GW_ZC_STOP_SECONDS * 1000;
         bool give_up = stopping && now_ms() >= give_up_at;
         pthread_mutex_unlock(&zc->lock);
+        uint64_t next_ms = UINT64_MAX;
         struct gw_zc_held *keep = sweep(zc, diag, todo, give_up, &next_ms);
         if (stopping && keep != NULL) /* stopping: a look every 2 ms until the deadline */
             nanosleep(&(struct timespec){0, 2 * 1000 * 1000}, NULL);
         pthread_mutex_lock(&zc->lock);
+        if (next_ms < zc->next_ms)
+            zc->next_ms = next_ms;
         while (keep != NULL) {
             struct gw_zc_held *h = keep;
             keep = h->next;
@@ -209,6 +224,8 @@ sc_code gw_zc_start(struct gw *g)
     struct gw_zc *zc = calloc(1, sizeof(*zc));
     if (zc == NULL)
         return SC_ENOMEM;
+    zc->next_ms = UINT64_MAX;
+    zc->sleeps_until = 0;
     pthread_condattr_t attr;
     bool made = pthread_condattr_init(&attr) == 0;
     if (!made || pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
@@ -266,12 +283,16 @@ static void hand_over(void *arg)
     q->zc = NULL;
     if (h == NULL)
         return;
+    h->wait_ms = GW_ZC_FIRST_LOOK_MS;
+    h->due_ms = now_ms() + GW_ZC_FIRST_LOOK_MS;
     pthread_mutex_lock(&zc->lock);
     h->next = zc->list;
     zc->list = h;
-    zc->fresh = true;
+    if (h->due_ms < zc->next_ms)
+        zc->next_ms = h->due_ms;
     atomic_fetch_add(&zc->held, 1);
-    pthread_cond_signal(&zc->wake);
+    if (h->due_ms < zc->sleeps_until) /* asleep past it */
+        pthread_cond_signal(&zc->wake);
     pthread_mutex_unlock(&zc->lock);
 }
 
