@@ -149,6 +149,14 @@ sc_code store_obj_open(store *st, const char *bucket, const char *key, store_obj
  */
 sc_code store_peek(store *st, const char *bucket, const char *key, uint64_t *size);
 
+/*
+ * @brief Whether store_obj_open() would find (bucket, key): a whole object, or a block
+ * object's record, however few of its blocks are cached; without counting a read with the
+ * policy (the fill table's "stored since the lookup?", upstream/fill.c).
+ * @return SC_OK, SC_ENOTFOUND, SC_EINVAL (bad names), SC_EBUSY, SC_EIO.
+ */
+sc_code store_recorded(store *st, const char *bucket, const char *key);
+
 /* @brief Body size of the object in bytes. */
 uint64_t store_obj_size(const store_obj *obj);
 

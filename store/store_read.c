@@ -104,6 +104,14 @@ sc_code store_peek(store *st, const char *bucket, const char *key, uint64_t *siz
     return rc;
 }
 
+sc_code store_recorded(store *st, const char *bucket, const char *key)
+{
+    store_obj *o = NULL;
+    sc_code rc = obj_open(st, bucket, key, false, &o);
+    store_obj_close(o);
+    return rc;
+}
+
 uint64_t store_obj_size(const store_obj *obj)
 {
     return obj->rec.size;

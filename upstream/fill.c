@@ -641,11 +641,12 @@ static fill *join_locked(fill_table *t, const char *bucket, const char *key,
     return f;
 }
 
-/* Whether (bucket, key) is stored now (table locked: see fill_join). */
+/* Whether (bucket, key) is stored now, as a lookup would find it (table locked: see
+ * fill_join): a block object's record counts however few of its blocks are cached, since the
+ * lookup reads such an object by blocks. */
 static bool stored_now(fill_table *t, const char *bucket, const char *key)
 {
-    uint64_t size;
-    return find(t, bucket, key) == NULL && store_peek(t->ctx->st, bucket, key, &size) == SC_OK;
+    return find(t, bucket, key) == NULL && store_recorded(t->ctx->st, bucket, key) == SC_OK;
 }
 
 static sc_code join_reader(fill_table *t, const char *bucket, const char *key,

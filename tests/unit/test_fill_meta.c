@@ -1,7 +1,8 @@
 /*
  * test_fill_meta.c - a large object's metadata learned from a HEAD is recorded only if no
  * write to the object began since the HEAD was sent (upstream/fill.c: fill_write_epoch,
- * fill_put_meta), against a real store in a mkdtemp directory.
+ * fill_put_meta), against a real store in a mkdtemp directory; and a recorded large object
+ * counts as stored for the miss step's recheck (fill_join_running's unless_stored).
  */
 #define _XOPEN_SOURCE 700
 #include <ftw.h>
@@ -154,6 +155,22 @@ static void refused_when_the_key_was_invalidated_since(void **state)
 }
 
 /* A multi-object delete names its keys in its body: it moves every key's epoch. */
+/* The miss step's recheck (unless_stored) with no fill listed: a large object recorded since
+ * the lookup, none of its blocks cached yet, is found by a second lookup (which reads it by
+ * blocks), so the answer is SC_EEXIST, not a whole-object fill. (Before: SC_ENOTFOUND, and
+ * fill_join started a whole GET, because the check was store_peek, which counts a block
+ * object only when all its blocks are cached.) */
+static void a_recorded_large_object_counts_as_stored_for_the_recheck(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(put_etag1(f, "k", fill_write_epoch(f->t, "b", "k")), SC_OK);
+    store_flush(f->st);
+    fill *fl = NULL;
+    assert_int_equal(fill_join_running(f->t, "b", "k", true, &fl), SC_EEXIST);
+    assert_int_equal(fill_join_running(f->t, "b", "k", false, &fl), SC_ENOTFOUND);
+    assert_int_equal(fill_join_running(f->t, "b", "other", true, &fl), SC_ENOTFOUND);
+}
+
 static void a_bucket_wide_write_moves_every_key(void **state)
 {
     struct fixture *f = *state;
@@ -178,6 +195,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(refused_when_the_key_was_invalidated_since, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(a_recorded_large_object_counts_as_stored_for_the_recheck,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
