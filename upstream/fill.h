@@ -82,7 +82,8 @@ void fill_table_free(fill_table *t);
  * @param unless_stored when no fill is listed, first asks the store, under the table's lock.
  *        A fill leaves the table only after its object is stored, so a name neither listed
  *        nor stored is not cached at that instant: a fill that ended after the caller's
- *        lookup found nothing is found in the store, not fetched again.
+ *        lookup found nothing is found in the store, not fetched again. "Stored" is what a
+ *        lookup finds (store_recorded): a block object's record, however few blocks it has.
  * @param[out] out a reader's reference; release with fill_leave().
  * @param[out] started true if this call started the fill (a miss that goes upstream).
  * @return SC_OK, SC_EEXIST (unless_stored, and the store has the object now: nothing
