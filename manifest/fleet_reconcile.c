@@ -150,22 +150,22 @@ static bool withdrawn_at_origin(struct mf_registry *r, const char *id, const cha
  */
 static void retry_withdrawals(struct mf_registry *r, const struct fleet_peer_info *peers, size_t n)
 {
-    size_t n_gone;
-    char(*gone)[MF_ID_MAX] = mf_withdrawals(r, &n_gone);
-    for (size_t i = 0; gone && i < n_gone; i++) {
-        const char *tag = strchr(gone[i], '-');
+    struct mf_ids gone = mf_withdrawals(r);
+    for (size_t i = 0; i < gone.n; i++) {
+        const char *id = gone.v[i];
+        const char *tag = strchr(id, '-');
         const struct fleet_peer_info *origin = tag ? origin_of(tag, peers, n) : NULL;
         if (origin == NULL || origin->state != FLEET_UP)
             continue; /* kept until the origin can be asked */
-        if (peer_lacks(r, origin->url, gone[i]))
-            mf_forget_withdrawal(r, gone[i]);
+        if (peer_lacks(r, origin->url, id))
+            mf_forget_withdrawal(r, id);
         else
-            mf_send_to_peer(r, origin->url, gone[i], NULL, 0);
+            mf_send_to_peer(r, origin->url, id, NULL, 0);
     }
-    free(gone);
+    free(gone.v);
 }
 
-char (*mf_reconcile(struct mf_registry *r, size_t *n))[MF_ID_MAX]
+struct mf_ids mf_reconcile(struct mf_registry *r)
 {
     size_t n_peers = 0, k = 0;
     struct mf_ids list = mf_listed_ids(r, held);
@@ -188,6 +188,6 @@ char (*mf_reconcile(struct mf_registry *r, size_t *n))[MF_ID_MAX]
     free(r->misses);
     r->misses = now.v;
     r->n_misses = now.n;
-    *n = k;
-    return ids;
+    list.n = k;
+    return list;
 }

@@ -140,7 +140,7 @@ void mf_forget_withdrawal(const struct mf_registry *r, const char *id)
         unlink(path);
 }
 
-char (*mf_withdrawals(const struct mf_registry *r, size_t *n))[MF_ID_MAX]
+struct mf_ids mf_withdrawals(const struct mf_registry *r)
 {
     static const char suffix[] = ".withdrawn";
     struct mf_ids l = {0};
@@ -158,8 +158,7 @@ char (*mf_withdrawals(const struct mf_registry *r, size_t *n))[MF_ID_MAX]
     }
     if (d != NULL)
         closedir(d);
-    *n = l.n;
-    return l.v;
+    return l;
 }
 
 /* The number kept in the file name + suffix of the cache directory (0: none, or unreadable). */

@@ -1018,11 +1018,10 @@ static void reload_one(struct mf_registry *r, const char *name)
 /* Withdraws here the copies the fleet's mending found withdrawn at their origin. */
 static void mend(struct mf_registry *r)
 {
-    size_t n;
-    char(*gone)[MF_ID_MAX] = mf_reconcile(r, &n);
-    for (size_t i = 0; gone && i < n; i++)
-        json_decref(cancel(r, gone[i])); /* here only: the others learn it as this one did */
-    free(gone);
+    struct mf_ids gone = mf_reconcile(r);
+    for (size_t i = 0; i < gone.n; i++)
+        json_decref(cancel(r, gone.v[i])); /* here only: the others learn it as this one did */
+    free(gone.v);
 }
 
 /*

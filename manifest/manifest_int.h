@@ -256,6 +256,12 @@ bool mf_starts_an_item(const struct mf *m, uint64_t khash, uint64_t first);
 
 /* ---- keep.c: what outlives a restart, in the cache directory ---- */
 
+/* A growable list of registration ids, for the fleet thread's passes (free v). */
+struct mf_ids {
+    char (*v)[MF_ID_MAX];
+    size_t n, cap;
+};
+
 /* @brief Keeps registration id's body (<id>.json). */
 void mf_persist(struct mf_registry *r, const char *id, const char *body, size_t len);
 
@@ -270,8 +276,8 @@ bool mf_withdrawn_here(const struct mf_registry *r, const char *id);
 /* @brief Forgets a kept withdrawal (its origin no longer has the registration). */
 void mf_forget_withdrawal(const struct mf_registry *r, const char *id);
 
-/* @brief The ids of the withdrawals kept here; *n of them (malloc'd, NULL when none). */
-char (*mf_withdrawals(const struct mf_registry *r, size_t *n))[MF_ID_MAX];
+/* @brief The ids of the withdrawals kept here (free v; empty when none). */
+struct mf_ids mf_withdrawals(const struct mf_registry *r);
 
 /* @brief The id counter kept in the cache directory (<dir>/next-id; 0: none), so that an id
  * is never given twice, even after its registration was withdrawn and the gateway restarted
@@ -407,12 +413,6 @@ void mf_poll_peers(struct mf_registry *r);
 /* @brief Frees what is still queued (the thread stopped). */
 void mf_forward_free_all(struct mf_registry *r);
 
-/* A growable list of registration ids, for the fleet thread's passes (free v). */
-struct mf_ids {
-    char (*v)[MF_ID_MAX];
-    size_t n, cap;
-};
-
 /* @brief Appends id; false (nothing appended) when out of memory. */
 bool mf_ids_add(struct mf_ids *l, const char *id);
 
@@ -444,10 +444,10 @@ bool mf_send_to_peer(struct mf_registry *r, const char *peer, const char *id, co
 #define MF_REOFFER_MS   10000 /* a registration is sent again to one peer at most this often */
 
 /* @brief One pass (the fleet thread's, no lock held): the origin of each registration sends
- * it again to a live peer that has not had it in two passes in a row. Returns the ids (*n,
- * malloc'd) of the copies held here whose origin has not had them in two passes in a row:
- * withdrawn there while this gateway was down, for the caller to withdraw here. */
-char (*mf_reconcile(struct mf_registry *r, size_t *n))[MF_ID_MAX];
+ * it again to a live peer that has not had it in two passes in a row. Returns the ids (free
+ * v) of the copies held here whose origin has not had them in two passes in a row: withdrawn
+ * there while this gateway was down, for the caller to withdraw here. */
+struct mf_ids mf_reconcile(struct mf_registry *r);
 
 /* @brief Frees the reconciler's memory (the thread stopped). */
 void mf_reconcile_free(struct mf_registry *r);

@@ -47,6 +47,14 @@ def known_everywhere(fleet, mid):
     return all(progress(g, mid) is not None for g in fleet.gateways)
 
 
+def register_everywhere(fleet, upstream, bodies):
+    """Registers bodies' keys through gateway 0 and waits until every gateway holds the
+    registration; returns its id."""
+    mid = register_keys(fleet[0], upstream, bodies)["id"]
+    wait_for("the registration on every gateway", lambda: known_everywhere(fleet, mid))
+    return mid
+
+
 def test_manifest_posted_to_one_gateway_warms_the_dataset_once_over_the_fleet(upstream,
                                                                              make_fleet):
     prefix = s3util.unique_key("fleet-mf-warm")
@@ -120,9 +128,7 @@ def test_withdrawal_through_any_gateway_withdraws_everywhere(upstream, make_flee
     prefix = s3util.unique_key("fleet-mf-del")
     bodies = seed(upstream, prefix, n=20)
     fleet = make_fleet(upstream)
-    reply = register_keys(fleet[0], upstream, bodies)
-    mid = reply["id"]
-    wait_for("the registration on every gateway", lambda: known_everywhere(fleet, mid))
+    mid = register_everywhere(fleet, upstream, bodies)
 
     status, gone, _ = api(fleet[1], "DELETE", "manifests/" + mid)  # not where it was posted
     assert status == 200 and gone["state"] == "canceled", gone
@@ -195,8 +201,7 @@ def test_a_gateway_down_at_a_withdrawal_drops_it_when_it_returns(upstream, make_
     prefix = s3util.unique_key("fleet-mf-gone-while-down")
     bodies = seed(upstream, prefix, n=20)
     fleet = make_fleet(upstream)
-    mid = register_keys(fleet[0], upstream, bodies)["id"]
-    wait_for("the registration on every gateway", lambda: known_everywhere(fleet, mid))
+    mid = register_everywhere(fleet, upstream, bodies)
     fleet[2].stop(kill=True)
     status, gone, _ = api(fleet[1], "DELETE", "manifests/" + mid)
     assert status == 200 and gone["state"] == "canceled", gone
@@ -261,8 +266,7 @@ def test_a_withdrawal_through_a_peer_while_the_origin_is_down_reaches_it_when_it
     prefix = s3util.unique_key("fleet-mf-origin-down")
     bodies = seed(upstream, prefix, n=10)
     fleet = make_fleet(upstream)
-    mid = register_keys(fleet[0], upstream, bodies)["id"]
-    wait_for("the registration on every gateway", lambda: known_everywhere(fleet, mid))
+    mid = register_everywhere(fleet, upstream, bodies)
     fleet[0].stop(kill=True)
     status, gone, _ = api(fleet[1], "DELETE", "manifests/" + mid)
     assert status == 200 and gone["state"] == "canceled", gone
