@@ -36,6 +36,9 @@
 #   LARGE_C_OBJECTS [8]  LARGE_C_SIZE [64M]                               (c)
 #   LARGE_RANGE [8M] the range size of (b) and (c), and nginx's slice
 #   LARGE_RUNS [3]  LARGE_THREADS [cores] gateway --threads = nginx workers
+#   LARGE_CACHE_DIR [the scratch directory] where the gateway's and nginx's caches are made,
+#                    e.g. /dev/shm: on a VM that hands free memory back to its host, a cache
+#                    on ext4 written in large writes pays the host's faults (docs/benchmarks.md)
 #   LARGE_GW_ARGS [""] more gateway options, e.g. "--block-size 8M --fetch-parallelism 4"
 #   and the cloud's CLOUD_* settings. Results: bench/results/large.json.
 # A reduced smoke run: LARGE_SHARD=64M LARGE_OBJ=256M LARGE_CACHE=128M LARGE_B_REQUESTS=64
@@ -69,6 +72,12 @@ C_PARALLEL=$(((C_SIZE + RANGE - 1) / RANGE))
 RUNS="${LARGE_RUNS:-3}"
 THREADS="${LARGE_THREADS:-$(nproc)}"
 read -r -a GW_ARGS <<<"${LARGE_GW_ARGS:-}"
+CACHES="$WORK"
+if [ -n "${LARGE_CACHE_DIR:-}" ]; then
+    CACHES="$(mktemp -d "$LARGE_CACHE_DIR/s3cached-bench-large.XXXXXX")"
+    chmod 755 "$CACHES" # nginx workers run unprivileged when nginx is started as root
+    bench_on_exit "rm -rf '$CACHES'"
+fi
 # (a) and (c) hold everything they read: their caches are twice what they read.
 A_CACHE=$((2 * SHARD))
 C_CACHE=$((2 * C_OBJECTS * C_SIZE))
@@ -93,6 +102,7 @@ cat <<EOF
    (a) $(mib "$SHARD") MiB shard, ${READERS[*]} concurrent sequential reader(s) (curl), gateway cache $(mib "$A_CACHE") MiB
    (b) $B_REQUESTS random $(mib "$RANGE") MiB ranges (offsets multiple of $B_ALIGN, seed $SEED) of a $(mib "$OBJ") MiB object, $B_CLIENTS in flight, cache $(mib "$CACHE") MiB
    (c) $C_OBJECTS objects of $(mib "$C_SIZE") MiB, $C_PARALLEL parallel $(mib "$RANGE") MiB ranges each, cold, cache $(mib "$C_CACHE") MiB
+   caches made in: $CACHES
    upstream bytes: what the relay carried back from the cloud (one counter for every path)
 EOF
 
@@ -173,16 +183,16 @@ ranges_read() { # URL RANGES PARALLEL LEN
 }
 
 gw_fresh() { # NAME CACHE_BYTES: a new gateway with an empty cache
-    rm -rf "$WORK/cache-$1"
-    gw_start "$(free_port)" "$WORK/cache-$1" "$CLOUD_URL" --cache-size "$2" --threads "$THREADS" \
+    rm -rf "$CACHES/cache-$1"
+    gw_start "$(free_port)" "$CACHES/cache-$1" "$CLOUD_URL" --cache-size "$2" --threads "$THREADS" \
         ${GW_ARGS[@]+"${GW_ARGS[@]}"}
 }
-gw_done() { bench_stop "$GW_PID"; rm -rf "$WORK/cache-$1"; }
+gw_done() { bench_stop "$GW_PID"; rm -rf "$CACHES/cache-$1"; }
 ngx_fresh() { # NAME MAX_SIZE: a new nginx proxy_cache + slice with an empty cache
-    rm -rf "${WORK:?}/$1"
-    nginx_proxy_cache_start "$1" "$(free_port)" "${CLOUD_URL#http://}" "$2" "$THREADS" "slice=$RANGE"
+    rm -rf "${WORK:?}/$1" "${CACHES:?}/ngx-cache-$1"
+    NGX_CACHE_DIR="$CACHES/ngx-cache-$1" nginx_proxy_cache_start "$1" "$(free_port)" "${CLOUD_URL#http://}" "$2" "$THREADS" "slice=$RANGE"
 }
-ngx_done() { bench_stop "$NGX_PID"; rm -rf "${WORK:?}/$1"; }
+ngx_done() { bench_stop "$NGX_PID"; rm -rf "${WORK:?}/$1" "${CACHES:?}/ngx-cache-$1"; }
 
 # The order of PATHS in run R: rotated by one each run, so no path always goes first.
 order() { # R PATH...
@@ -293,7 +303,8 @@ fi
 
 # The summary: per part, path and phase, the median and spread of the runs.
 RESULT="$(jq -s --argjson cloud "$CLOUD_JSON" --slurpfile peaks "${NGX_PEAKS:-/dev/null}" \
-    --arg parts "${PARTS[*]}" --arg gwargs "${LARGE_GW_ARGS:-}" \
+    --arg parts "${PARTS[*]}" --arg gwargs "${LARGE_GW_ARGS:-}" --arg cachedir "${LARGE_CACHE_DIR:-}" \
+    --argjson bgwcache "$B_GW_CACHE" \
     --argjson shard "$SHARD" --argjson readers "$(printf '%s\n' "${READERS[@]}" | jq -sc .)" --argjson obj "$OBJ" \
     --argjson cache "$CACHE" --argjson range "$RANGE" --argjson breq "$B_REQUESTS" \
     --argjson bcli "$B_CLIENTS" --argjson balign "$B_ALIGN" --argjson seed "$SEED" \
@@ -320,8 +331,10 @@ RESULT="$(jq -s --argjson cloud "$CLOUD_JSON" --slurpfile peaks "${NGX_PEAKS:-/d
       def ratio(x; y): if x == null or y == null or y == 0 then null else x / y end;
     {settings: {parts: ($parts | split(" ")), runs: $runs, gateway_threads: $threads,
                 nginx_workers: $threads, gateway_args: $gwargs, range_bytes: $range,
+                cache_dir: (if $cachedir == "" then "scratch directory" else $cachedir end),
                 a: {shard_bytes: $shard, readers: $readers, gateway_cache_bytes: $acache},
-                b: {object_bytes: $obj, cache_bytes: $cache, requests: $breq, in_flight: $bcli,
+                b: {object_bytes: $obj, cache_bytes: $cache, gateway_cache_bytes: $bgwcache,
+                    requests: $breq, in_flight: $bcli,
                     offset_alignment: $balign, seed: $seed, fill_requests: ($breq / 2 | floor)},
                 c: {objects: $cobj, object_bytes: $csize, ranges_in_flight: $cpar,
                     gateway_cache_bytes: $ccache, nginx_max_size: $ccache}},

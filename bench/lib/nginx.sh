@@ -3,7 +3,7 @@
 #
 #   nginx_proxy_cache_start NAME PORT UPSTREAM_HOST:PORT MAX_SIZE WORKERS [count] [slice=SIZE]
 #       a caching reverse proxy (proxy_cache) on 127.0.0.1:PORT in front of UPSTREAM; its
-#       cache lives in $WORK/NAME/cache, on the same disk as the gateway's. With "count", an
+#       cache lives in $WORK/NAME/cache (NGX_CACHE_DIR if set), beside the gateway's. With "count", an
 #       access log of one $upstream_cache_status per request ($WORK/NAME/cache.log, read
 #       with nginx_cache_counts) gives the hit ratio. With "slice=SIZE" (e.g. slice=8m), the
 #       slice module caches large objects as aligned SIZE pieces, each fetched with its own
@@ -59,11 +59,12 @@ nginx_start_conf() { # NAME: runs $WORK/NAME/nginx.conf
 
 nginx_proxy_cache_start() {
     local name="$1" port="$2" upstream="$3" max_size="$4" workers="$5" opt
-    local dir="$WORK/$name" log="access_log off;"
+    local dir="$WORK/$name" log="access_log off;" cache="${NGX_CACHE_DIR:-$WORK/$name/cache}"
     local key='proxy_cache_key $uri;' valid='proxy_cache_valid 200 365d;'
     shift 5
-    mkdir -p "$dir/cache"
+    mkdir -p "$dir" "$cache"
     chmod 755 "$dir"
+    echo "$cache" >"$dir/cache.path"
     for opt in "$@"; do
         case "$opt" in
         count)
@@ -95,7 +96,7 @@ http {
     keepalive_timeout 300s;
     open_file_cache max=200000 inactive=300s;
     open_file_cache_valid 300s;
-    proxy_cache_path $dir/cache levels=1:2 keys_zone=s3:64m max_size=$max_size
+    proxy_cache_path $cache levels=1:2 keys_zone=s3:64m max_size=$max_size
                      inactive=365d use_temp_path=off;
     upstream origin {
         server $upstream;
@@ -168,8 +169,9 @@ NGX
 # 10 s while nothing expires: in between the cache grows past the budget. This samples the
 # cache directory's bytes every second into $WORK/NAME/size.log (start, then nginx_size_peak).
 nginx_size_sampler_start() {
-    local name="$1"
-    (while :; do du -sb "$WORK/$name/cache" 2>/dev/null | cut -f1; sleep 1; done) \
+    local name="$1" cache
+    cache="$(cat "$WORK/$name/cache.path")"
+    (while :; do du -sb "$cache" 2>/dev/null | cut -f1; sleep 1; done) \
         >"$WORK/$name/size.log" &
     bench_track $!
     NGX_SAMPLER_PID=$!
