@@ -377,21 +377,10 @@ sc_code store_hint(store *st, const struct policy_hint *h)
     return rc;
 }
 
-static bool would_admit(store *st, const struct policy_obj *obj)
-{
-    if (st->pol->admit == NULL)
-        return true;
-    st_hits_drain(st);
-    pthread_mutex_lock(&st->pol_lock);
-    bool yes = st->pol->admit(st->pol_state, obj);
-    pthread_mutex_unlock(&st->pol_lock);
-    return yes;
-}
-
 bool store_would_admit(store *st, const char *bucket, const char *key, uint64_t size)
 {
     struct policy_obj obj = {.id = 0, .size = size, .bucket = bucket, .key = key};
-    return would_admit(st, &obj);
+    return st_pol_admit(st, &obj);
 }
 
 bool store_would_admit_block(store *st, const char *bucket, const char *key, uint32_t idx,
@@ -399,7 +388,7 @@ bool store_would_admit_block(store *st, const char *bucket, const char *key, uin
 {
     struct policy_obj obj = {
         .id = 0, .size = size, .bucket = bucket, .key = key, .is_block = true, .block = idx};
-    return would_admit(st, &obj);
+    return st_pol_admit(st, &obj);
 }
 
 void store_get_stats(store *st, struct store_stats *out)

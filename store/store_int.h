@@ -313,6 +313,9 @@ void st_hits_add(store *st, const uint64_t *ids, uint32_t n);
 /* Gives every buffered hit to the policy. The caller must not hold pol_lock. */
 void st_hits_drain(store *st);
 
+/* Whether the policy would admit obj, after every hit buffered so far (pol_lock not held). */
+bool st_pol_admit(store *st, const struct policy_obj *obj);
+
 /* Begins a read transaction: this thread's parked one renewed, or a new one. */
 sc_code st_rtxn_begin(store *st, MDB_txn **txn);
 

@@ -51,7 +51,7 @@ static sc_code pol_insert(store *st, const struct policy_obj *obj)
     return rc;
 }
 
-static bool pol_admit(store *st, const struct policy_obj *obj)
+bool st_pol_admit(store *st, const struct policy_obj *obj)
 {
     if (st->pol->admit == NULL)
         return true;
@@ -735,7 +735,7 @@ sc_code st_wtxn_put(struct st_wtxn *w, struct st_job *job)
     sc_code rc = st_wtxn_remove(w, job->mkey, 0);
     if (rc != SC_OK)
         goto out;
-    if (!pol_admit(st, &obj)) {
+    if (!st_pol_admit(st, &obj)) {
         job->result = SC_EFULL;
         goto out;
     }
@@ -882,7 +882,7 @@ sc_code st_wtxn_put_block(struct st_wtxn *w, struct st_job *job)
                              .key = job->key,
                              .is_block = true,
                              .block = job->idx};
-    if (!pol_admit(w->st, &obj)) {
+    if (!st_pol_admit(w->st, &obj)) {
         job->result = SC_EFULL;
         return SC_OK;
     }
