@@ -10,7 +10,9 @@
 #   nginx static                      nginx sending the same bytes as plain files (reference)
 # all in one run, one after the other, each with the same number of threads/workers. The
 # ratio s3cached / nginx proxy_cache is the comparison; the server's CPU (user+sys from
-# /proc/PID/stat over the run) is given per 10,000 hits.
+# /proc/PID/stat over the run) is given per 10,000 hits, and so is the whole machine's (every
+# CPU's busy time over the run: the server, wrk, and the kernel's loopback work wherever it
+# ran, which moves between the server's account and wrk's; machine_busy in lib/common.sh).
 #
 # Usage: bench/hit.sh [DURATION_S [CONNECTIONS]]     (defaults 10 and 32)
 # Settings: HIT_THREADS [1] gateway threads = nginx workers; wrk uses one thread, and the
@@ -61,7 +63,8 @@ cat <<EOF
    servers: $THREADS gateway thread(s) = $THREADS nginx worker(s); objects 4 KiB, 100 KiB, 4 MiB
    CPU: the server's user+sys from /proc over the run (the nginx rows: its workers)
 EOF
-printf '%-8s %-24s %12s %10s %9s %9s %16s\n' size server "requests/s" "MB/s" "p50 ms" "p99 ms" "CPU ms/10k hits"
+printf '%-8s %-24s %12s %10s %9s %9s %16s %18s\n' size server "requests/s" "MB/s" "p50 ms" "p99 ms" \
+    "CPU ms/10k hits" "machine ms/10k"
 ROWS="$WORK/rows.jsonl"
 : >"$ROWS"
 for size in "${SIZES[@]}"; do
@@ -74,18 +77,25 @@ for size in "${SIZES[@]}"; do
         esac
         # shellcheck disable=SC2086
         c0="$(cpu_of $pids)"
+        m0="$(machine_busy)"
         read -r rps mbs p50 p99 n errs <<<"$(wrk_run "$url/bench/obj-$size" "$DUR" "$CONNS")"
+        m1="$(machine_busy)"
         # shellcheck disable=SC2086
         c1="$(cpu_of $pids)"
-        cpu10k="$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {printf "%.1f", n ? (b - a) * 1000 * 10000 / n : 0}')"
-        printf '%-8s %-24s %12s %10s %9s %9s %16s\n' "$size" "$who" "$rps" "$mbs" "$p50" "$p99" "$cpu10k"
+        per10k() { awk -v a="$1" -v b="$2" -v n="$n" 'BEGIN {printf "%.1f", n ? (b - a) * 1000 * 10000 / n : 0}'; }
+        cpu10k="$(per10k "$c0" "$c1")"
+        mach10k="$(per10k "$m0" "$m1")"
+        printf '%-8s %-24s %12s %10s %9s %9s %16s %18s\n' "$size" "$who" "$rps" "$mbs" "$p50" "$p99" \
+            "$cpu10k" "$mach10k"
         jq -nc --arg size "$size" --arg who "$who" --arg rps "$rps" --arg mbs "$mbs" \
             --arg p50 "$p50" --arg p99 "$p99" --arg n "$n" --arg errs "$errs" \
             --arg cpu "$(awk -v a="$c0" -v b="$c1" 'BEGIN {printf "%.3f", b - a}')" --arg cpu10k "$cpu10k" \
+            --arg mach "$(awk -v a="$m0" -v b="$m1" 'BEGIN {printf "%.3f", b - a}')" --arg mach10k "$mach10k" \
             '{size: ($size | tonumber), server: $who, requests_per_s: ($rps | tonumber),
               mb_per_s: ($mbs | tonumber), p50_ms: ($p50 | tonumber), p99_ms: ($p99 | tonumber),
               requests: ($n | tonumber), wrk_error_lines: ($errs | tonumber),
-              cpu_s: ($cpu | tonumber), cpu_ms_per_10k: ($cpu10k | tonumber)}' >>"$ROWS"
+              cpu_s: ($cpu | tonumber), cpu_ms_per_10k: ($cpu10k | tonumber),
+              machine_cpu_s: ($mach | tonumber), machine_cpu_ms_per_10k: ($mach10k | tonumber)}' >>"$ROWS"
     done
 done
 misses1="$(( $(gw_stat "$GW1_URL" misses) + $(gw_stat "$GW2_URL" misses) ))"
@@ -106,13 +116,15 @@ RESULT="$(jq -s --argjson dur "$DUR" --argjson conns "$CONNS" --argjson threads 
                     rps_no_verify_vs_proxy_cache: ($g2.requests_per_s / $n.requests_per_s),
                     rps_vs_static: ($g.requests_per_s / $st.requests_per_s),
                     cpu_vs_proxy_cache: ($g.cpu_ms_per_10k / $n.cpu_ms_per_10k),
-                    cpu_no_verify_vs_proxy_cache: ($g2.cpu_ms_per_10k / $n.cpu_ms_per_10k)} ] }
+                    cpu_no_verify_vs_proxy_cache: ($g2.cpu_ms_per_10k / $n.cpu_ms_per_10k),
+                    machine_cpu_vs_proxy_cache:
+                        ($g.machine_cpu_ms_per_10k / $n.machine_cpu_ms_per_10k)} ] }
     | .bars = ((.ratios[] | select(.size == 102400)) as $r
                | {rps_at_least_proxy_cache_100k: {want: ">= 1.0", got: $r.rps_vs_proxy_cache,
                                                   met: ($r.rps_vs_proxy_cache >= 1.0)},
                   cpu_at_most_0_8_proxy_cache_100k: {want: "<= 0.8", got: $r.cpu_vs_proxy_cache,
                                                      met: ($r.cpu_vs_proxy_cache <= 0.8)}})' "$ROWS")"
 echo
-jq -r '.ratios[] | "ratio s3cached / nginx proxy_cache at \(.size) bytes: requests/s \(.rps_vs_proxy_cache * 100 | round / 100) (no-verify \(.rps_no_verify_vs_proxy_cache * 100 | round / 100)), CPU per hit \(.cpu_vs_proxy_cache * 100 | round / 100) (no-verify \(.cpu_no_verify_vs_proxy_cache * 100 | round / 100))"' <<<"$RESULT"
+jq -r '.ratios[] | "ratio s3cached / nginx proxy_cache at \(.size) bytes: requests/s \(.rps_vs_proxy_cache * 100 | round / 100) (no-verify \(.rps_no_verify_vs_proxy_cache * 100 | round / 100)), CPU per hit \(.cpu_vs_proxy_cache * 100 | round / 100) (no-verify \(.cpu_no_verify_vs_proxy_cache * 100 | round / 100)), machine CPU per hit \(.machine_cpu_vs_proxy_cache * 100 | round / 100)"' <<<"$RESULT"
 jq -r '.bars | to_entries[] | "bar \(.key): want \(.value.want), got \(.value.got * 100 | round / 100): \(if .value.met then "met" else "MISSED" end)"' <<<"$RESULT"
 bench_write_results "$RESULT"

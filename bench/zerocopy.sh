@@ -6,8 +6,9 @@
 #   4194304   a 4 MiB object, in one chunk only with --chunk-size 4M (the gateways here)
 #   8388608   bytes=0-8388607 of a 16 MiB object: one block of a block object (8 MiB blocks)
 # Each row is RUNS runs of wrk -t1 -c CONNECTIONS -d DURATION_S, the two gateways alternating,
-# with the server's CPU (user+sys from /proc/PID/stat over the run) per 10,000 hits; printed
-# as median (min-max). The gateway and nginx run HIT_THREADS threads/workers (default 1).
+# with the server's CPU (user+sys from /proc/PID/stat over the run) and the whole machine's
+# (every CPU's busy time: the server, wrk and the kernel's loopback work wherever it ran;
+# machine_busy in lib/common.sh) per 10,000 hits; printed as median (min-max). The gateway and nginx run HIT_THREADS threads/workers (default 1).
 #
 # Usage: bench/zerocopy.sh [DURATION_S [CONNECTIONS [RUNS]]]     (defaults 5, 32, 3)
 # Results: bench/results/zerocopy.json.
@@ -65,21 +66,25 @@ zc0="$(gw_stat "$ZC_URL" hits_zero_copy)"
 ROWS="$WORK/rows.jsonl"
 : >"$ROWS"
 run_one() { # SERVER URL PIDS SIZE PATH RANGE RUN
-    local who="$1" url="$2" pids="$3" size="$4" path="$5" rng="$6" run="$7" lua="" c0 c1
+    local who="$1" url="$2" pids="$3" size="$4" path="$5" rng="$6" run="$7" lua="" c0 c1 m0 m1
     if [ "$rng" != - ]; then
         lua="$WORK/range-$size.lua"
         printf 'wrk.headers["Range"] = "%s"\n' "$rng" >"$lua"
     fi
     # shellcheck disable=SC2086
     c0="$(cpu_of $pids)"
+    m0="$(machine_busy)"
     read -r rps mbs p50 p99 n errs <<<"$(wrk_run "$url/bench/$path" "$DUR" "$CONNS" 1 "$lua")"
+    m1="$(machine_busy)"
     # shellcheck disable=SC2086
     c1="$(cpu_of $pids)"
+    per10k() { awk -v a="$1" -v b="$2" -v n="$n" 'BEGIN {printf "%.1f", n ? (b - a) * 1000 * 10000 / n : 0}'; }
     jq -nc --arg size "$size" --arg who "$who" --arg run "$run" --arg rps "$rps" --arg n "$n" \
-        --arg cpu10k "$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN {printf "%.1f", n ? (b - a) * 1000 * 10000 / n : 0}')" \
+        --arg cpu10k "$(per10k "$c0" "$c1")" --arg mach10k "$(per10k "$m0" "$m1")" \
         '{size: ($size | tonumber), server: $who, run: ($run | tonumber),
           requests_per_s: ($rps | tonumber), requests: ($n | tonumber),
-          cpu_ms_per_10k: ($cpu10k | tonumber)}' >>"$ROWS"
+          cpu_ms_per_10k: ($cpu10k | tonumber),
+          machine_cpu_ms_per_10k: ($mach10k | tonumber)}' >>"$ROWS"
 }
 for run in $(seq "$RUNS"); do
     say "run $run of $RUNS"
@@ -109,11 +114,14 @@ RESULT="$(jq -s --argjson dur "$DUR" --argjson conns "$CONNS" --argjson runs "$R
      zero_copy_hits_during_runs: $zc,
      rows: $rows,
      summary: [group_by([.size, .server])[] | {size: .[0].size, server: .[0].server,
-                requests_per_s: med(.requests_per_s), cpu_ms_per_10k: med(.cpu_ms_per_10k)}]}' "$ROWS")"
+                requests_per_s: med(.requests_per_s), cpu_ms_per_10k: med(.cpu_ms_per_10k),
+                machine_cpu_ms_per_10k: med(.machine_cpu_ms_per_10k)}]}' "$ROWS")"
 echo
-printf '%-8s %-24s %26s %26s\n' size server "requests/s median (min-max)" "CPU ms/10k median (min-max)"
+printf '%-8s %-24s %26s %26s %30s\n' size server "requests/s median (min-max)" "CPU ms/10k median (min-max)" \
+    "machine ms/10k median (min-max)"
 jq -r '.summary[] | [.size, .server,
         "\(.requests_per_s.median | round) (\(.requests_per_s.min | round)-\(.requests_per_s.max | round))",
-        "\(.cpu_ms_per_10k.median) (\(.cpu_ms_per_10k.min)-\(.cpu_ms_per_10k.max))"] | @tsv' <<<"$RESULT" |
-    awk -F'\t' '{printf "%-8s %-24s %26s %26s\n", $1, $2, $3, $4}'
+        "\(.cpu_ms_per_10k.median) (\(.cpu_ms_per_10k.min)-\(.cpu_ms_per_10k.max))",
+        "\(.machine_cpu_ms_per_10k.median) (\(.machine_cpu_ms_per_10k.min)-\(.machine_cpu_ms_per_10k.max))"] | @tsv' <<<"$RESULT" |
+    awk -F'\t' '{printf "%-8s %-24s %26s %26s %30s\n", $1, $2, $3, $4, $5}'
 bench_write_results "$RESULT"
