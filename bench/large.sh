@@ -36,7 +36,7 @@
 #   LARGE_C_OBJECTS [8]  LARGE_C_SIZE [64M]                               (c)
 #   LARGE_RANGE [8M] the range size of (b) and (c), and nginx's slice
 #   LARGE_RUNS [3]  LARGE_THREADS [cores] gateway --threads = nginx workers
-#   LARGE_CACHE_DIR [the scratch directory] where the gateway's and nginx's caches are made,
+#   BENCH_CACHE_DIR [the scratch directory] where the gateway's and nginx's caches are made,
 #                    e.g. /dev/shm: on a VM that hands free memory back to its host, a cache
 #                    on ext4 written in large writes pays the host's faults (docs/benchmarks.md)
 #   LARGE_GW_ARGS [""] more gateway options, e.g. "--block-size 8M --fetch-parallelism 4"
@@ -73,8 +73,8 @@ RUNS="${LARGE_RUNS:-3}"
 THREADS="${LARGE_THREADS:-$(nproc)}"
 read -r -a GW_ARGS <<<"${LARGE_GW_ARGS:-}"
 CACHES="$WORK"
-if [ -n "${LARGE_CACHE_DIR:-}" ]; then
-    CACHES="$(mktemp -d "$LARGE_CACHE_DIR/s3cached-bench-large.XXXXXX")"
+if [ -n "${BENCH_CACHE_DIR:-}" ]; then
+    CACHES="$(mktemp -d "$BENCH_CACHE_DIR/s3cached-bench-large.XXXXXX")"
     chmod 755 "$CACHES" # nginx workers run unprivileged when nginx is started as root
     bench_on_exit "rm -rf '$CACHES'"
 fi
@@ -303,7 +303,7 @@ fi
 
 # The summary: per part, path and phase, the median and spread of the runs.
 RESULT="$(jq -s --argjson cloud "$CLOUD_JSON" --slurpfile peaks "${NGX_PEAKS:-/dev/null}" \
-    --arg parts "${PARTS[*]}" --arg gwargs "${LARGE_GW_ARGS:-}" --arg cachedir "${LARGE_CACHE_DIR:-}" \
+    --arg parts "${PARTS[*]}" --arg gwargs "${LARGE_GW_ARGS:-}" --arg cachedir "${BENCH_CACHE_DIR:-}" \
     --argjson bgwcache "$B_GW_CACHE" \
     --argjson shard "$SHARD" --argjson readers "$(printf '%s\n' "${READERS[@]}" | jq -sc .)" --argjson obj "$OBJ" \
     --argjson cache "$CACHE" --argjson range "$RANGE" --argjson breq "$B_REQUESTS" \

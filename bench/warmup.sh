@@ -13,6 +13,10 @@
 #        latency limits, and 128, which the bandwidth limits). Each row also gives the gateway's CPU
 #        per object (user+sys over the run) and the share of the machine left idle: a run with
 #        little idle is bounded by this machine's cores, not by the gateway or the link.
+#        Before each gateway run, a "direct" row: curl --parallel fetching the same objects
+#        straight from the cloud, C at a time, to /dev/null: what a plain client gets from this
+#        cloud on this machine at that concurrency (the relay and the cloud's servers share
+#        the cores), the reference for the gateway's share.
 # Settings: WARMUP_OBJECTS [10000] of WARMUP_SIZE [110K]; the cloud's CLOUD_* settings.
 # Results: bench/results/warmup.json (with each run's progress over time).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -42,7 +46,27 @@ EOF
 printf '%-12s %9s %11s %9s %12s %9s  %-10s %8s %6s\n' concurrency "time s" "objects/s" "MB/s" "allowed s" share "limited by" "gw ms/obj" "idle"
 OUT="$WORK/runs.jsonl"
 : >"$OUT"
+DIRECT="$WORK/direct.jsonl"
+: >"$DIRECT"
+# curl's config: every object once, to /dev/null (an error fails the run: --fail).
+seq 0 $((N - 1)) | awk -v u="$CLOUD_URL/$CLOUD_BUCKET/$PREFIX" \
+    '{printf "url = \"%s%08d.bin\"\noutput = \"/dev/null\"\n", u, $1}' >"$WORK/direct.curl"
+share_of() { # CONCURRENCY SECONDS: the share of what latency and bandwidth allow
+    awk -v c="$1" -v t="$2" -v n="$N" -v s="$SIZE_B" -v r="$RATE_B" -v rtt="$RTT_S" 'BEGIN {
+        lat = c / (rtt + s / r); bw = r / s; a = lat < bw ? lat : bw; printf "%.4f", (rtt + n / a) / t }'
+}
 for c in "${CONCS[@]}"; do
+    t0="$(date +%s.%N)"
+    curl -fsS --no-progress-meter --parallel --parallel-immediate --parallel-max "$c" -K "$WORK/direct.curl" ||
+        die "direct: curl failed"
+    t1="$(date +%s.%N)"
+    dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
+    jq -nc --argjson c "$c" --argjson t "$dt" --argjson share "$(share_of "$c" "$dt")" \
+        '{concurrency: $c, seconds: $t, objects_per_s: ('"$N"' / $t), share: $share}' >>"$DIRECT"
+    jq -r '["direct " + (.concurrency | tostring), (.seconds * 100 | round / 100),
+            (.objects_per_s | round), "", "", ((.share * 1000 | round) / 10 | tostring) + "%"] | @tsv' \
+        "$DIRECT" | tail -n 1 |
+        awk -F'\t' '{printf "%-12s %9s %11s %9s %12s %9s\n", $1, $2, $3, $4, $5, $6}'
     gw_start "$(free_port)" "$WORK/cache-$c" "$CLOUD_URL" --cache-size $((N * SIZE_B * 2)) \
         --prefetch-concurrency "$c"
     t0="$(date +%s.%N)"
@@ -98,10 +122,14 @@ for c in "${CONCS[@]}"; do
         awk -F'\t' '{printf "%-12s %9s %11s %9s %12s %9s  %-10s %8s %6s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}'
 done
 
-RESULT="$(jq -s --argjson n "$N" --arg size "$SIZE" --argjson sb "$SIZE_B" --argjson cloud "$CLOUD_JSON" '
+RESULT="$(jq -s --argjson n "$N" --arg size "$SIZE" --argjson sb "$SIZE_B" --argjson cloud "$CLOUD_JSON" \
+    --slurpfile direct "$DIRECT" '
     {settings: {objects: $n, size: $size, size_bytes: $sb, manifest: "keys, one epoch, in order"},
-     cloud: $cloud, runs: .,
+     cloud: $cloud, runs: ., direct: $direct,
+     gateway_vs_direct: [.[] as $g | $direct[] | select(.concurrency == $g.concurrency)
+                         | {concurrency, objects_per_s: ($g.objects_per_s / .objects_per_s)}],
      bars: [.[] | {concurrency, share, met: (.share >= 0.9)}]}' "$OUT")"
 echo
+jq -r '.gateway_vs_direct[] | "gateway / direct at concurrency \(.concurrency): objects/s \(.objects_per_s * 100 | round / 100)"' <<<"$RESULT"
 jq -r '.bars[] | "bar: warm-up at concurrency \(.concurrency) reaches \((.share * 1000 | round) / 10)% of what latency and bandwidth allow (want >= 90%): \(if .met then "met" else "MISSED" end)"' <<<"$RESULT"
 bench_write_results "$RESULT"

@@ -3,6 +3,7 @@
 # wrk, and the results file.
 #
 # After sourcing: REPO, BENCH_NAME, WORK (removed on exit unless BENCH_KEEP=1), RESULTS_DIR.
+# BENCH_CACHE_DIR (optional): gw_start makes the gateway's cache there instead of under WORK.
 # Cleanup hooks run last registered first: bench_on_exit 'command ...'.
 
 set -euo pipefail
@@ -119,6 +120,12 @@ export AWS_SHARED_CREDENTIALS_FILE=/nonexistent
 gw_start() {
     local port="$1" dir="$2" upstream="$3" host="${GW_HOST:-127.0.0.1}"
     shift 3
+    if [ -n "${BENCH_CACHE_DIR:-}" ] && [[ "$dir" == "$WORK"/* ]]; then
+        # The cache made under BENCH_CACHE_DIR instead (e.g. /dev/shm; see docs/benchmarks.md,
+        # "Memory the host took back"), removed on exit.
+        dir="$(mktemp -d "$BENCH_CACHE_DIR/s3cached-bench-$BENCH_NAME.XXXXXX")"
+        bench_on_exit "rm -rf '$dir'"
+    fi
     [ -x "$GATEWAY_BIN" ] || die "$GATEWAY_BIN is missing: make"
     "$GATEWAY_BIN" --listen "$host:$port" --upstream "$upstream" --cache-dir "$dir" \
         --log-level warn "$@" >"$WORK/gw-$port.log" 2>&1 &
