@@ -89,9 +89,6 @@ cpu_of() {
 # /proc/stat. Two readings give the share of the machine left idle between them.
 machine_ticks() { awk '/^cpu / {t = 0; for (i = 2; i <= NF; i++) t += $i; print $5 + $6, t}' /proc/stat; }
 
-# The processes of an nginx whose master pid is $1 that serve and keep its cache: the workers
-# and the cache manager. Not the cache loader, which exits a minute after start (a CPU reading
-# across its exit failed: its /proc entry was gone).
 # The whole machine's busy CPU seconds so far: user, nice, system, irq and softirq of every CPU
 # (/proc/stat; not idle, iowait or steal). Over loopback the kernel's work of receiving a
 # response runs in whichever process's context it happens to (the sender's or the receiver's),
@@ -100,6 +97,9 @@ machine_busy() {
     awk -v k="$(getconf CLK_TCK)" '/^cpu / {printf "%.3f", ($2 + $3 + $4 + $7 + $8) / k}' /proc/stat
 }
 
+# The processes of an nginx whose master pid is $1 that serve and keep its cache: the workers
+# and the cache manager. Not the cache loader, which exits a minute after start (a CPU reading
+# across its exit failed: its /proc entry was gone).
 nginx_workers() { pgrep -P "$1" -f 'worker process|cache manager' | tr '\n' ' '; }
 
 # Where the gateway's binary is; BENCH_GATEWAY overrides (e.g. another build).

@@ -3,9 +3,9 @@
 #
 #   nginx_proxy_cache_start NAME PORT UPSTREAM_HOST:PORT MAX_SIZE WORKERS [count] [slice=SIZE]
 #       a caching reverse proxy (proxy_cache) on 127.0.0.1:PORT in front of UPSTREAM; its
-#       cache lives in $WORK/NAME/cache (NGX_CACHE_DIR if set), beside the gateway's. With "count", an
-#       access log of one $upstream_cache_status per request ($WORK/NAME/cache.log, read
-#       with nginx_cache_counts) gives the hit ratio. With "slice=SIZE" (e.g. slice=8m), the
+#       cache lives in $WORK/NAME/cache (in NGX_CACHE_DIR if set), beside the gateway's. With
+#       "count", an access log of one $upstream_cache_status per request ($WORK/NAME/cache.log,
+#       read with nginx_cache_counts) gives the hit ratio. With "slice=SIZE" (e.g. slice=8m), the
 #       slice module caches large objects as aligned SIZE pieces, each fetched with its own
 #       Range request: how nginx caches large objects and ranges (below).
 #   nginx_static_start NAME PORT ROOT WORKERS
