@@ -25,6 +25,7 @@
 #include "reply.h"
 #include "req.h"
 #include "respond.h"
+#include "xcache.h"
 #include "zerocopy.h"
 
 /* An answer needing at most 1/BLOCKS_PART_SHARE of a block nobody has fetches its span of it
@@ -522,10 +523,12 @@ static void count(struct gw_req *q, bool hit, uint64_t bytes)
 }
 
 /*
- * X-Cache from how many of the answer's blocks need no upstream work: held by the store at
- * this version, or arrived whole in a fetch still being stored. Returns the first block after
- * `first` the store lacks, for proof_of_version (b->last + 1 when there is none, or when the
- * answer spans more than JUDGE_BLOCKS_MAX blocks and is not looked at block by block).
+ * X-Cache from how many of the answer's blocks need no upstream work for it: held by the
+ * store at this version, or arrived whole in another's fetch still being stored; never the
+ * block fetched for this request (xcache.h), which the store may already hold. Returns the
+ * first block after `first` the store lacks, for proof_of_version (b->last + 1 when there is
+ * none, or when the answer spans more than JUDGE_BLOCKS_MAX blocks and is not looked at block
+ * by block).
  */
 static uint32_t judge_cached(struct gw_req *q, uint32_t first)
 {
@@ -533,20 +536,25 @@ static uint32_t judge_cached(struct gw_req *q, uint32_t first)
     store_obj *obj = view_of_version(q);
     uint64_t all = (uint64_t)b->last - first + 1;
     uint64_t cached = obj ? store_obj_blocks_cached(obj, first, b->last) : 0;
+    bool own_in = b->own_block >= first && b->own_block <= b->last; /* NO_BLOCK is never */
+    if (own_in && obj != NULL && store_obj_blocks_cached(obj, b->own_block, b->own_block) == 1)
+        cached--; /* stored since it was fetched for this request: still not from the cache */
     uint32_t missing = b->last + 1;
     if (cached < all && all <= JUDGE_BLOCKS_MAX) {
         cached = 0;
         for (uint32_t i = first; i <= b->last; i++) {
             struct block_ref ref = ref_of(q, i);
+            bool own = i == b->own_block;
             bool stored = obj != NULL && store_obj_blocks_cached(obj, i, i) == 1;
             if (!stored && i > first && missing > b->last)
                 missing = i;
-            if (stored || (i != b->own_block && block_fetch_arrived(q->g->block_fetches, &ref)))
+            bool arrived = !own && !stored && block_fetch_arrived(q->g->block_fetches, &ref);
+            if (gw_xcache_block_counts(own, stored, arrived))
                 cached++;
         }
     }
     store_obj_close(obj);
-    q->x_cache = cached == all ? "HIT" : cached > 0 ? "PARTIAL" : "MISS";
+    q->x_cache = gw_xcache_of(cached, all);
     return missing;
 }
 
