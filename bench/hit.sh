@@ -82,9 +82,8 @@ for size in "${SIZES[@]}"; do
         m1="$(machine_busy)"
         # shellcheck disable=SC2086
         c1="$(cpu_of $pids)"
-        per10k() { awk -v a="$1" -v b="$2" -v n="$n" 'BEGIN {printf "%.1f", n ? (b - a) * 1000 * 10000 / n : 0}'; }
-        cpu10k="$(per10k "$c0" "$c1")"
-        mach10k="$(per10k "$m0" "$m1")"
+        cpu10k="$(per_10k "$c0" "$c1" "$n")"
+        mach10k="$(per_10k "$m0" "$m1" "$n")"
         printf '%-8s %-24s %12s %10s %9s %9s %16s %18s\n' "$size" "$who" "$rps" "$mbs" "$p50" "$p99" \
             "$cpu10k" "$mach10k"
         jq -nc --arg size "$size" --arg who "$who" --arg rps "$rps" --arg mbs "$mbs" \

@@ -72,12 +72,6 @@ C_PARALLEL=$(((C_SIZE + RANGE - 1) / RANGE))
 RUNS="${LARGE_RUNS:-3}"
 THREADS="${LARGE_THREADS:-$(nproc)}"
 read -r -a GW_ARGS <<<"${LARGE_GW_ARGS:-}"
-CACHES="$WORK"
-if [ -n "${BENCH_CACHE_DIR:-}" ]; then
-    CACHES="$(mktemp -d "$BENCH_CACHE_DIR/s3cached-bench-large.XXXXXX")"
-    chmod 755 "$CACHES" # nginx workers run unprivileged when nginx is started as root
-    bench_on_exit "rm -rf '$CACHES'"
-fi
 # (a) and (c) hold everything they read: their caches are twice what they read.
 A_CACHE=$((2 * SHARD))
 C_CACHE=$((2 * C_OBJECTS * C_SIZE))

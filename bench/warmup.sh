@@ -51,22 +51,23 @@ DIRECT="$WORK/direct.jsonl"
 # curl's config: every object once, to /dev/null (an error fails the run: --fail).
 seq 0 $((N - 1)) | awk -v u="$CLOUD_URL/$CLOUD_BUCKET/$PREFIX" \
     '{printf "url = \"%s%08d.bin\"\noutput = \"/dev/null\"\n", u, $1}' >"$WORK/direct.curl"
-share_of() { # CONCURRENCY SECONDS: the share of what latency and bandwidth allow
-    awk -v c="$1" -v t="$2" -v n="$N" -v s="$SIZE_B" -v r="$RATE_B" -v rtt="$RTT_S" 'BEGIN {
-        lat = c / (rtt + s / r); bw = r / s; a = lat < bw ? lat : bw; printf "%.4f", (rtt + n / a) / t }'
-}
+# What latency and bandwidth allow at concurrency $c (the formula above), for both rows' jq.
+ALLOWED='def allowed($c): ($c / ($rtt + $size / $rate)) as $lat | ($rate / $size) as $bw
+    | ([$lat, $bw] | min) as $r
+    | {rate: $r, seconds: ($rtt + $n / $r), limited_by: (if $lat < $bw then "latency" else "bandwidth" end)};'
+ALLOWED_ARGS=(--argjson n "$N" --argjson size "$SIZE_B" --argjson rate "$RATE_B" --argjson rtt "$RTT_S")
 for c in "${CONCS[@]}"; do
     t0="$(date +%s.%N)"
     curl -fsS --no-progress-meter --parallel --parallel-immediate --parallel-max "$c" -K "$WORK/direct.curl" ||
         die "direct: curl failed"
     t1="$(date +%s.%N)"
     dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
-    jq -nc --argjson c "$c" --argjson t "$dt" --argjson share "$(share_of "$c" "$dt")" \
-        '{concurrency: $c, seconds: $t, objects_per_s: ('"$N"' / $t), share: $share}' >>"$DIRECT"
+    row="$(jq -nc "${ALLOWED_ARGS[@]}" --argjson c "$c" --argjson t "$dt" "$ALLOWED"'
+        {concurrency: $c, seconds: $t, objects_per_s: ($n / $t), share: (allowed($c).seconds / $t)}')"
+    echo "$row" >>"$DIRECT"
     jq -r '["direct " + (.concurrency | tostring), (.seconds * 100 | round / 100),
             (.objects_per_s | round), "", "", ((.share * 1000 | round) / 10 | tostring) + "%"] | @tsv' \
-        "$DIRECT" | tail -n 1 |
-        awk -F'\t' '{printf "%-12s %9s %11s %9s %12s %9s\n", $1, $2, $3, $4, $5, $6}'
+        <<<"$row" | awk -F'\t' '{printf "%-12s %9s %11s %9s %12s %9s\n", $1, $2, $3, $4, $5, $6}'
     gw_start "$(free_port)" "$WORK/cache-$c" "$CLOUD_URL" --cache-size $((N * SIZE_B * 2)) \
         --prefetch-concurrency "$c"
     t0="$(date +%s.%N)"
@@ -93,20 +94,18 @@ for c in "${CONCS[@]}"; do
     stats="$(curl -fsS "$GW_URL/_s3cached/stats")"
     bench_stop "$GW_PID"
     rm -rf "$WORK/cache-$c"
-    row="$(jq -n --argjson c "$c" --argjson n "$N" --argjson size "$SIZE_B" --argjson rate "$RATE_B" \
-        --argjson rtt "$RTT_S" --arg t0 "$t0" --arg tp "$t_post" --arg t1 "$t1" --arg state "$state" \
+    row="$(jq -n "${ALLOWED_ARGS[@]}" --argjson c "$c" \
+        --arg t0 "$t0" --arg tp "$t_post" --arg t1 "$t1" --arg state "$state" \
         --argjson stats "$stats" --rawfile tl "$timeline" \
         --argjson gwcpu "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {print b - a}')" \
-        --argjson idle "$(awk -v i="$((idle1 - idle0))" -v t="$((ticks1 - ticks0))" 'BEGIN {print t ? i / t : 0}')" '
+        --argjson idle "$(awk -v i="$((idle1 - idle0))" -v t="$((ticks1 - ticks0))" 'BEGIN {print t ? i / t : 0}')" "$ALLOWED"'
         (($t1 | tonumber) - ($t0 | tonumber)) as $t
-        | ($c / ($rtt + $size / $rate)) as $lat | ($rate / $size) as $bw
-        | ([$lat, $bw] | min) as $allowed_rate
-        | ($rtt + $n / $allowed_rate) as $allowed
+        | allowed($c) as $a
         | {concurrency: $c, seconds: $t, post_seconds: (($tp | tonumber) - ($t0 | tonumber)),
            objects_per_s: ($n / $t), mb_per_s: ($n * $size / $t / 1e6),
-           allowed_seconds: $allowed, allowed_objects_per_s: $allowed_rate,
-           limited_by: (if $lat < $bw then "latency" else "bandwidth" end),
-           share: ($allowed / $t), final_state: $state,
+           allowed_seconds: $a.seconds, allowed_objects_per_s: $a.rate,
+           limited_by: $a.limited_by,
+           share: ($a.seconds / $t), final_state: $state,
            prefetched_objects: $stats.prefetched_objects,
            gateway_cpu_seconds: $gwcpu, gateway_cpu_ms_per_object: ($gwcpu * 1000 / $n),
            machine_idle_share: $idle,

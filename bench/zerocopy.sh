@@ -8,7 +8,8 @@
 # Each row is RUNS runs of wrk -t1 -c CONNECTIONS -d DURATION_S, the two gateways alternating,
 # with the server's CPU (user+sys from /proc/PID/stat over the run) and the whole machine's
 # (every CPU's busy time: the server, wrk and the kernel's loopback work wherever it ran;
-# machine_busy in lib/common.sh) per 10,000 hits; printed as median (min-max). The gateway and nginx run HIT_THREADS threads/workers (default 1).
+# machine_busy in lib/common.sh) per 10,000 hits; printed as median (min-max). The gateway
+# and nginx run HIT_THREADS threads/workers (default 1).
 #
 # Usage: bench/zerocopy.sh [DURATION_S [CONNECTIONS [RUNS]]]     (defaults 5, 32, 3)
 # Results: bench/results/zerocopy.json.
@@ -78,9 +79,8 @@ run_one() { # SERVER URL PIDS SIZE PATH RANGE RUN
     m1="$(machine_busy)"
     # shellcheck disable=SC2086
     c1="$(cpu_of $pids)"
-    per10k() { awk -v a="$1" -v b="$2" -v n="$n" 'BEGIN {printf "%.1f", n ? (b - a) * 1000 * 10000 / n : 0}'; }
     jq -nc --arg size "$size" --arg who "$who" --arg run "$run" --arg rps "$rps" --arg n "$n" \
-        --arg cpu10k "$(per10k "$c0" "$c1")" --arg mach10k "$(per10k "$m0" "$m1")" \
+        --arg cpu10k "$(per_10k "$c0" "$c1" "$n")" --arg mach10k "$(per_10k "$m0" "$m1" "$n")" \
         '{size: ($size | tonumber), server: $who, run: ($run | tonumber),
           requests_per_s: ($rps | tonumber), requests: ($n | tonumber),
           cpu_ms_per_10k: ($cpu10k | tonumber),

@@ -3,7 +3,8 @@
 # wrk, and the results file.
 #
 # After sourcing: REPO, BENCH_NAME, WORK (removed on exit unless BENCH_KEEP=1), RESULTS_DIR.
-# BENCH_CACHE_DIR (optional): gw_start makes the gateway's cache there instead of under WORK.
+# CACHES: where caches are made (WORK, or a directory under BENCH_CACHE_DIR when it is set);
+# gw_start makes a cache directory given under WORK anew there.
 # Cleanup hooks run last registered first: bench_on_exit 'command ...'.
 
 set -euo pipefail
@@ -39,6 +40,15 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 bench_on_exit() { BENCH_HOOKS+=("$1"); }
+
+# Where caches are made: WORK, or with BENCH_CACHE_DIR (e.g. /dev/shm; see docs/benchmarks.md,
+# "Memory the host took back") a directory of this run's there, removed on exit.
+CACHES="$WORK"
+if [ -n "${BENCH_CACHE_DIR:-}" ]; then
+    CACHES="$(mktemp -d "$BENCH_CACHE_DIR/s3cached-bench-$BENCH_NAME.XXXXXX")"
+    chmod 755 "$CACHES" # nginx workers run unprivileged when nginx is started as root
+    bench_on_exit "rm -rf '$CACHES'"
+fi
 
 # Remembers a process to stop on exit.
 bench_track() { BENCH_PIDS+=("$1"); }
@@ -97,6 +107,9 @@ machine_busy() {
     awk -v k="$(getconf CLK_TCK)" '/^cpu / {printf "%.3f", ($2 + $3 + $4 + $7 + $8) / k}' /proc/stat
 }
 
+# Milliseconds per 10,000 requests of the CPU seconds between two readings: per_10k A B N.
+per_10k() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN {printf "%.1f", n ? (b - a) * 1000 * 10000 / n : 0}'; }
+
 # The processes of an nginx whose master pid is $1 that serve and keep its cache: the workers
 # and the cache manager. Not the cache loader, which exits a minute after start (a CPU reading
 # across its exit failed: its /proc entry was gone).
@@ -120,11 +133,8 @@ export AWS_SHARED_CREDENTIALS_FILE=/nonexistent
 gw_start() {
     local port="$1" dir="$2" upstream="$3" host="${GW_HOST:-127.0.0.1}"
     shift 3
-    if [ -n "${BENCH_CACHE_DIR:-}" ] && [[ "$dir" == "$WORK"/* ]]; then
-        # The cache made under BENCH_CACHE_DIR instead (e.g. /dev/shm; see docs/benchmarks.md,
-        # "Memory the host took back"), removed on exit.
-        dir="$(mktemp -d "$BENCH_CACHE_DIR/s3cached-bench-$BENCH_NAME.XXXXXX")"
-        bench_on_exit "rm -rf '$dir'"
+    if [ "$CACHES" != "$WORK" ] && [[ "$dir" == "$WORK"/* ]]; then
+        dir="$(mktemp -d "$CACHES/$(basename "$dir").XXXXXX")" # a new one each time, as under WORK
     fi
     [ -x "$GATEWAY_BIN" ] || die "$GATEWAY_BIN is missing: make"
     "$GATEWAY_BIN" --listen "$host:$port" --upstream "$upstream" --cache-dir "$dir" \
