@@ -16,7 +16,12 @@
 #        Before each gateway run, a "direct" row: curl --parallel fetching the same objects
 #        straight from the cloud, C at a time, to /dev/null: what a plain client gets from this
 #        cloud on this machine at that concurrency (the relay and the cloud's servers share
-#        the cores), the reference for the gateway's share.
+#        the cores), the reference for the gateway's share. The direct row also gives the mean
+#        time to its first bytes (curl's time_starttransfer), the gateway's row the mean wait of
+#        its upstream requests for their response heads (s3cached_upstream_response_seconds):
+#        the same quantity, seen from each side. The progress is followed by
+#        bench/lib/watch_manifest.py on one connection: a shell loop of curl and jq took half
+#        a core from the gateway being measured.
 # Settings: WARMUP_OBJECTS [10000] of WARMUP_SIZE [110K]; the cloud's CLOUD_* settings.
 # Results: bench/results/warmup.json (with each run's progress over time).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
@@ -58,12 +63,16 @@ ALLOWED='def allowed($c): ($c / ($rtt + $size / $rate)) as $lat | ($rate / $size
 ALLOWED_ARGS=(--argjson n "$N" --argjson size "$SIZE_B" --argjson rate "$RATE_B" --argjson rtt "$RTT_S")
 for c in "${CONCS[@]}"; do
     t0="$(date +%s.%N)"
-    curl -fsS --no-progress-meter --parallel --parallel-immediate --parallel-max "$c" -K "$WORK/direct.curl" ||
-        die "direct: curl failed"
+    curl -fsS --no-progress-meter --parallel --parallel-immediate --parallel-max "$c" -K "$WORK/direct.curl" \
+        -w '%{time_starttransfer} %{time_pretransfer}\n' >"$WORK/direct-ttfb" || die "direct: curl failed"
     t1="$(date +%s.%N)"
     dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
-    row="$(jq -nc "${ALLOWED_ARGS[@]}" --argjson c "$c" --argjson t "$dt" "$ALLOWED"'
-        {concurrency: $c, seconds: $t, objects_per_s: ($n / $t), share: (allowed($c).seconds / $t)}')"
+    # The mean wait for the first byte from the transfer's start (connection set-up included,
+    # as in the gateway's upstream_head_ms_mean).
+    ttfb="$(awk '{s += $1} END {print NR ? s / NR * 1000 : 0}' "$WORK/direct-ttfb")"
+    row="$(jq -nc "${ALLOWED_ARGS[@]}" --argjson c "$c" --argjson t "$dt" --argjson ttfb "$ttfb" "$ALLOWED"'
+        {concurrency: $c, seconds: $t, objects_per_s: ($n / $t), share: (allowed($c).seconds / $t),
+         first_byte_ms_mean: $ttfb}')"
     echo "$row" >>"$DIRECT"
     jq -r '["direct " + (.concurrency | tostring), (.seconds * 100 | round / 100),
             (.objects_per_s | round), "", "", ((.share * 1000 | round) / 10 | tostring) + "%"] | @tsv' \
@@ -78,25 +87,24 @@ for c in "${CONCS[@]}"; do
     t_post="$(date +%s.%N)"
     timeline="$WORK/timeline-$c"
     : >"$timeline"
-    for i in $(seq 6000); do # 10 minutes at most
-        p="$(curl -fsS "$GW_URL/_s3cached/manifests/$id")"
-        now="$(date +%s.%N)"
-        read -r cached total failed state <<<"$(jq -r '"\(.objects_cached) \(.objects_total) \(.objects_failed) \(.state)"' <<<"$p")"
-        echo "$(awk -v a="$t0" -v b="$now" 'BEGIN {printf "%.3f", b - a}') $cached" >>"$timeline"
-        [ "$failed" = 0 ] || die "manifest $id: $failed objects failed: $p"
-        [ "$cached" = "$total" ] && [ "$total" = "$N" ] && break
-        sleep 0.05
-    done
-    [ "$cached" = "$N" ] || die "manifest $id did not warm: $p"
+    watched="$(python3 "$REPO/bench/lib/watch_manifest.py" "$GW_URL" "$id" "$t0" "$timeline" 600)" ||
+        die "manifest $id did not warm"
+    { read -r p; read -r now; } <<<"$watched"
+    state="$(jq -r .state <<<"$p")"
+    [ "$(jq -r .objects_cached <<<"$p")" = "$N" ] || die "manifest $id: not $N objects: $p"
     t1="$now"
     cpu1="$(cpu_of "$GW_PID")"
     read -r idle1 ticks1 <<<"$(machine_ticks)"
     stats="$(curl -fsS "$GW_URL/_s3cached/stats")"
+    # The gateway's mean wait for an upstream response head, from each attempt's start.
+    up_head_ms="$(curl -fsS "$GW_URL/metrics" | awk '
+        /^s3cached_upstream_response_seconds_sum/ {s = $2} /^s3cached_upstream_response_seconds_count/ {n = $2}
+        END {print n ? s / n * 1000 : 0}')"
     bench_stop "$GW_PID"
     rm -rf "$WORK/cache-$c"
     row="$(jq -n "${ALLOWED_ARGS[@]}" --argjson c "$c" \
         --arg t0 "$t0" --arg tp "$t_post" --arg t1 "$t1" --arg state "$state" \
-        --argjson stats "$stats" --rawfile tl "$timeline" \
+        --argjson stats "$stats" --rawfile tl "$timeline" --argjson uphead "$up_head_ms" \
         --argjson gwcpu "$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {print b - a}')" \
         --argjson idle "$(awk -v i="$((idle1 - idle0))" -v t="$((ticks1 - ticks0))" 'BEGIN {print t ? i / t : 0}')" "$ALLOWED"'
         (($t1 | tonumber) - ($t0 | tonumber)) as $t
@@ -108,7 +116,7 @@ for c in "${CONCS[@]}"; do
            share: ($a.seconds / $t), final_state: $state,
            prefetched_objects: $stats.prefetched_objects,
            gateway_cpu_seconds: $gwcpu, gateway_cpu_ms_per_object: ($gwcpu * 1000 / $n),
-           machine_idle_share: $idle,
+           machine_idle_share: $idle, upstream_head_ms_mean: $uphead,
            bytes_from_upstream: $stats.bytes_from_upstream,
            timeline: [$tl | split("\n")[] | select(length > 0) | split(" ")
                       | {t: (.[0] | tonumber), cached: (.[1] | tonumber)}]}')"
