@@ -24,6 +24,7 @@
 #include "../upstream/origin.h"
 #include "../upstream/relay.h"
 #include "../upstream/upstream.h"
+#include "../upstream/verify.h"
 #include "ask.h"
 #include "bucket_stats.h"
 #include "metrics.h"
@@ -53,6 +54,7 @@ struct gw {
     upstream *up;
     struct origin origin;
     fill_table *fills;
+    verifier *verify;              /* fills' MD5s, off the upstream thread (verify.h) */
     block_table *block_fetches;    /* blocks of large objects being fetched (block_fetch.h) */
     struct gw_readahead readahead; /* large objects read range after range (readahead.h) */
     mf_registry *manifests;

@@ -270,15 +270,18 @@ static int run(struct gw *g)
     bctx = (struct block_ctx){&g->origin, g->st, &g->stats};
     if (block_table_new(&bctx, &g->block_fetches) != SC_OK)
         goto out;
-    fctx = (struct fill_ctx){&g->origin,
-                             g->st,
-                             &g->stats,
-                             g->cfg->max_object_size,
-                             1024 * 1024,
-                             g->cfg->block_size,
-                             g->block_fetches,
-                             g->cfg->fetch_parallelism,
-                             g->cfg->prefetch_buffer};
+    if (verifier_start(&g->verify) != SC_OK)
+        goto out;
+    fctx = (struct fill_ctx){.origin = &g->origin,
+                             .st = g->st,
+                             .stats = &g->stats,
+                             .max_object_size = g->cfg->max_object_size,
+                             .window = 1024 * 1024,
+                             .block_size = g->cfg->block_size,
+                             .blocks = g->block_fetches,
+                             .parallelism = g->cfg->fetch_parallelism,
+                             .unstored_max = g->cfg->prefetch_buffer,
+                             .verify = g->verify};
     if (fill_table_new(&fctx, &g->fills) != SC_OK || start_manifests(g) != SC_OK ||
         server_start(g) != SC_OK)
         goto out;
@@ -295,6 +298,7 @@ out:
      * panic). Requests accepted after upstream_stop() get a 503 and are closed by the stop. */
     mf_registry_stop(g->manifests); /* no new prefetches */
     upstream_stop(g->up);
+    verifier_stop(g->verify); /* the bodies it holds get their verdicts, before the store closes */
     server_stop(g);
     score_keep_close(g->scores); /* no more posts: the last scores are written */
     store_close(g->st);          /* flushes queued writes: the last fill completions run */
@@ -302,6 +306,7 @@ out:
     fill_table_free(g->fills);
     block_table_free(g->block_fetches);
     upstream_free(g->up);
+    verifier_free(g->verify);
     origin_cleanup(&g->origin); /* after every fill and block fetch: they read its hot set */
     creds_free(creds);
     authz_cache_free(g->authz);

@@ -234,6 +234,24 @@ bool digest_matches(digest *d)
     return !d->malformed && !d->failed && spell(d, got, sizeof(got)) && strcmp(got, d->want) == 0;
 }
 
+static int hex_value(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+bool digest_md5_want(const digest *d, uint8_t out[DIGEST_MD5_LEN])
+{
+    if (d == NULL || d->kind != DIGEST_MD5 || d->malformed || strlen(d->want) != 2 * DIGEST_MD5_LEN)
+        return false;
+    for (int i = 0; i < DIGEST_MD5_LEN; i++) {
+        int hi = hex_value(d->want[2 * i]), lo = hex_value(d->want[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        out[i] = (uint8_t)(hi << 4 | lo);
+    }
+    return true;
+}
+
 bool digest_matches_value(digest *d, const char *value)
 {
     if (value == NULL)
@@ -280,11 +298,24 @@ void body_check_start(struct body_check *c, const struct http_head *head)
         c->broken = true;
 }
 
+bool body_check_defer(struct body_check *c, uint8_t want[DIGEST_MD5_LEN])
+{
+    c->deferred = c->active && !c->broken && c->received == 0 && digest_md5_want(c->digest, want);
+    return c->deferred;
+}
+
 void body_check_add(struct body_check *c, const void *p, size_t n)
 {
     c->received += n;
-    if (c->digest && !c->broken && digest_update(c->digest, p, n) != SC_OK)
+    if (c->digest && !c->broken && !c->deferred && digest_update(c->digest, p, n) != SC_OK)
         c->broken = true;
+}
+
+static sc_code mismatch(const struct body_check *c, const char *bucket, const char *key)
+{
+    sc_warn("upstream body of %s/%s does not match its %s: the transfer fails", bucket, key,
+            c->digest ? digest_name(c->digest) : "digest");
+    return SC_EMISMATCH;
 }
 
 sc_code body_check_verdict(struct body_check *c, sc_code rc, const char *bucket, const char *key)
@@ -296,12 +327,17 @@ sc_code body_check_verdict(struct body_check *c, sc_code rc, const char *bucket,
                 bucket, key, (unsigned long long)c->received, (long long)c->length);
         return SC_EMISMATCH;
     }
-    if (c->broken || (c->digest && !digest_matches(c->digest))) {
-        sc_warn("upstream body of %s/%s does not match its %s: the transfer fails", bucket, key,
-                c->digest ? digest_name(c->digest) : "digest");
-        return SC_EMISMATCH;
-    }
+    if (c->deferred)
+        return SC_OK; /* the length is right; the MD5 is for body_check_md5_verdict() */
+    if (c->broken || (c->digest && !digest_matches(c->digest)))
+        return mismatch(c, bucket, key);
     return SC_OK;
+}
+
+sc_code body_check_md5_verdict(const struct body_check *c, bool matches, const char *bucket,
+                               const char *key)
+{
+    return matches ? SC_OK : mismatch(c, bucket, key);
 }
 
 void body_check_release(struct body_check *c)

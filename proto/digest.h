@@ -26,6 +26,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../common/sc_err.h"
 #include "http_header.h"
@@ -90,6 +91,12 @@ bool digest_matches(digest *d);
  */
 bool digest_matches_value(digest *d, const char *value);
 
+#define DIGEST_MD5_LEN 16
+
+/* @brief When d checks the ETag's MD5 (DIGEST_MD5, well-formed): true, and the 16 bytes it wants
+ * in out. False for any other check, or NULL. */
+bool digest_md5_want(const digest *d, uint8_t out[DIGEST_MD5_LEN]);
+
 /* @brief What is checked, for logs: "ETag" or the checksum header's name. Static. */
 const char *digest_name(const digest *d);
 
@@ -114,19 +121,35 @@ struct body_check {
     digest *digest;    /* NULL: the length is all there is to check */
     int64_t length;    /* announced, or -1 */
     uint64_t received; /* body bytes added */
+    bool deferred;     /* the MD5 is checked over the whole body elsewhere (body_check_defer) */
 };
 
 /* @brief Starts checking the body of head, if it is a 200. Cannot fail (see broken). */
 void body_check_start(struct body_check *c, const struct http_head *head);
+
+/*
+ * @brief Leaves the MD5 to the caller, who will hash the whole body at once (upstream/verify.h)
+ * and give the verdict with body_check_md5_verdict(): only when the check is the ETag's MD5
+ * and no byte was added yet. Then the bytes added count for the length only.
+ * @param[out] want the MD5 the body must have.
+ * @return true if deferred; false: nothing changed, the check goes on as it streams.
+ */
+bool body_check_defer(struct body_check *c, uint8_t want[DIGEST_MD5_LEN]);
 
 /* @brief Adds the next n body bytes (those the relay took). */
 void body_check_add(struct body_check *c, const void *p, size_t n);
 
 /*
  * @brief The verdict on a transfer that ended with rc: rc itself unless SC_OK, else SC_OK or
- * SC_EMISMATCH (the length or digest is wrong; logged with bucket/key and what failed).
+ * SC_EMISMATCH (the length or digest is wrong; logged with bucket/key and what failed). A
+ * deferred check's SC_OK covers the length only.
  */
 sc_code body_check_verdict(struct body_check *c, sc_code rc, const char *bucket, const char *key);
+
+/* @brief The verdict of a deferred MD5 (after body_check_verdict() said SC_OK): SC_OK if it
+ * matched, else SC_EMISMATCH (logged as body_check_verdict does). */
+sc_code body_check_md5_verdict(const struct body_check *c, bool matches, const char *bucket,
+                               const char *key);
 
 /* @brief Frees what the check holds; it may be started again. */
 void body_check_release(struct body_check *c);

@@ -43,6 +43,7 @@
 #include "block_fetch.h"
 #include "origin.h"
 #include "relay.h"
+#include "verify.h"
 #include "../common/stats.h"
 
 typedef struct fill_table fill_table;
@@ -60,6 +61,9 @@ struct fill_ctx {
     uint64_t unstored_max; /* bytes of prefetched bodies that may wait for the store after their
                               prefetchers were told they arrived (fill_watcher.arrived); 0: a
                               prefetch is in flight until its object is stored */
+    verifier *verify;      /* checks the MD5 of bodies up to 1 MiB at their end, several at a
+                              time, off the upstream thread (verify.h); NULL: every body's check
+                              streams with it on the upstream thread */
 };
 
 /* @return SC_OK or SC_ENOMEM. ctx must outlive the table. */
@@ -135,7 +139,7 @@ typedef void (*fill_watch_fn)(void *arg, const struct fill_result *r);
 typedef void (*fill_arrived_fn)(void *arg);
 
 /* A prefetcher following a fill (fill_prefetch, range_prefetch); the callbacks run on the
- * upstream or store thread and must not block. */
+ * upstream, verifier or store thread and must not block. */
 struct fill_watcher {
     fill_watch_fn done;      /* exactly once: the object is stored, or the fill failed */
     fill_arrived_fn arrived; /* NULL, or at most once, before done: the whole body is in memory,

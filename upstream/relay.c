@@ -318,6 +318,19 @@ sc_code relay_body(relay *r, const char **body, uint64_t *len)
     return rc;
 }
 
+sc_code relay_kept(relay *r, const char **body, uint64_t *len)
+{
+    sc_code rc = SC_EBUSY;
+    pthread_mutex_lock(&r->mu);
+    if (r->keep_all && !r->finished) {
+        *body = r->buf;
+        *len = r->end;
+        rc = SC_OK;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+}
+
 bool relay_reached(relay *r, uint64_t pos)
 {
     pthread_mutex_lock(&r->mu);

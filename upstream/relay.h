@@ -117,6 +117,14 @@ ssize_t relay_read(relay *r, struct relay_cursor *c, char *buf, size_t max, stru
  */
 sc_code relay_body(relay *r, const char **body, uint64_t *len);
 
+/*
+ * @brief Producer, once every byte was pushed and before relay_finish(): what a keep-all relay
+ * holds, to check the body before the verdict. The bytes stay where they are until the relay
+ * is freed, since nothing more is pushed.
+ * @return SC_OK, or SC_EBUSY (not keep-all, or finished already).
+ */
+sc_code relay_kept(relay *r, const char **body, uint64_t *len);
+
 /* @brief True once a keep-all relay holds every byte its head announced (and has not failed). */
 bool relay_has_all(relay *r);
 

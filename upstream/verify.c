@@ -1,0 +1,150 @@
+/*
+ * verify.c - the verifier's queue and thread (see verify.h).
+ *
+ * Each round takes what is queued, up to ROUND_MAX bodies or about ROUND_BYTES, so that a
+ * body queued behind a long round waits for a few milliseconds at most.
+ */
+#include "verify.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROUND_MAX   32
+#define ROUND_BYTES (8u * 1024 * 1024)
+
+struct job {
+    const void *body;
+    uint64_t len;
+    uint8_t want[SC_MD5_LEN];
+    verify_done_fn done;
+    void *arg;
+    struct job *next;
+};
+
+struct verifier {
+    pthread_mutex_t mu;
+    pthread_cond_t wake;
+    struct job *head, *tail; /* mu */
+    bool stopping, running;  /* mu; running: the thread was started and not joined */
+    pthread_t thread;
+};
+
+/* Detaches the next round's jobs (mu held). */
+static struct job *take_round(verifier *v)
+{
+    struct job *first = v->head, *last = NULL;
+    uint64_t bytes = 0;
+    unsigned n = 0;
+    for (struct job *j = first; j && n < ROUND_MAX && (n == 0 || bytes < ROUND_BYTES);
+         j = j->next) {
+        last = j;
+        bytes += j->len;
+        n++;
+    }
+    if (last == NULL)
+        return NULL;
+    v->head = last->next;
+    if (v->head == NULL)
+        v->tail = NULL;
+    last->next = NULL;
+    return first;
+}
+
+static void run_round(struct job *first)
+{
+    struct sc_md5_msg m[ROUND_MAX];
+    size_t n = 0;
+    for (struct job *j = first; j; j = j->next)
+        m[n++] = (struct sc_md5_msg){.p = j->body, .len = j->len};
+    sc_md5_many(m, n);
+    n = 0;
+    while (first) {
+        struct job *j = first;
+        first = j->next;
+        j->done(j->arg, memcmp(m[n++].digest, j->want, SC_MD5_LEN) == 0);
+        free(j);
+    }
+}
+
+static void *verifier_main(void *arg)
+{
+    verifier *v = arg;
+    pthread_mutex_lock(&v->mu);
+    for (;;) {
+        while (v->head == NULL && !v->stopping)
+            pthread_cond_wait(&v->wake, &v->mu);
+        struct job *round = take_round(v);
+        if (round == NULL)
+            break; /* stopping, and nothing left */
+        pthread_mutex_unlock(&v->mu);
+        run_round(round);
+        pthread_mutex_lock(&v->mu);
+    }
+    pthread_mutex_unlock(&v->mu);
+    return NULL;
+}
+
+sc_code verifier_start(verifier **out)
+{
+    verifier *v = calloc(1, sizeof(*v));
+    if (v == NULL)
+        return SC_ENOMEM;
+    pthread_mutex_init(&v->mu, NULL);
+    pthread_cond_init(&v->wake, NULL);
+    if (pthread_create(&v->thread, NULL, verifier_main, v) != 0) {
+        verifier_free(v);
+        return SC_EIO;
+    }
+    v->running = true;
+    *out = v;
+    return SC_OK;
+}
+
+sc_code verifier_submit(verifier *v, const void *body, uint64_t len, const uint8_t want[SC_MD5_LEN],
+                        verify_done_fn done, void *arg)
+{
+    struct job *j = malloc(sizeof(*j));
+    if (j == NULL)
+        return SC_ENOMEM;
+    *j = (struct job){.body = body, .len = len, .done = done, .arg = arg};
+    memcpy(j->want, want, SC_MD5_LEN);
+    pthread_mutex_lock(&v->mu);
+    bool open = !v->stopping;
+    if (open) {
+        if (v->tail)
+            v->tail->next = j;
+        else
+            v->head = j;
+        v->tail = j;
+        pthread_cond_signal(&v->wake);
+    }
+    pthread_mutex_unlock(&v->mu);
+    if (!open)
+        free(j);
+    return open ? SC_OK : SC_ECANCELED;
+}
+
+void verifier_stop(verifier *v)
+{
+    if (v == NULL)
+        return;
+    pthread_mutex_lock(&v->mu);
+    v->stopping = true;
+    bool join = v->running;
+    v->running = false;
+    pthread_cond_signal(&v->wake);
+    pthread_mutex_unlock(&v->mu);
+    if (join)
+        pthread_join(v->thread, NULL);
+}
+
+void verifier_free(verifier *v)
+{
+    if (v == NULL)
+        return;
+    verifier_stop(v);
+    pthread_cond_destroy(&v->wake);
+    pthread_mutex_destroy(&v->mu);
+    free(v);
+}
