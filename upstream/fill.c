@@ -403,9 +403,6 @@ static void on_head(void *arg, const struct http_head *head)
      * last byte waits for the verdict, so a body that fails reaches no client as a success. */
     if (!f->adopted) /* an adopted GET is not read to its end */
         body_check_start(&f->check, head);
-    /* A body kept whole has its MD5 checked at its end, with others, off this thread. */
-    if (f->cacheable && ctx->verify != NULL && (uint64_t)head->content_length <= VERIFY_MAX)
-        body_check_defer(&f->check, f->md5);
     if (f->check.active)
         relay_hold_tail(f->relay);
     if (f->no_etag)
@@ -417,6 +414,10 @@ static void on_head(void *arg, const struct http_head *head)
         head->status != 200 && head->content_length >= 0 && head->content_length <= 1024 * 1024;
     if (relay_set_head(f->relay, head, f->cacheable || small_error) != SC_OK)
         f->cacheable = false;
+    /* A body kept whole (its relay keeps all) has its MD5 checked at its end, with others, off
+     * this thread. */
+    if (f->cacheable && ctx->verify != NULL && (uint64_t)head->content_length <= VERIFY_MAX)
+        body_check_defer(&f->check, f->md5);
     if (!f->cacheable && !small_error && !atomic_load(&f->feeding))
         abandon(f, true);
 }
