@@ -70,6 +70,7 @@ static void run_round(struct job *first)
 static void *verifier_main(void *arg)
 {
     verifier *v = arg;
+    pthread_setname_np(pthread_self(), "verifier");
     pthread_mutex_lock(&v->mu);
     for (;;) {
         while (v->head == NULL && !v->stopping)
