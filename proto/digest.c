@@ -18,6 +18,7 @@
 
 #include "../common/log.h"
 #include "../common/crc32c.h"
+#include "../common/uri.h"
 #include "../common/crc64nvme.h"
 
 #define WANT_MAX   64         /* a SHA-256 in base64 is 44 characters */
@@ -234,17 +235,12 @@ bool digest_matches(digest *d)
     return !d->malformed && !d->failed && spell(d, got, sizeof(got)) && strcmp(got, d->want) == 0;
 }
 
-static int hex_value(char c)
+bool digest_md5_want(const digest *d, uint8_t out[SC_MD5_LEN])
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-bool digest_md5_want(const digest *d, uint8_t out[DIGEST_MD5_LEN])
-{
-    if (d == NULL || d->kind != DIGEST_MD5 || d->malformed || strlen(d->want) != 2 * DIGEST_MD5_LEN)
+    if (d == NULL || d->kind != DIGEST_MD5 || d->malformed || strlen(d->want) != 2 * SC_MD5_LEN)
         return false;
-    for (int i = 0; i < DIGEST_MD5_LEN; i++) {
-        int hi = hex_value(d->want[2 * i]), lo = hex_value(d->want[2 * i + 1]);
+    for (int i = 0; i < SC_MD5_LEN; i++) {
+        int hi = uri_hex_digit(d->want[2 * i]), lo = uri_hex_digit(d->want[2 * i + 1]);
         if (hi < 0 || lo < 0)
             return false;
         out[i] = (uint8_t)(hi << 4 | lo);
@@ -298,7 +294,7 @@ void body_check_start(struct body_check *c, const struct http_head *head)
         c->broken = true;
 }
 
-bool body_check_defer(struct body_check *c, uint8_t want[DIGEST_MD5_LEN])
+bool body_check_defer(struct body_check *c, uint8_t want[SC_MD5_LEN])
 {
     c->deferred = c->active && !c->broken && c->received == 0 && digest_md5_want(c->digest, want);
     return c->deferred;

@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/md5.h"
 #include "../common/sc_err.h"
 #include "http_header.h"
 
@@ -91,11 +92,9 @@ bool digest_matches(digest *d);
  */
 bool digest_matches_value(digest *d, const char *value);
 
-#define DIGEST_MD5_LEN 16
-
 /* @brief When d checks the ETag's MD5 (DIGEST_MD5, well-formed): true, and the 16 bytes it wants
  * in out. False for any other check, or NULL. */
-bool digest_md5_want(const digest *d, uint8_t out[DIGEST_MD5_LEN]);
+bool digest_md5_want(const digest *d, uint8_t out[SC_MD5_LEN]);
 
 /* @brief What is checked, for logs: "ETag" or the checksum header's name. Static. */
 const char *digest_name(const digest *d);
@@ -134,7 +133,7 @@ void body_check_start(struct body_check *c, const struct http_head *head);
  * @param[out] want the MD5 the body must have.
  * @return true if deferred; false: nothing changed, the check goes on as it streams.
  */
-bool body_check_defer(struct body_check *c, uint8_t want[DIGEST_MD5_LEN]);
+bool body_check_defer(struct body_check *c, uint8_t want[SC_MD5_LEN]);
 
 /* @brief Adds the next n body bytes (those the relay took). */
 void body_check_add(struct body_check *c, const void *p, size_t n);

@@ -64,20 +64,20 @@ struct fill {
                                   prefetcher watching it keeps it anyway */
     char *hdrs;                /* replayable headers, for the store */
     size_t hdrs_len;
-    struct body_check check;     /* the body's length and digest (digest.h) */
-    uint8_t md5[DIGEST_MD5_LEN]; /* the check is deferred to the verifier: the MD5 wanted */
-    long status;                 /* the upstream's, once the head is in */
-    int64_t length;              /* its Content-Length, or -1 */
-    bool no_etag;                /* a 200 without an ETag: never cached */
-    bool large;                  /* cached by blocks: the fill stops at its head ... */
-    char *etag;                  /* then its ETag (upstream thread, before the end) */
-    bool adopted;                /* ... or at the end of block 0, which it fetches (upstream
-                                    thread: see adopt_block0) */
-    block_fetch *block0;         /* while it feeds that block (upstream thread) */
-    atomic_bool feeding;         /* block0 is being fed: readers leaving do not cancel */
-    bool abandoned;              /* uncacheable and nobody reads it: cancel (table lock) */
-    struct fill_watch *watches;  /* notified when the fill ends (table lock) */
-    uint64_t unstored;           /* bytes of the table's unstored budget it holds (table lock) */
+    struct body_check check;    /* the body's length and digest (digest.h) */
+    uint8_t md5[SC_MD5_LEN];    /* the check is deferred to the verifier: the MD5 wanted */
+    long status;                /* the upstream's, once the head is in */
+    int64_t length;             /* its Content-Length, or -1 */
+    bool no_etag;               /* a 200 without an ETag: never cached */
+    bool large;                 /* cached by blocks: the fill stops at its head ... */
+    char *etag;                 /* then its ETag (upstream thread, before the end) */
+    bool adopted;               /* ... or at the end of block 0, which it fetches (upstream
+                                   thread: see adopt_block0) */
+    block_fetch *block0;        /* while it feeds that block (upstream thread) */
+    atomic_bool feeding;        /* block0 is being fed: readers leaving do not cancel */
+    bool abandoned;             /* uncacheable and nobody reads it: cancel (table lock) */
+    struct fill_watch *watches; /* notified when the fill ends (table lock) */
+    uint64_t unstored;          /* bytes of the table's unstored budget it holds (table lock) */
     fill *next;
 };
 

@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "../../common/md5.h"
+#include "pattern.h"
 
 static void openssl_md5(const void *p, size_t n, uint8_t out[SC_MD5_LEN])
 {
@@ -26,18 +27,13 @@ static void hex(const uint8_t d[SC_MD5_LEN], char out[33])
         snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
-/* Bytes that differ at every offset, so a block read from the wrong place shows. */
+/* A buffer of n bytes of the tests' pattern (pattern.h), so a block read from the wrong place
+ * shows. */
 static uint8_t *pattern(size_t n, uint32_t seed)
 {
     uint8_t *p = malloc(n ? n : 1);
     assert_non_null(p);
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)x;
-    }
+    fill_bytes(p, n, seed);
     return p;
 }
 
