@@ -255,6 +255,19 @@ static void lane_state(const union lanes_state *st, int l, uint32_t s[4])
         s[i] = st->w[i][l];
 }
 
+/* Starts lane l anew on the next of the n messages, if one is left; returns 1 if it took one. */
+static int lane_take(struct cursor c[LANES], union lanes_state *st, int l, struct sc_md5_msg *m,
+                     size_t n, size_t *next)
+{
+    c[l].m = NULL;
+    for (int i = 0; i < 4; i++)
+        st->w[i][l] = IV[i];
+    if (*next >= n)
+        return 0;
+    cursor_start(&c[l], &m[(*next)++]);
+    return 1;
+}
+
 __attribute__((target("avx2"))) static void run_lanes(struct sc_md5_msg *m, size_t n)
 {
     static const uint8_t idle[BLOCK];
@@ -262,15 +275,8 @@ __attribute__((target("avx2"))) static void run_lanes(struct sc_md5_msg *m, size
     union lanes_state st;
     size_t next = 0;
     int busy = 0;
-    for (int l = 0; l < LANES; l++) {
-        c[l].m = NULL;
-        for (int i = 0; i < 4; i++)
-            st.w[i][l] = IV[i];
-        if (next < n) {
-            cursor_start(&c[l], &m[next++]);
-            busy++;
-        }
-    }
+    for (int l = 0; l < LANES; l++)
+        busy += lane_take(c, &st, l, m, n, &next);
     while (busy >= LANES_WORTH || (busy > 0 && next < n)) {
         const uint8_t *p[LANES];
         for (int l = 0; l < LANES; l++)
@@ -282,14 +288,7 @@ __attribute__((target("avx2"))) static void run_lanes(struct sc_md5_msg *m, size
             uint32_t s[4];
             lane_state(&st, l, s);
             put_digest(c[l].m->digest, s);
-            c[l].m = NULL;
-            busy--;
-            for (int i = 0; i < 4; i++)
-                st.w[i][l] = IV[i];
-            if (next < n) {
-                cursor_start(&c[l], &m[next++]);
-                busy++;
-            }
+            busy += lane_take(c, &st, l, m, n, &next) - 1;
         }
     }
     for (int l = 0; l < LANES; l++)

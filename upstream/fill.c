@@ -548,29 +548,6 @@ static void on_verified(void *arg, bool matches)
     conclude(f, body_check_md5_verdict(&f->check, matches, f->bucket, f->key));
 }
 
-/* Hands a deferred check to the verifier; false if it cannot take it (then it is made here). */
-static bool verify_later(fill *f)
-{
-    const char *body = NULL;
-    uint64_t len = 0;
-    if (relay_kept(f->relay, &body, &len) != SC_OK)
-        return false;
-    return verifier_submit(f->t->ctx->verify, body, len, f->md5, on_verified, f) == SC_OK;
-}
-
-/* A deferred check made here after all: the verifier is stopped or out of memory. */
-static sc_code verify_now(fill *f)
-{
-    const char *body = NULL;
-    uint64_t len = 0;
-    uint8_t got[SC_MD5_LEN];
-    bool kept = relay_kept(f->relay, &body, &len) == SC_OK;
-    if (kept)
-        sc_md5(body, len, got);
-    bool matches = kept && memcmp(got, f->md5, SC_MD5_LEN) == 0;
-    return body_check_md5_verdict(&f->check, matches, f->bucket, f->key);
-}
-
 static void on_done(void *arg, sc_code rc)
 {
     fill *f = arg;
@@ -578,9 +555,13 @@ static void on_done(void *arg, sc_code rc)
         block0_fed(f, rc, false);
     rc = body_check_verdict(&f->check, rc, f->bucket, f->key);
     if (rc == SC_OK && f->check.deferred) {
-        if (verify_later(f))
+        const char *body = NULL;
+        uint64_t len = 0;
+        if (relay_kept(f->relay, &body, &len) == SC_OK) {
+            verifier_submit(f->t->ctx->verify, body, len, f->md5, on_verified, f);
             return; /* on_verified() concludes */
-        rc = verify_now(f);
+        }
+        rc = body_check_md5_verdict(&f->check, false, f->bucket, f->key); /* not kept: unchecked */
     }
     conclude(f, rc);
 }

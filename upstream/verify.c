@@ -51,19 +51,25 @@ static struct job *take_round(verifier *v)
     return first;
 }
 
-static void run_round(struct job *first)
+/* Hashes the jobs of a list together and gives each its verdict. */
+static void run_round(const struct job *first)
 {
     struct sc_md5_msg m[ROUND_MAX];
     size_t n = 0;
-    for (struct job *j = first; j; j = j->next)
+    for (const struct job *j = first; j; j = j->next)
         m[n++] = (struct sc_md5_msg){.p = j->body, .len = j->len};
     sc_md5_many(m, n);
     n = 0;
-    while (first) {
-        struct job *j = first;
-        first = j->next;
+    for (const struct job *j = first; j; j = j->next)
         j->done(j->arg, memcmp(m[n++].digest, j->want, SC_MD5_LEN) == 0);
+}
+
+static void free_jobs(struct job *j)
+{
+    while (j) {
+        struct job *next = j->next;
         free(j);
+        j = next;
     }
 }
 
@@ -80,6 +86,7 @@ static void *verifier_main(void *arg)
             break; /* stopping, and nothing left */
         pthread_mutex_unlock(&v->mu);
         run_round(round);
+        free_jobs(round);
         pthread_mutex_lock(&v->mu);
     }
     pthread_mutex_unlock(&v->mu);
@@ -102,28 +109,30 @@ sc_code verifier_start(verifier **out)
     return SC_OK;
 }
 
-sc_code verifier_submit(verifier *v, const void *body, uint64_t len, const uint8_t want[SC_MD5_LEN],
-                        verify_done_fn done, void *arg)
+void verifier_submit(verifier *v, const void *body, uint64_t len, const uint8_t want[SC_MD5_LEN],
+                     verify_done_fn done, void *arg)
 {
+    struct job one = {.body = body, .len = len, .done = done, .arg = arg};
+    memcpy(one.want, want, SC_MD5_LEN);
     struct job *j = malloc(sizeof(*j));
-    if (j == NULL)
-        return SC_ENOMEM;
-    *j = (struct job){.body = body, .len = len, .done = done, .arg = arg};
-    memcpy(j->want, want, SC_MD5_LEN);
-    pthread_mutex_lock(&v->mu);
-    bool open = !v->stopping;
-    if (open) {
-        if (v->tail)
-            v->tail->next = j;
-        else
-            v->head = j;
-        v->tail = j;
-        pthread_cond_signal(&v->wake);
-    }
-    pthread_mutex_unlock(&v->mu);
-    if (!open)
+    if (j != NULL) {
+        *j = one;
+        pthread_mutex_lock(&v->mu);
+        bool queued = !v->stopping;
+        if (queued) {
+            if (v->tail)
+                v->tail->next = j;
+            else
+                v->head = j;
+            v->tail = j;
+            pthread_cond_signal(&v->wake);
+        }
+        pthread_mutex_unlock(&v->mu);
+        if (queued)
+            return;
         free(j);
-    return open ? SC_OK : SC_ECANCELED;
+    }
+    run_round(&one); /* stopped, or out of memory: checked here, now */
 }
 
 void verifier_stop(verifier *v)

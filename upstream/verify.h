@@ -29,14 +29,15 @@ sc_code verifier_start(verifier **out);
 
 /*
  * @brief Queues the check that the len bytes at body have the MD5 want; done(arg, verdict)
- * follows once, on the verifier's thread. body must stay valid and unchanged until then.
- * @return SC_OK; SC_ENOMEM or SC_ECANCELED (stopped): nothing queued, done never called.
+ * follows once, on the verifier's thread, or before this returns on the caller's when the
+ * verifier is stopped or out of memory (then the body is hashed here). body must stay valid
+ * and unchanged until done.
  */
-sc_code verifier_submit(verifier *v, const void *body, uint64_t len, const uint8_t want[SC_MD5_LEN],
-                        verify_done_fn done, void *arg);
+void verifier_submit(verifier *v, const void *body, uint64_t len, const uint8_t want[SC_MD5_LEN],
+                     verify_done_fn done, void *arg);
 
 /* @brief Checks whatever is queued, calls back, and joins the thread; later submissions are
- * refused. Idempotent. */
+ * checked on their callers' threads. Idempotent. */
 void verifier_stop(verifier *v);
 
 /* @brief Stops (if needed) and frees. NULL is a no-op. */
