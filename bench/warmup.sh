@@ -64,7 +64,7 @@ ALLOWED_ARGS=(--argjson n "$N" --argjson size "$SIZE_B" --argjson rate "$RATE_B"
 for c in "${CONCS[@]}"; do
     t0="$(date +%s.%N)"
     curl -fsS --no-progress-meter --parallel --parallel-immediate --parallel-max "$c" -K "$WORK/direct.curl" \
-        -w '%{time_starttransfer} %{time_pretransfer}\n' >"$WORK/direct-ttfb" || die "direct: curl failed"
+        -w '%{time_starttransfer}\n' >"$WORK/direct-ttfb" || die "direct: curl failed"
     t1="$(date +%s.%N)"
     dt="$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
     # The mean wait for the first byte from the transfer's start (connection set-up included,
