@@ -49,3 +49,16 @@ struct timespec sc_deadline_in_ms(int64_t ms)
     t.tv_sec += (time_t)(ms / 1000);
     return t;
 }
+
+int sc_cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t ca;
+    int e = pthread_condattr_init(&ca);
+    if (e != 0)
+        return e;
+    e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (e == 0)
+        e = pthread_cond_init(c, &ca);
+    pthread_condattr_destroy(&ca);
+    return e;
+}

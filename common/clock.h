@@ -6,6 +6,7 @@
 #ifndef SC_CLOCK_H
 #define SC_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -29,5 +30,9 @@ struct timespec sc_deadline_in_ns(long ns);
 
 /* @brief The moment ms milliseconds from now (ms >= 0), for the same kind of wait. */
 struct timespec sc_deadline_in_ms(int64_t ms);
+
+/* @brief Initializes *c to wait on CLOCK_MONOTONIC, the clock of the deadlines above.
+ * @return 0 or pthread_cond_init()'s error. */
+int sc_cond_init_monotonic(pthread_cond_t *c);
 
 #endif

@@ -16,7 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SC_MD5_LEN 16
+#define SC_MD5_LEN   16
+#define SC_MD5_LANES 8 /* messages hashed side by side at most: a batch this long fills them */
 
 /* One message to hash: in, p and len; out, digest. */
 struct sc_md5_msg {

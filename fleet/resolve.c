@@ -127,13 +127,7 @@ static void *resolver_main(void *arg)
 
 sc_code fleet_resolver_start(fleet *f)
 {
-    pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr) != 0)
-        return SC_ENOMEM;
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    int e = pthread_cond_init(&f->stop_cv, &attr);
-    pthread_condattr_destroy(&attr);
-    if (e != 0)
+    if (sc_cond_init_monotonic(&f->stop_cv) != 0)
         return SC_ENOMEM;
     if (pthread_mutex_init(&f->stop_mu, NULL) != 0) {
         pthread_cond_destroy(&f->stop_cv);

@@ -234,11 +234,7 @@ sc_code conn_guard_start(unsigned head_seconds, uint64_t min_rate, unsigned send
         .window = head_seconds > 0 ? head_seconds : GUARD_DEFAULT_WINDOW,
         .send_window = send_window > 0 ? send_window : GUARD_DEFAULT_WINDOW,
     };
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&cg->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    sc_cond_init_monotonic(&cg->wake);
     pthread_mutex_init(&cg->mu, NULL);
     if (pthread_create(&cg->thread, NULL, watch, cg) != 0) {
         pthread_cond_destroy(&cg->wake);

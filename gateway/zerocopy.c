@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 #include "../common/tcp_diag.h"
 #include "config.h"
@@ -226,16 +227,10 @@ sc_code gw_zc_start(struct gw *g)
         return SC_ENOMEM;
     zc->next_ms = UINT64_MAX;
     zc->sleeps_until = 0;
-    pthread_condattr_t attr;
-    bool made = pthread_condattr_init(&attr) == 0;
-    if (!made || pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
-        pthread_cond_init(&zc->wake, &attr) != 0) {
-        if (made)
-            pthread_condattr_destroy(&attr);
+    if (sc_cond_init_monotonic(&zc->wake) != 0) {
         free(zc);
         return SC_ENOMEM;
     }
-    pthread_condattr_destroy(&attr);
     if (pthread_mutex_init(&zc->lock, NULL) != 0) {
         pthread_cond_destroy(&zc->wake);
         free(zc);

@@ -1119,16 +1119,9 @@ sc_code mf_registry_start(const struct mf_config *cfg, mf_registry **out)
     pthread_mutex_init(&r->reg_mu, NULL);
     pthread_rwlock_init(&r->list_lock, NULL);
     pthread_mutex_init(&r->wake_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    sc_cond_init_monotonic(&r->wake);
     pthread_cond_init(&r->parse_wake, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->fleet_wake, &ca);
-    pthread_condattr_destroy(&ca);
+    sc_cond_init_monotonic(&r->fleet_wake);
     sc_code rc = cfg->dir ? reload(r) : SC_OK;
     if (rc == SC_OK && pthread_create(&r->registrar, NULL, mf_registrar_main, r) != 0)
         rc = SC_EIO;

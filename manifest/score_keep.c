@@ -366,11 +366,7 @@ sc_code score_keep_open(const struct score_keep_config *cfg, score_keep **out)
     if (k == NULL)
         return SC_ENOMEM;
     pthread_mutex_init(&k->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&k->wake, &ca);
-    pthread_condattr_destroy(&ca);
+    sc_cond_init_monotonic(&k->wake);
     k->st = cfg->st;
     k->now_ms = cfg->now_ms ? cfg->now_ms : sc_now_ms;
     sc_code rc = idmap_init(&k->by_khash, khash_of, k);

@@ -31,6 +31,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "../common/clock.h"
 #include "../common/log.h"
 
 #define MAP_SLACK           (64ull * 1024 * 1024)
@@ -240,8 +241,6 @@ static void destroy_locks(store *st, int made)
 static sc_code init_locks(store *st, unsigned max_readers, int *made)
 {
     sc_code rc = SC_ENOMEM;
-    pthread_condattr_t ca;
-    int cond_rc;
     *made = 0;
     if (pthread_mutex_init(&st->pol_lock, NULL) != 0)
         goto out;
@@ -264,12 +263,7 @@ static sc_code init_locks(store *st, unsigned max_readers, int *made)
     if (pthread_mutex_init(&st->scrub_lock, NULL) != 0)
         goto out;
     (*made)++;
-    if (pthread_condattr_init(&ca) != 0)
-        goto out;
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    cond_rc = pthread_cond_init(&st->scrub_wake, &ca);
-    pthread_condattr_destroy(&ca);
-    if (cond_rc != 0)
+    if (sc_cond_init_monotonic(&st->scrub_wake) != 0)
         goto out;
     (*made)++;
     rc = SC_OK;

@@ -444,10 +444,11 @@ static void release_unstored(fill *f)
 }
 
 /*
- * The body of f is whole and verified, and about to be queued for the store: the prefetchers
- * watching it that asked (fill_watcher.arrived) are told, if the table's budget of bodies
- * waiting for the store holds it; else they wait for done, as the bound on memory says.
- * Before the put is queued, so that done cannot overtake it on the store thread. The list is
+ * The body of f is whole, and verified or about to be (verify.h), before its put is queued
+ * for the store: the prefetchers watching it that asked (fill_watcher.arrived) are told, if
+ * the table's budget of bodies waiting for the store holds it; else they wait for done, as
+ * the bound on memory says. Before the put is queued, so that done cannot overtake it on the
+ * store thread. Once only: a body charged to the budget is not charged again. The list is
  * read from the head taken under the lock: a watch joining since is added before it and waits
  * for done; no watch is freed before notify(), which only the put's end calls.
  */
@@ -460,8 +461,8 @@ static void tell_arrived(fill *f, uint64_t len)
     bool asked = false;
     for (struct fill_watch *w = first; w; w = w->next)
         asked = asked || w->w.arrived != NULL;
-    bool room =
-        asked && !f->invalidated && max > 0 && t->unstored <= max && len <= max - t->unstored;
+    bool room = asked && f->unstored == 0 && !f->invalidated && max > 0 && t->unstored <= max &&
+                len <= max - t->unstored;
     if (room) {
         f->unstored = len;
         t->unstored += len;
@@ -558,7 +559,11 @@ static void on_done(void *arg, sc_code rc)
         const char *body = NULL;
         uint64_t len = 0;
         if (relay_kept(f->relay, &body, &len) == SC_OK) {
-            verifier_submit(f->t->ctx->verify, body, len, f->md5, on_verified, f);
+            /* A prefetch's slot goes to the next fetch now; if the body fails, done says so. */
+            if (f->cacheable)
+                tell_arrived(f, len);
+            bool patient = !relay_has_readers(f->relay);
+            verifier_submit(f->t->ctx->verify, body, len, f->md5, patient, on_verified, f);
             return; /* on_verified() concludes */
         }
         rc = body_check_md5_verdict(&f->check, false, f->bucket, f->key); /* not kept: unchecked */

@@ -142,12 +142,13 @@ typedef void (*fill_arrived_fn)(void *arg);
  * upstream, verifier or store thread and must not block. */
 struct fill_watcher {
     fill_watch_fn done;      /* exactly once: the object is stored, or the fill failed */
-    fill_arrived_fn arrived; /* NULL, or at most once, before done: the whole body is in memory,
-                                verified, about to be queued for the store, and the table's
+    fill_arrived_fn arrived; /* NULL, or at most once, before done: the whole body is in memory
+                                (its MD5 may still be being checked, verify.h), and the table's
                                 budget of bodies waiting for the store (fill_ctx.unstored_max)
                                 holds it, so the prefetcher may count the fetch as no longer
                                 in flight. done still follows with the outcome (SC_OK only once
-                                stored; SC_ECANCELED if a write came first, SC_EFULL...). */
+                                stored; SC_EMISMATCH if the check failed; SC_ECANCELED if a
+                                write came first, SC_EFULL...). */
     void *arg;
 };
 

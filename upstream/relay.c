@@ -339,6 +339,14 @@ bool relay_reached(relay *r, uint64_t pos)
     return reached;
 }
 
+bool relay_has_readers(relay *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool any = r->cursors != NULL;
+    pthread_mutex_unlock(&r->mu);
+    return any;
+}
+
 bool relay_has_all(relay *r)
 {
     pthread_mutex_lock(&r->mu);

@@ -128,6 +128,9 @@ sc_code relay_kept(relay *r, const char **body, uint64_t *len);
 /* @brief True once a keep-all relay holds every byte its head announced (and has not failed). */
 bool relay_has_all(relay *r);
 
+/* @brief True while a reader is attached (relay_attach() and not yet relay_detach()). */
+bool relay_has_readers(relay *r);
+
 /* @brief True if the byte at pos has arrived, or the transfer has ended. */
 bool relay_reached(relay *r, uint64_t pos);
 

@@ -2,16 +2,24 @@
  * verify.c - the verifier's queue and thread (see verify.h).
  *
  * Each round takes what is queued, up to ROUND_MAX bodies or about ROUND_BYTES, so that a
- * body queued behind a long round waits for a few milliseconds at most.
+ * body queued behind a long round waits for a few milliseconds at most. A round starts at
+ * once for a body someone waits on; bodies no one waits on (prefetches) wait up to PATIENCE_MS
+ * for LANES_FULL of them to share the lanes: one body alone is hashed at a third of the
+ * lanes' rate, and at a few hundred prefetches a second most rounds would hold one.
  */
 #include "verify.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/clock.h"
+
 #define ROUND_MAX   32
 #define ROUND_BYTES (8u * 1024 * 1024)
+#define LANES_FULL  SC_MD5_LANES
+#define PATIENCE_MS 4
 
 struct job {
     const void *body;
@@ -19,6 +27,8 @@ struct job {
     uint8_t want[SC_MD5_LEN];
     verify_done_fn done;
     void *arg;
+    bool patient;      /* no one waits on the verdict */
+    int64_t queued_ms; /* when submitted (sc_now_ms) */
     struct job *next;
 };
 
@@ -26,6 +36,7 @@ struct verifier {
     pthread_mutex_t mu;
     pthread_cond_t wake;
     struct job *head, *tail; /* mu */
+    unsigned queued, urgent; /* mu: the jobs queued, and those not patient */
     bool stopping, running;  /* mu; running: the thread was started and not joined */
     pthread_t thread;
 };
@@ -41,6 +52,8 @@ static struct job *take_round(verifier *v)
         last = j;
         bytes += j->len;
         n++;
+        v->queued--;
+        v->urgent -= !j->patient;
     }
     if (last == NULL)
         return NULL;
@@ -73,14 +86,33 @@ static void free_jobs(struct job *j)
     }
 }
 
+/* Whether a round is due (mu held): a body someone waits on, lanes' worth of bodies, the
+ * oldest body's patience spent, or stopping. Else *at: when the oldest one's ends. */
+static bool round_due(const verifier *v, int64_t *at)
+{
+    if (v->stopping || v->urgent > 0 || v->queued >= LANES_FULL)
+        return true;
+    if (v->head == NULL)
+        return false;
+    *at = v->head->queued_ms + PATIENCE_MS;
+    return sc_now_ms() >= *at;
+}
+
 static void *verifier_main(void *arg)
 {
     verifier *v = arg;
     pthread_setname_np(pthread_self(), "verifier");
     pthread_mutex_lock(&v->mu);
     for (;;) {
-        while (v->head == NULL && !v->stopping)
-            pthread_cond_wait(&v->wake, &v->mu);
+        int64_t at = 0;
+        while (!round_due(v, &at)) {
+            if (v->head == NULL) {
+                pthread_cond_wait(&v->wake, &v->mu);
+            } else {
+                struct timespec until = sc_deadline_in_ms(at - sc_now_ms());
+                pthread_cond_timedwait(&v->wake, &v->mu, &until);
+            }
+        }
         struct job *round = take_round(v);
         if (round == NULL)
             break; /* stopping, and nothing left */
@@ -99,7 +131,7 @@ sc_code verifier_start(verifier **out)
     if (v == NULL)
         return SC_ENOMEM;
     pthread_mutex_init(&v->mu, NULL);
-    pthread_cond_init(&v->wake, NULL);
+    sc_cond_init_monotonic(&v->wake);
     if (pthread_create(&v->thread, NULL, verifier_main, v) != 0) {
         verifier_free(v);
         return SC_EIO;
@@ -110,13 +142,14 @@ sc_code verifier_start(verifier **out)
 }
 
 void verifier_submit(verifier *v, const void *body, uint64_t len, const uint8_t want[SC_MD5_LEN],
-                     verify_done_fn done, void *arg)
+                     bool patient, verify_done_fn done, void *arg)
 {
-    struct job one = {.body = body, .len = len, .done = done, .arg = arg};
+    struct job one = {.body = body, .len = len, .done = done, .arg = arg, .patient = patient};
     memcpy(one.want, want, SC_MD5_LEN);
     struct job *j = malloc(sizeof(*j));
     if (j != NULL) {
         *j = one;
+        j->queued_ms = sc_now_ms();
         pthread_mutex_lock(&v->mu);
         bool queued = !v->stopping;
         if (queued) {
@@ -125,7 +158,11 @@ void verifier_submit(verifier *v, const void *body, uint64_t len, const uint8_t 
             else
                 v->head = j;
             v->tail = j;
-            pthread_cond_signal(&v->wake);
+            v->queued++;
+            v->urgent += !patient;
+            /* Woken for the first body (to time its patience) and when a round is due. */
+            if (v->queued == 1 || !patient || v->queued == LANES_FULL)
+                pthread_cond_signal(&v->wake);
         }
         pthread_mutex_unlock(&v->mu);
         if (queued)

@@ -32,9 +32,11 @@ sc_code verifier_start(verifier **out);
  * follows once, on the verifier's thread, or before this returns on the caller's when the
  * verifier is stopped or out of memory (then the body is hashed here). body must stay valid
  * and unchanged until done.
+ * @param patient no one waits on the verdict: it may wait a few milliseconds for other bodies
+ *        to share the lanes with. Otherwise a round starts at once.
  */
 void verifier_submit(verifier *v, const void *body, uint64_t len, const uint8_t want[SC_MD5_LEN],
-                     verify_done_fn done, void *arg);
+                     bool patient, verify_done_fn done, void *arg);
 
 /* @brief Checks whatever is queued, calls back, and joins the thread; later submissions are
  * checked on their callers' threads. Idempotent. */
