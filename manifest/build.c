@@ -41,14 +41,16 @@ void mf_learn_size(struct mf *m, uint32_t idx, uint64_t size)
         m->whole_bytes += size;
         m->whole_known++;
     }
-    if (m->obj[idx] == MF_OBJ_CACHED)
+    if (mf_obj_counted(m->obj[idx]))
         m->bytes_cached = m->bytes_cached - before + after;
 }
 
 void mf_mark_cached(struct mf *m, uint32_t idx, uint64_t size)
 {
-    if (m->obj[idx] == MF_OBJ_CACHED)
+    if (mf_obj_counted(m->obj[idx])) {
+        m->obj[idx] = MF_OBJ_CACHED;
         return;
+    }
     mf_learn_size(m, idx, size);
     m->obj[idx] = MF_OBJ_CACHED;
     m->cached++;
@@ -284,7 +286,7 @@ void mf_recount(struct mf *m)
             continue;
         m->used++;
         m->bytes_known += mf_item_bytes(m, idx);
-        if (m->obj[idx] == MF_OBJ_CACHED) {
+        if (mf_obj_counted(m->obj[idx])) {
             m->cached++;
             m->bytes_cached += mf_item_bytes(m, idx);
         }

@@ -735,7 +735,7 @@ static void mark_cached_items(struct mf *m, uint8_t *bits)
         for (uint32_t idx = from; idx < m->n && idx - from < 4096; idx++) {
             if (mf_item_cached(m, idx, &size)) {
                 bits[idx / 8] |= (uint8_t)(1u << (idx % 8));
-            } else if (m->obj[idx] == MF_OBJ_CACHED) {
+            } else if (mf_obj_counted(m->obj[idx])) {
                 m->obj[idx] = MF_OBJ_PENDING;
                 m->cached--;
                 m->bytes_cached -= mf_item_bytes(m, idx);

@@ -50,7 +50,16 @@ enum mf_obj {
     MF_OBJ_INFLIGHT,
     MF_OBJ_CACHED,
     MF_OBJ_FAILED,
+    MF_OBJ_RECHECK, /* counted cached, but the trainer read it since: the policy may have
+                       evicted it (clairvoyant evicts what was just read first), so the next
+                       walk that counts it asks the store */
 };
+
+/* Whether an item in state s counts as cached in the progress (cached, bytes_cached). */
+static inline bool mf_obj_counted(uint8_t s)
+{
+    return s == MF_OBJ_CACHED || s == MF_OBJ_RECHECK;
+}
 
 /* A peer's latest progress of a job (fleet_sync.c polls it). */
 struct mf_peer_report {
@@ -112,11 +121,12 @@ struct mf {
                           another gateway owns none); NULL: the same */
     uint64_t *starts;  /* a plan with ranges: item_start() of each ranged item, sorted */
     uint32_t n_starts;
-    uint8_t *obj;    /* enum mf_obj per dataset index */
-    uint64_t *size;  /* per dataset index: its object's size; 0 while unknown */
-    uint32_t *stamp; /* per dataset index: the walk that last counted it */
-    uint32_t walk;   /* the current walk's stamp */
-    uint64_t *khash; /* a plan with ranges: per dataset index, its key's sc_key_hash; else NULL */
+    uint8_t *obj;     /* enum mf_obj per dataset index */
+    uint64_t *size;   /* per dataset index: its object's size; 0 while unknown */
+    uint32_t *stamp;  /* per dataset index: the walk that last counted it */
+    uint32_t walk;    /* the current walk's stamp */
+    uint64_t read_to; /* positions before this one the trainer had read at the last walk */
+    uint64_t *khash;  /* a plan with ranges: per dataset index, its key's sc_key_hash; else NULL */
     uint8_t *used_bits;   /* a bit per dataset index: read by the ranks the order merges */
     uint32_t built_ranks; /* how many ranks the order and future merge (the plan's may have
                              changed since, until the rebuild is swapped in) */

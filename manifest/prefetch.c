@@ -51,7 +51,8 @@
 struct fetch {
     struct mf *m;
     uint32_t idx;
-    bool slot_freed; /* its body arrived (on_arrived): it no longer counts against the bound */
+    bool slot_freed;  /* its body arrived (on_arrived): it no longer counts against the bound */
+    uint64_t read_to; /* m->read_to when it started */
 };
 
 /* The size taken for a whole object not seen yet: the mean of the whole objects seen. */
@@ -127,6 +128,9 @@ static void on_fetched(void *arg, const struct fill_result *res)
     mf_learn_size(m, f->idx, res->size);
     if (res->rc == SC_OK) {
         mf_mark_cached(m, f->idx, res->size);
+        /* The trainer moved meanwhile, and may have read it in flight (note_read saw it so) */
+        if (m->read_to != f->read_to)
+            m->obj[f->idx] = MF_OBJ_RECHECK;
         m->fetched++;
         m->bytes_fetched += mf_item_bytes(m, f->idx);
         sc_stat_add(r->cfg.stats->prefetched, 1);
@@ -157,15 +161,16 @@ static sc_code start(struct mf *m, uint32_t idx, struct fetch *f)
                           rg.offset + rg.length - 1, &w);
 }
 
-/* Starts the prefetches a walk chose (no lock held: a failed start calls back at once). */
-static void launch(struct mf *m, const uint32_t *idx, unsigned n)
+/* Starts the prefetches a walk chose (no lock held: a failed start calls back at once);
+ * read_to: m->read_to at that walk. */
+static void launch(struct mf *m, const uint32_t *idx, unsigned n, uint64_t read_to)
 {
     struct mf_registry *r = m->reg;
     for (unsigned i = 0; i < n; i++) {
         struct fetch *f = malloc(sizeof(*f));
         sc_code rc = SC_ENOMEM;
         if (f) {
-            *f = (struct fetch){m, idx[i], false};
+            *f = (struct fetch){m, idx[i], false, read_to};
             mf_ref(m);
             atomic_fetch_add(&r->inflight, 1);
             rc = start(m, idx[i], f);
@@ -184,12 +189,14 @@ static void launch(struct mf *m, const uint32_t *idx, unsigned n)
     }
 }
 
-/* Re-checks a cached item next to the trainer; false if it was evicted since. */
+/* Re-checks an item counted cached; false (and pending again) if it was evicted since. */
 static bool still_cached(struct mf *m, uint32_t idx)
 {
     uint64_t size = 0;
-    if (mf_item_cached(m, idx, &size))
+    if (mf_item_cached(m, idx, &size)) {
+        m->obj[idx] = MF_OBJ_CACHED;
         return true;
+    }
     m->cached--;
     m->bytes_cached -= mf_item_bytes(m, idx);
     m->obj[idx] = MF_OBJ_PENDING;
@@ -346,15 +353,33 @@ static uint32_t estimate_fits(const struct mf *m, uint32_t counted, uint64_t byt
 /* One job's part of a walk: where it stands, what it counted and chose to fetch. */
 struct walker {
     struct mf *m;
-    uint64_t pos;  /* the next position to look at */
-    uint64_t from; /* the future's position where the walk began */
-    double rate;   /* the job's read rate, for the order between jobs */
-    uint32_t *idx; /* the items to fetch (MAX_LAUNCH) */
+    uint64_t pos;     /* the next position to look at */
+    uint64_t from;    /* the future's position where the walk began */
+    double rate;      /* the job's read rate, for the order between jobs */
+    uint32_t *idx;    /* the items to fetch (MAX_LAUNCH) */
+    uint64_t read_to; /* m->read_to once noted at the walk's start */
     unsigned n, near;
     uint64_t bytes; /* charged to the shared budget */
     uint32_t fits;
     bool blocked, slots_full, done;
 };
+
+/*
+ * Notes the items the trainer read since the last walk, up to position pos, as to be checked:
+ * cached when last seen, but what was just read is what a policy that knows the future evicts
+ * first. Without this, the walk at an epoch's end took last epoch's evicted items for cached,
+ * and fetched nothing until the trainer met them.
+ */
+static void note_read(struct mf *m, uint64_t pos)
+{
+    if (m->read_to > pos)
+        m->read_to = pos; /* a new order, or a job that started over */
+    for (; m->read_to < pos; m->read_to++) {
+        uint32_t i = m->order[m->read_to];
+        if (m->obj[i] == MF_OBJ_CACHED)
+            m->obj[i] = MF_OBJ_RECHECK;
+    }
+}
 
 /* Starts w's walk over m from the trainer's position (m->mu held); done if it is at the end. */
 static void walk_begin(struct walker *w, struct mf *m, uint32_t *idx)
@@ -371,6 +396,8 @@ static void walk_begin(struct walker *w, struct mf *m, uint32_t *idx)
         m->walk = 1;
     }
     block_set_clear(&m->charged);
+    note_read(m, w->pos);
+    w->read_to = m->read_to;
 }
 
 /* How far ahead of w's trainer its next position lies, in seconds at its read rate. */
@@ -408,7 +435,9 @@ static void walk_step(struct walker *w, uint64_t *budget, unsigned *slots)
     *budget -= c.bytes;
     w->bytes += c.bytes;
     w->fits++;
-    if (m->obj[i] == MF_OBJ_CACHED && w->near++ < NEAR_CHECK && still_cached(m, i)) {
+    bool check =
+        m->obj[i] == MF_OBJ_RECHECK || (m->obj[i] == MF_OBJ_CACHED && w->near++ < NEAR_CHECK);
+    if (check && still_cached(m, i)) {
         note_charged(m, i, false);
         return;
     }
@@ -615,7 +644,7 @@ static void walk_all(struct mf_registry *r)
     for (size_t i = 0; i < k; i++)
         pthread_mutex_unlock(&w[i].m->mu);
     for (size_t i = 0; i < k; i++)
-        launch(w[i].m, w[i].idx, w[i].n);
+        launch(w[i].m, w[i].idx, w[i].n, w[i].read_to);
     for (size_t i = 0; all && i < n; i++)
         mf_unref(all[i]);
     free(idx);

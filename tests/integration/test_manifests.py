@@ -7,6 +7,7 @@ import time
 import urllib.error
 import urllib.request
 
+import botocore.exceptions
 import pytest
 
 from harness import proc, s3util
@@ -357,6 +358,52 @@ def test_manifest_larger_than_cache_warms_what_fits_by_next_use(s3rver, gateway)
         hits += s3util.headers_of(resp)["x-cache"] == "HIT"
         time.sleep(0.02)
     assert hits >= prog["objects_cached"]
+
+
+def test_next_epoch_is_warmed_ahead_though_the_policy_evicted_what_the_trainer_read(
+        s3rver, gateway):
+    """
+    clairvoyant evicts first what the trainer has just read (its next use is an epoch away).
+    The prefetcher used to keep counting such items as cached until they came within 64
+    cached items of the trainer, so at an epoch's end it fetched nothing further for the next
+    one, and the trainer missed there. The items the trainer read are now checked against the
+    store when the walk next counts them, so everything that fits is fetched before it is read:
+    with the upstream cut off once the prefetcher settled, all of it is served.
+    """
+    gw = gateway(s3rver, proxy=True, cache_size="2M", policy="clairvoyant")
+    gw.require_real()
+    objs = seed_objects(s3rver, s3util.unique_key("epochs"), 500, 8 * KiB)
+    keys = list(objs)
+    status, reply, _ = api(gw, "POST", "manifests", {
+        "bucket": s3rver.bucket, "keys": keys, "num_epochs": 2, "shuffle": True, "seed": 3})
+    assert status == 201, reply
+    mid = reply["id"]
+    c = gw.client()
+
+    def read(key):
+        try:
+            resp = c.get_object(Bucket=gw.bucket, Key=key)
+        except botocore.exceptions.ClientError as e:
+            return "error %s" % e.response["ResponseMetadata"]["HTTPStatusCode"]
+        assert resp["Body"].read() == objs[key]
+        return s3util.headers_of(resp)["x-cache"]
+
+    status, first, _ = api(gw, "GET", "manifests/%s/order?epoch=0" % mid)
+    assert status == 200
+    for key in first["keys"]:
+        assert not read(key).startswith("error")
+    assert gw.stats()["evictions"] > 0  # the dataset is twice the cache
+    # The trainer is at the second epoch's start; the prefetcher warms what fits of it.
+    prog = wait_progress(gw, mid, lambda p: p["state"] == "warm" and p["objects_in_flight"] == 0)
+    assert prog["position"] == 500
+    fits = prog["fits"]
+    assert 64 + 50 < fits < 500  # beyond the 64 next to the trainer that were always checked
+    status, second, _ = api(gw, "GET", "manifests/%s/order?epoch=1" % mid)
+    assert status == 200
+    gw.proxy.stop()  # from here, only what the cache holds can be served
+    got = [read(key) for key in second["keys"][:fits]]
+    missed = [(i, x) for i, x in enumerate(got) if x != "HIT"]
+    assert missed == [], "positions of the second epoch not served from the cache: %r" % missed
 
 
 # ---- failures, cancellation, listing, restart -------------------------------------------
