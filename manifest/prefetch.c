@@ -20,7 +20,8 @@
  * policy would not admit: with `clairvoyant`, that object is needed later than
  * everything cached, so fetching it would push out something needed sooner.
  * Objects near the trainer are checked against the store, so one evicted by
- * other traffic is fetched again before the trainer gets there.
+ * other traffic is fetched again before the trainer gets there; so is every object the
+ * trainer read since the last walk, wherever the walk meets it (note_read).
  *
  * A fetch holds its slot until its body has arrived and waits for the store
  * within the fill table's buffer (on_arrived), or else until it ends (on_fetched);
