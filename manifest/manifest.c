@@ -724,8 +724,8 @@ static uint32_t rank_asked(const struct mf *m, uint32_t rank)
 /*
  * Bit idx of bits set when item idx of job m is cached; one the prefetcher counted cached but
  * that was evicted since is noted pending again, so its walk fetches it before the trainer
- * gets there (it re-checks only the items next to the trainer and those the trainer read). m->mu taken a stretch at a
- * time, so fills that complete meanwhile do not wait for the whole dataset.
+ * gets there (it re-checks only the items next to the trainer and those the trainer read). m->mu
+ * taken a stretch at a time, so fills that complete meanwhile do not wait for the whole dataset.
  */
 static void mark_cached_items(struct mf *m, uint8_t *bits)
 {
