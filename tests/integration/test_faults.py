@@ -7,10 +7,12 @@ object), nothing wrong is ever stored, and the next request after the fault
 is repaired fetches and caches the right bytes.
 """
 import concurrent.futures
+import json
 import os
 import socket
 import threading
 import time
+import urllib.request
 
 import pytest
 
@@ -129,6 +131,50 @@ def test_etag_md5_mismatch_fails_the_transfer_and_is_never_cached(faulty_upstrea
     assert r.headers.get("x-cache") == "MISS", "bad bytes were cached"
     _assert_not_stored(gw, st)
     assert fake.count(key) == 2
+    assert "does not match its ETag" in _gateway_log(gw)
+
+
+def test_prefetched_body_failing_its_md5_is_a_failure_never_cached_and_frees_its_buffer(
+        faulty_upstream, gateway):
+    # A prefetch's slot goes to the next fetch when its body has arrived, before the MD5's
+    # verdict (upstream/verify.c batches the prefetches' hashes). A body that then fails
+    # must still end the prefetch as a failure, never be stored, and give back its bytes of
+    # the buffer of bodies waiting for the store; the good ones around it are cached.
+    fake = faulty_upstream
+    good = ["md5pf/good-%d" % i for i in range(6)]
+    bad = "md5pf/bad"
+    bodies = {k: s3util.data(90 * KiB + i, seed=k) for i, k in enumerate(good + [bad])}
+    for k in good:
+        fake.put(k, bodies[k])
+    fake.put(bad, bodies[bad], faults.bad_md5())
+    gw = _start(gateway, fake)
+    keys = good[:3] + [bad] + good[3:]
+    data = json.dumps({"bucket": gw.bucket, "keys": keys}).encode()
+    req = urllib.request.Request(gw.endpoint + "/_s3cached/manifests", data=data, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.status == 201
+        mid = json.loads(resp.read())["id"]
+    deadline = time.monotonic() + 20
+    while True:
+        with urllib.request.urlopen(gw.endpoint + "/_s3cached/manifests/" + mid,
+                                    timeout=30) as resp:
+            prog = json.loads(resp.read())
+        if prog["state"] in ("warm", "done", "failed") and not prog["objects_in_flight"]:
+            break
+        assert time.monotonic() < deadline, prog
+        time.sleep(0.05)
+    assert prog["objects_cached"] == len(good), prog
+    assert prog["objects_failed"] == 1, prog
+    assert [f["key"] for f in prog["failures"]] == [bad], prog
+    st = gw.stats_when(lambda s: s["prefetch_unstored_bytes"] == 0)
+    assert st["prefetch_unstored_bytes"] == 0, st
+    assert st["fills_stored"] == len(good), st
+    for k in good:
+        _assert_clean_get(gw, k, bodies[k], "HIT")
+    r = rawhttp.get(gw.endpoint, _path(gw, bad))
+    _assert_failed_transfer(r, bodies[bad])
+    assert r.headers.get("x-cache") == "MISS", "bad bytes were cached"
     assert "does not match its ETag" in _gateway_log(gw)
 
 
