@@ -7,17 +7,15 @@ object), nothing wrong is ever stored, and the next request after the fault
 is repaired fetches and caches the right bytes.
 """
 import concurrent.futures
-import json
 import os
 import socket
 import threading
 import time
-import urllib.request
 
 import pytest
 
 from harness import faulty_upstream as faults
-from harness import rawhttp, s3util
+from harness import manifests, rawhttp, s3util
 
 faulty_upstream = faults.faulty_upstream  # the fixture, visible to this module's tests
 KiB = 1024
@@ -149,21 +147,7 @@ def test_prefetched_body_failing_its_md5_is_a_failure_never_cached_and_frees_its
     fake.put(bad, bodies[bad], faults.bad_md5())
     gw = _start(gateway, fake)
     keys = good[:3] + [bad] + good[3:]
-    data = json.dumps({"bucket": gw.bucket, "keys": keys}).encode()
-    req = urllib.request.Request(gw.endpoint + "/_s3cached/manifests", data=data, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        assert resp.status == 201
-        mid = json.loads(resp.read())["id"]
-    deadline = time.monotonic() + 20
-    while True:
-        with urllib.request.urlopen(gw.endpoint + "/_s3cached/manifests/" + mid,
-                                    timeout=30) as resp:
-            prog = json.loads(resp.read())
-        if prog["state"] in ("warm", "done", "failed") and not prog["objects_in_flight"]:
-            break
-        assert time.monotonic() < deadline, prog
-        time.sleep(0.05)
+    prog = manifests.prefetch(gw, keys)
     assert prog["objects_cached"] == len(good), prog
     assert prog["objects_failed"] == 1, prog
     assert [f["key"] for f in prog["failures"]] == [bad], prog

@@ -14,16 +14,13 @@ the fault-injecting fake upstream (harness/faulty_upstream.py), and their names 
 """
 import concurrent.futures
 import hashlib
-import json
 import os
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from harness import faulty_upstream as faults
-from harness import rawhttp, s3util
+from harness import manifests, rawhttp, s3util
 from harness.checksums import CHECKSUMS
 from test_metrics import scrape, value
 
@@ -395,24 +392,6 @@ def test_get_dot_dot_of_a_bucket_against_s3rver_is_answered_and_not_cached(s3rve
     _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body, "MISS")
 
 
-def _prefetch(gw, keys):
-    data = json.dumps({"bucket": gw.bucket, "keys": keys}).encode()
-    req = urllib.request.Request(gw.endpoint + "/_s3cached/manifests", data=data, method="POST",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:
-        assert resp.status == 201
-        mid = json.loads(resp.read())["id"]
-    deadline = time.monotonic() + 20
-    while True:
-        with urllib.request.urlopen(gw.endpoint + "/_s3cached/manifests/" + mid,
-                                    timeout=30) as resp:
-            prog = json.loads(resp.read())
-        if prog["state"] in ("warm", "done", "failed") and not prog["objects_in_flight"]:
-            return prog
-        assert time.monotonic() < deadline, prog
-        time.sleep(0.1)
-
-
 def _assert_etagless_reads(gw, key, body):
     _assert_clean(rawhttp.get(gw.endpoint, _path(gw, key)), body, "MISS")
     r = rawhttp.get(gw.endpoint, _path(gw, key), method="HEAD")
@@ -435,7 +414,7 @@ def test_fake_200_without_etag_is_served_never_cached_and_survives_a_restart(
     fake.put(key, body, faults.no_etag())
     gw = _start(gateway, fake)
     _assert_etagless_reads(gw, key, body)
-    prog = _prefetch(gw, [key])
+    prog = manifests.prefetch(gw, [key])
     assert prog["objects_cached"] == 0 and prog["objects_failed"] == 1, prog
     assert "ETag" in prog["failures"][0]["reason"], prog
     assert gw.stats()["objects"] == 0
