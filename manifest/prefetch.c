@@ -129,7 +129,8 @@ static void on_fetched(void *arg, const struct fill_result *res)
     mf_learn_size(m, f->idx, res->size);
     if (res->rc == SC_OK) {
         mf_mark_cached(m, f->idx, res->size);
-        /* The trainer moved meanwhile, and may have read it in flight (note_read saw it so) */
+        /* The trainer moved meanwhile and may have read it in flight, when note_read passed
+         * over it (not cached then): checked again when next counted, as if read since. */
         if (m->read_to != f->read_to)
             m->obj[f->idx] = MF_OBJ_RECHECK;
         m->fetched++;

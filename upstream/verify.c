@@ -109,7 +109,8 @@ static void *verifier_main(void *arg)
             if (v->head == NULL) {
                 pthread_cond_wait(&v->wake, &v->mu);
             } else {
-                struct timespec until = sc_deadline_in_ms(at - sc_now_ms());
+                int64_t left = at - sc_now_ms(); /* may have just run out */
+                struct timespec until = sc_deadline_in_ms(left > 0 ? left : 0);
                 pthread_cond_timedwait(&v->wake, &v->mu, &until);
             }
         }
