@@ -4,7 +4,7 @@
  * Each round takes what is queued, up to ROUND_MAX bodies or about ROUND_BYTES, so that a
  * body queued behind a long round waits for a few milliseconds at most. A round starts at
  * once for a body someone waits on; bodies no one waits on (prefetches) wait up to PATIENCE_MS
- * for LANES_FULL of them to share the lanes: one body alone is hashed at a third of the
+ * for SC_MD5_LANES of them to share the lanes: one body alone is hashed at a third of the
  * lanes' rate, and at a few hundred prefetches a second most rounds would hold one.
  */
 #include "verify.h"
@@ -18,7 +18,6 @@
 
 #define ROUND_MAX   32
 #define ROUND_BYTES (8u * 1024 * 1024)
-#define LANES_FULL  SC_MD5_LANES
 #define PATIENCE_MS 4
 
 struct job {
@@ -90,7 +89,7 @@ static void free_jobs(struct job *j)
  * oldest body's patience spent, or stopping. Else *at: when the oldest one's ends. */
 static bool round_due(const verifier *v, int64_t *at)
 {
-    if (v->stopping || v->urgent > 0 || v->queued >= LANES_FULL)
+    if (v->stopping || v->urgent > 0 || v->queued >= SC_MD5_LANES)
         return true;
     if (v->head == NULL)
         return false;
@@ -162,7 +161,7 @@ void verifier_submit(verifier *v, const void *body, uint64_t len, const uint8_t 
             v->queued++;
             v->urgent += !patient;
             /* Woken for the first body (to time its patience) and when a round is due. */
-            if (v->queued == 1 || !patient || v->queued == LANES_FULL)
+            if (v->queued == 1 || !patient || v->queued == SC_MD5_LANES)
                 pthread_cond_signal(&v->wake);
         }
         pthread_mutex_unlock(&v->mu);

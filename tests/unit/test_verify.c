@@ -105,16 +105,23 @@ static void assert_verdicts(struct seen *s, int n)
     }
 }
 
+/* A running verifier, and n bodies whose verdicts go to s. */
+static verifier *start(struct seen *s, struct bodies *b, int n)
+{
+    seen_init(s);
+    make_bodies(b, s, n);
+    verifier *v = NULL;
+    assert_int_equal(verifier_start(&v), SC_OK);
+    return v;
+}
+
 static void every_body_gets_its_own_verdict_in_order(void **state)
 {
     (void)state;
     enum { N = 40 };
     static struct seen s;
     static struct bodies b;
-    seen_init(&s);
-    make_bodies(&b, &s, N);
-    verifier *v = NULL;
-    assert_int_equal(verifier_start(&v), SC_OK);
+    verifier *v = start(&s, &b, N);
     for (int i = 0; i < N; i++)
         submit(v, &b, i, i % 5 != 4); /* mostly patient, some waited on */
     wait_for(&s, N);
@@ -130,10 +137,7 @@ static void a_lone_patient_body_is_not_forgotten(void **state)
     (void)state;
     static struct seen s;
     static struct bodies b;
-    seen_init(&s);
-    make_bodies(&b, &s, 2);
-    verifier *v = NULL;
-    assert_int_equal(verifier_start(&v), SC_OK);
+    verifier *v = start(&s, &b, 2);
     submit(v, &b, 0, true);
     wait_for(&s, 1); /* no other body comes: its patience ends and it is checked alone */
     submit(v, &b, 1, true);
@@ -149,10 +153,7 @@ static void stop_gives_every_queued_body_its_verdict(void **state)
     enum { N = 5 };
     static struct seen s;
     static struct bodies b;
-    seen_init(&s);
-    make_bodies(&b, &s, N + 1);
-    verifier *v = NULL;
-    assert_int_equal(verifier_start(&v), SC_OK);
+    verifier *v = start(&s, &b, N + 1);
     for (int i = 0; i < N; i++)
         submit(v, &b, i, true);
     verifier_stop(v);
