@@ -853,7 +853,9 @@ static bool withdraw(struct mf_registry *r, struct mf *j, struct mf *m)
                 err.code ? err.message : "out of memory");
     }
     free(rest);
+    pthread_rwlock_wrlock(&r->list_lock); /* the list's readers (progress, saved steps) */
     m->n_own = 0;
+    pthread_rwlock_unlock(&r->list_lock);
     return ended;
 }
 

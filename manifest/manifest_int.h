@@ -96,7 +96,8 @@ struct mf {
     struct mf_registry *reg;
     struct mf *job;  /* MF_JOINED: the job it joined (a reference); NULL for a job */
     uint32_t *own;   /* the ranks this registration brought to its job */
-    uint32_t n_own;  /* 0 once withdrawn (a job whose registration left before its ranks) */
+    uint32_t n_own;  /* 0 once withdrawn (a job whose registration left before its ranks);
+                        written under reg_mu and list_lock, read under either */
     uint64_t resume; /* a job: the step (reads of each rank) to start at, kept across restarts */
     uint64_t saved;  /* a job: the step last written to the cache directory */
     /* A job's read rate, in positions of its future per second (0: it has not read yet), over
@@ -133,7 +134,10 @@ struct mf {
     block_set charged;    /* a plan with ranges: the blocks (and whole objects) the current walk
                              counted, so that items sharing a block charge it once */
     pthread_mutex_t mu;
-    enum mf_state state;
+    /* Changed under mu (a cancellation under reg_mu too); atomic because the scans of the
+     * list (mf_active: rates, saved steps, the fleet's polls) read it under list_lock alone.
+     * Such a scan may see a job end one pass late, never a torn or stale-forever value. */
+    _Atomic enum mf_state state;
     char *error;          /* why the manifest failed */
     char *list_token;     /* the listing's next continuation token */
     uint64_t *list_sizes; /* sizes in listing order, until the dataset is known */

@@ -17,6 +17,7 @@ import urllib.request
 import pytest
 
 from harness import faulty_upstream as faults
+from harness import gateway as gateway_proc
 from harness import proc, rawhttp, s3util
 
 faulty_upstream = faults.faulty_upstream
@@ -83,7 +84,7 @@ def test_upstream_name_that_does_not_resolve_is_a_clean_5xx_and_not_ready(tmp_pa
         pytest.skip("needs root and iproute2 for a network namespace")
     ns = "s3c-dns-%d" % os.getpid()
     etc = "/etc/netns/" + ns
-    binary = os.path.join(os.path.dirname(__file__), "..", "..", "build", "asan", "s3cached")
+    binary = gateway_proc.binary()  # S3CACHED_BIN, as every other gateway of the tests
     if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
         pytest.skip("cannot create a network namespace here")
     gwp = None
