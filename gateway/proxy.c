@@ -90,6 +90,9 @@ struct upload {
     char **peer_keys; /* the keys dropped here, for the peers to drop too (mu) */
     size_t n_peer_keys;
     bool peer_bucket; /* the whole bucket was dropped here (mu) */
+    /* write_end() handed the keys noted so far to the peers (mu): a key noted after that (a
+     * DeleteObjects answer read after its head ended the write) is told on its own. */
+    bool peers_told;
     char *write_bucket, *write_key;
     bool delete_objects;  /* DeleteObjects: its answer lists what the upstream deleted */
     bool holding;         /* the answer is kept from the client until read (upstream thread) */
@@ -176,35 +179,60 @@ static void resume_conn(struct gw_req *q)
 
 /*
  * Notes a key dropped here (NULL: the whole bucket), for the fleet's other gateways to drop
- * when the write is over. A key that cannot be noted (no memory) widens to the bucket.
+ * when the write is over; once it is over, tells them at once. A key that cannot be noted (no
+ * memory) widens to the bucket. Any thread: the request's keys are noted by its HTTP thread,
+ * a DeleteObjects answer's by the upstream thread, maybe after its head ended the write.
  */
 static void note_peer_drop(struct upload *u, const char *key)
 {
     if (u == NULL || u->fleet == NULL)
         return;
     pthread_mutex_lock(&u->mu);
-    char *copy = key != NULL && !u->peer_bucket ? strdup(key) : NULL;
-    char **grown = copy ? realloc(u->peer_keys, (u->n_peer_keys + 1) * sizeof(*grown)) : NULL;
-    if (grown != NULL) {
-        u->peer_keys = grown;
-        u->peer_keys[u->n_peer_keys++] = copy;
-    } else {
-        free(copy);
-        u->peer_bucket = true;
+    bool late = u->peers_told;
+    if (!late) {
+        char *copy = key != NULL && !u->peer_bucket ? strdup(key) : NULL;
+        char **grown = copy ? realloc(u->peer_keys, (u->n_peer_keys + 1) * sizeof(*grown)) : NULL;
+        if (grown != NULL) {
+            u->peer_keys = grown;
+            u->peer_keys[u->n_peer_keys++] = copy;
+        } else {
+            free(copy);
+            u->peer_bucket = true;
+        }
     }
     pthread_mutex_unlock(&u->mu);
+    if (late)
+        peer_invalidate(u->up, u->fleet, u->write_bucket, key);
 }
 
-/* Tells the live peers to drop what the write dropped here (write_end: the write is over). */
-static void tell_peers(struct upload *u)
+/* What write_end() tells the peers: the keys noted until then, taken from the upload. */
+struct peer_drops {
+    char **keys;
+    size_t n;
+    bool bucket;
+};
+
+/* Takes the noted keys (mu held); from now on note_peer_drop() tells each key itself. */
+static struct peer_drops take_peer_drops(struct upload *u)
 {
-    if (u->peer_bucket) {
+    struct peer_drops d = {u->peer_keys, u->n_peer_keys, u->peer_bucket};
+    u->peer_keys = NULL;
+    u->n_peer_keys = 0;
+    u->peers_told = true;
+    return d;
+}
+
+/* Tells the live peers to drop what the write dropped here, and frees the list. */
+static void tell_peers(struct upload *u, struct peer_drops *d)
+{
+    if (d->bucket)
         peer_invalidate(u->up, u->fleet, u->write_bucket, NULL);
-        return;
-    }
-    for (size_t i = 0; i < u->n_peer_keys; i++)
-        if (peer_invalidate(u->up, u->fleet, u->write_bucket, u->peer_keys[i]) != SC_OK)
-            return;
+    for (size_t i = 0; !d->bucket && i < d->n; i++)
+        if (peer_invalidate(u->up, u->fleet, u->write_bucket, d->keys[i]) != SC_OK)
+            break;
+    for (size_t i = 0; i < d->n; i++)
+        free(d->keys[i]);
+    free(d->keys);
 }
 
 /* ---- upstream side (upstream thread) ----------------------------------------------- */
@@ -657,13 +685,15 @@ static void write_end(struct upload *u)
     bool was = u->writing;
     bool in_doubt = u->submitted && (u->status == 0 || u->status >= 500);
     bool refused = u->status >= 400 && u->status < 500; /* the upstream changed nothing */
+    bool tell = was && u->submitted && !refused && u->fleet != NULL;
+    struct peer_drops drops = tell ? take_peer_drops(u) : (struct peer_drops){0};
     u->writing = false;
     pthread_mutex_unlock(&u->mu);
     if (!was)
         return;
     fill_write_end(u->fills, u->write_bucket, u->write_key, in_doubt);
-    if (u->submitted && !refused)
-        tell_peers(u);
+    if (tell)
+        tell_peers(u, &drops);
 }
 
 /*

@@ -17,7 +17,7 @@ LOG="$(mktemp /tmp/s3cached-deps.XXXXXX.log)"
 trap 'rm -f "$LOG"' EXIT
 
 PKGS=(
-    build-essential pkg-config clang clang-format libclang-rt-14-dev
+    build-essential pkg-config clang clang-format libclang-rt-14-dev libtsan2
     libmicrohttpd-dev liblmdb-dev libcurl4-openssl-dev libjansson-dev
     libcmocka-dev libssl-dev zlib1g-dev lmdb-utils
     awscli python3-boto3 python3-pytest python3-torch python3-smart-open

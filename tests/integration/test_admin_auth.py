@@ -11,6 +11,7 @@ import uuid
 
 import pytest
 
+from harness import gateway as gateway_proc
 from harness import s3util
 
 TOKEN = "it-admin-token-" + uuid.uuid4().hex
@@ -88,7 +89,7 @@ def test_admin_token_never_reaches_the_log(upstream, gateway):
 
 def test_too_short_admin_token_refuses_to_start(upstream):
     env = dict(os.environ, S3CACHED_ADMIN_TOKEN="tooshort")
-    binary = os.path.join(os.path.dirname(__file__), "..", "..", "build", "asan", "s3cached")
+    binary = gateway_proc.binary()  # S3CACHED_BIN, as every other gateway of the tests
     res = subprocess.run([binary, "--listen", "127.0.0.1:1", "--upstream", upstream.endpoint],
                          env=env, capture_output=True, timeout=30)
     assert res.returncode != 0

@@ -21,6 +21,7 @@ import urllib.request
 import botocore.exceptions
 import pytest
 
+from harness import faulty_upstream as faults
 from harness import s3util
 
 KiB = 1024
@@ -178,3 +179,36 @@ def test_a_large_object_overwritten_at_the_bucket_never_mixes_versions(upstream,
         r = c.get_object(Bucket=bucket, Key=key, Range="bytes=%d-%d" % (start, start + 4095),
                          IfMatch=etag)
         assert r["Body"].read() == new[start:start + 4096], "old bytes at %d" % start
+
+
+faulty_upstream = faults.faulty_upstream  # the fixture, visible to this module's tests
+
+
+def test_a_deleted_key_the_answer_alone_lists_is_dropped_on_the_peers_too(faulty_upstream,
+                                                                          make_fleet):
+    """A DeleteObjects answer may list a key the request did not name as written (an upstream
+    that reads keys differently): the gateway drops it here, and its peers must drop it too.
+    The fake upstream (only it can answer so) sends the answer's head, then its body 0.5 s
+    later: the head ends the write and tells the peers the request's keys; the answer's own key
+    comes after. That key used to be noted on a list already told (and read by the HTTP thread
+    as the upstream thread grew it: ThreadSanitizer's report), so the peer kept serving it."""
+    fake = faulty_upstream
+    fleet = make_fleet(fake.upstream(), n=2)
+    bucket = fake.bucket
+    other = fleet.key_owned_by(1, prefix="listed-")
+    body = s3util.data(SIZE, seed=other)
+    fake.put(other, body)
+    fake.put("asked", b"x")
+    assert read(fleet[1], bucket, other) == body
+    assert fleet[1].stats_when(lambda s: s["objects"] >= 1)["objects"] >= 1
+    before = fleet[1].stats()["invalidations"]
+
+    fake.answer_deletes(["asked", other], seconds=0.5)
+    answer = fleet[0].client().delete_objects(Bucket=bucket,
+                                              Delete={"Objects": [{"Key": "asked"}]})
+    assert sorted(d["Key"] for d in answer["Deleted"]) == sorted(["asked", other])
+    fake.remove(other)
+    fake.remove("asked")
+
+    fleet[1].stats_when(lambda s: s["invalidations"] >= before + 2, timeout=10)
+    assert read(fleet[1], bucket, other) is None, "gateway 1 still serves a key the upstream deleted"

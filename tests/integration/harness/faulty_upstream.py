@@ -12,7 +12,8 @@ It serves GET and HEAD on path-style "/BUCKET/KEY" for keys a test put there,
 each with one Fault, and counts the requests per (method, key) so a test can
 tell how many upstream fetches the gateway made, and records every request
 with its headers (requests(), request_headers()) so a test can see what the gateway sent.
-Unknown keys get 404 NoSuchKey; other methods get 501. It ignores signatures (the gateway may sign
+Unknown keys get 404 NoSuchKey; other methods get 501, but a DeleteObjects (POST ?delete) once
+answer_deletes() said what its answer lists and how late its body comes. It ignores signatures (the gateway may sign
 with any credentials, or none) and, unless a fault says otherwise (Fault.ranges), Range (it
 answers the whole object, which the gateway must cope with anyway).
 
@@ -198,6 +199,7 @@ class FaultyUpstream:
         self._conns = set()
         self._accepted = 0
         self._threads = []
+        self._delete_answer = None  # (keys, seconds): answer_deletes()
 
     # ---- what tests use ------------------------------------------------------------
 
@@ -214,6 +216,18 @@ class FaultyUpstream:
         value, ...}) are sent, as S3 does, only to requests with x-amz-checksum-mode: ENABLED."""
         with self._lock:
             self._objects[key] = _Object(bytes(body), fault or normal(), checksums)
+
+    def remove(self, key):
+        """The key is gone: its next request gets 404 NoSuchKey."""
+        with self._lock:
+            self._objects.pop(key, None)
+
+    def answer_deletes(self, keys, seconds=0.0):
+        """Answers every DeleteObjects with a 200 whose <DeleteResult> lists keys as Deleted,
+        whatever the request asked (an upstream that read the request's keys differently), its
+        body sent `seconds` after its head. Deletes nothing itself (see remove())."""
+        with self._lock:
+            self._delete_answer = (list(keys), seconds)
 
     def set_fault(self, key, fault):
         """Changes how an existing key is served from the next request on."""
@@ -375,6 +389,11 @@ class FaultyUpstream:
             slowed = fault is not None and fault.kind == "slowdown" and fault.times > 0
             if slowed:
                 fault.times -= 1
+        with self._lock:
+            delete_answer = self._delete_answer
+        query = urllib.parse.parse_qs(target.partition("?")[2], keep_blank_values=True)
+        if method == "POST" and "delete" in query and delete_answer is not None:
+            return self._answer_delete(conn, *delete_answer)
         if method not in ("GET", "HEAD"):
             return self._error(conn, method, 501, "NotImplemented", "fake: GET and HEAD only")
         if key is None:
@@ -421,6 +440,16 @@ class FaultyUpstream:
             ("Content-Type", "application/xml"), ("Content-Length", str(len(body))),
             ("x-amz-request-id", "FAKE")])
         conn.sendall(head + (body if method != "HEAD" else b""))
+        return True
+
+    def _answer_delete(self, conn, keys, seconds):
+        body = ('<?xml version="1.0" encoding="UTF-8"?>\n<DeleteResult>%s</DeleteResult>' % "".join(
+            "<Deleted><Key>%s</Key></Deleted>" % k for k in keys)).encode()
+        conn.sendall(self._head_bytes(200, "OK", [
+            ("Content-Type", "application/xml"), ("Content-Length", str(len(body))),
+            ("x-amz-request-id", "FAKE")]))
+        time.sleep(seconds)
+        conn.sendall(body)
         return True
 
     def _send_object(self, conn, method, key, obj, fault, wants_checksum=False):
