@@ -210,6 +210,8 @@ LDEXTRA_test_s3_auth := -Wl,--wrap=CRYPTO_memcmp
 LDEXTRA_test_fleet_auth := -Wl,--wrap=CRYPTO_memcmp
 # test_httpdate wraps timegm, to see that a parse takes no time zone lock.
 LDEXTRA_test_httpdate := -Wl,--wrap=timegm
+# test_relay wraps up_req_resume, to see which transfer a relay resumes, and when.
+LDEXTRA_test_relay := -Wl,--wrap=up_req_resume
 
 define unit_test
 build/asan/tests/$(1): tests/unit/$(1).c $$(call tool_objs,$(1)) \

@@ -57,11 +57,16 @@ void relay_unref(relay *r)
     free(r);
 }
 
+static up_req *resume_if_room(relay *r);
+
 void relay_set_upstream(relay *r, up_req *req)
 {
     pthread_mutex_lock(&r->mu);
     r->upstream = req;
+    up_req *resume = resume_if_room(r); /* a reader made room before the transfer was known */
     pthread_mutex_unlock(&r->mu);
+    if (resume)
+        up_req_resume(resume);
 }
 
 void relay_hold_tail(relay *r)
@@ -266,10 +271,15 @@ static uint64_t readable_end(const relay *r, const struct relay_cursor *c)
     return r->end < hold ? r->end : hold;
 }
 
-/* A paused producer is resumed once half the window is free again (relay locked). */
+/*
+ * A paused producer is resumed once half the window is free again (relay locked). A fill's
+ * transfer may fill the window and pause before its starter has called relay_set_upstream()
+ * (another reader joined the fill meanwhile): the pause then waits for that call, which
+ * resumes it, instead of being cleared with nobody to resume.
+ */
 static up_req *resume_if_room(relay *r)
 {
-    if (!r->paused || r->keep_all)
+    if (!r->paused || r->keep_all || r->upstream == NULL)
         return NULL;
     if ((size_t)(r->end - slowest_cursor(r)) > r->cap / 2)
         return NULL;

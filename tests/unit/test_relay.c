@@ -24,6 +24,14 @@ static void wake(void *arg)
     ((struct fake_conn *)arg)->woken++;
 }
 
+/* The transfers the relay resumed (linked with --wrap=up_req_resume: no upstream thread). */
+static up_req *resumed;
+void __wrap_up_req_resume(up_req *req);
+void __wrap_up_req_resume(up_req *req)
+{
+    resumed = req;
+}
+
 static struct http_head head_of(long status, int64_t length)
 {
     static struct http_header h[] = {{"ETag", "\"abc\""}, {"Content-Type", "text/plain"}};
@@ -144,6 +152,36 @@ static void windowed_relay_refuses_data_until_the_reader_makes_room(void **state
     assert_memory_equal(buf, "789", 3);
     relay_finish(r, SC_OK);
     assert_int_equal(relay_read(r, &cur, buf, sizeof(buf), &w), 0);
+    relay_detach(r, &cur);
+    relay_unref(r);
+}
+
+/* A fill's transfer may fill the window before its starter names it (relay_set_upstream), and
+ * another reader of the fill may make room meanwhile: the pause waits for the transfer to be
+ * named, then resumes it. It used to be cleared with nobody to resume, and the transfer stayed
+ * paused for good, its readers parked. */
+static void room_made_before_the_transfer_is_named_resumes_it_once_named(void **state)
+{
+    relay *r = relay_new(8);
+    struct http_head h = head_of(200, -1);
+    relay_set_head(r, &h, false);
+    struct relay_cursor cur;
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
+    relay_attach(r, &cur, 0);
+    assert_true(relay_push(r, "12345678", 8));
+    assert_false(relay_push(r, "9", 1)); /* window full: the producer pauses */
+    char buf[8];
+    resumed = NULL;
+    assert_int_equal(relay_read(r, &cur, buf, 6, &w), 6); /* room, and no transfer to resume */
+    assert_null(resumed);
+    static char transfer; /* stands for the fill's up_req, never dereferenced by the relay */
+    relay_set_upstream(r, (up_req *)&transfer);
+    assert_ptr_equal(resumed, (up_req *)&transfer);
+    resumed = NULL;
+    assert_int_equal(relay_read(r, &cur, buf, 2, &w), 2); /* resumed once, not again */
+    assert_null(resumed);
+    relay_finish(r, SC_OK);
     relay_detach(r, &cur);
     relay_unref(r);
 }
@@ -297,6 +335,7 @@ int main(void)
         cmocka_unit_test(more_bytes_than_announced_fail_the_relay),
         cmocka_unit_test(reader_at_the_end_parks_and_push_wakes_it),
         cmocka_unit_test(windowed_relay_refuses_data_until_the_reader_makes_room),
+        cmocka_unit_test(room_made_before_the_transfer_is_named_resumes_it_once_named),
         cmocka_unit_test(windowed_relay_keeps_bytes_until_the_first_reader_attaches),
         cmocka_unit_test(failure_before_head_is_reported_to_waiters),
         cmocka_unit_test(unparked_reader_is_not_woken),
