@@ -306,14 +306,16 @@ VALGRIND_TESTS := test_downloads.py test_ranges.py test_conditional.py test_head
 valgrind: all
 	S3CACHED_IT_VALGRIND=1 tests/integration/run.sh -k "not radosgw" $(VALGRIND_TESTS)
 
-# The gateway under ThreadSanitizer, over the tests where its threads meet most: manifests and
-# their fleet, writes racing fills and peers, blocks shared by readers, zero-copy's drain, the
-# scrubber (against s3rver: about 5 minutes; the whole suite passes under it too, in about 35).
+# The gateway under ThreadSanitizer, over the tests where its threads meet most and whose
+# assertions do not count bytes or time: manifests and their fleet, writes racing fills and
+# peers, concurrent readers, the scrubber (against s3rver: about 3 minutes). Tests that bound
+# upstream bytes by how fast a stream is stopped (test_large_objects.py) can miss their bound
+# at TSan's speed: they run under ASan. The whole suite passes under TSan otherwise (about 35
+# minutes: S3CACHED_BIN=build/tsan/s3cached tests/integration/run.sh).
 # Without address-space randomization (setarch -R): TSan's shadow memory wants fixed ranges,
 # which a kernel with more mmap entropy than Debian's default would break.
 TSAN_TESTS := test_fleet_coherence.py test_fleet_manifests.py test_manifests.py \
-              test_concurrency.py test_large_objects.py test_write_coherence.py test_zero_copy.py \
-              test_scrub.py test_fleet_cache.py test_jobs.py test_integrity.py
+              test_write_coherence.py test_concurrency.py test_scrub.py
 tsan-test: all tsan
 	setarch $$(uname -m) -R env S3CACHED_BIN=build/tsan/s3cached \
 	    tests/integration/run.sh -k "not radosgw" $(TSAN_TESTS)
