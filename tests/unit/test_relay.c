@@ -134,17 +134,24 @@ static void reader_at_the_end_parks_and_push_wakes_it(void **state)
     relay_unref(r);
 }
 
-static void windowed_relay_refuses_data_until_the_reader_makes_room(void **state)
+/* A windowed relay of 8 bytes with one reader at cur, full: its producer was refused "9". */
+static relay *full_window(struct relay_cursor *cur)
 {
     relay *r = relay_new(8);
     struct http_head h = head_of(200, -1);
     relay_set_head(r, &h, false);
-    struct relay_cursor cur;
-    struct fake_conn c = {0};
-    struct relay_waiter w = {park, wake, &c, NULL, false};
-    relay_attach(r, &cur, 0);
+    relay_attach(r, cur, 0);
     assert_true(relay_push(r, "12345678", 8));
     assert_false(relay_push(r, "9", 1)); /* window full: the producer pauses */
+    return r;
+}
+
+static void windowed_relay_refuses_data_until_the_reader_makes_room(void **state)
+{
+    struct relay_cursor cur;
+    relay *r = full_window(&cur);
+    struct fake_conn c = {0};
+    struct relay_waiter w = {park, wake, &c, NULL, false};
     char buf[8];
     assert_int_equal(relay_read(r, &cur, buf, 6, &w), 6);
     assert_true(relay_push(r, "9", 1)); /* room again: what was read is dropped */
@@ -162,15 +169,10 @@ static void windowed_relay_refuses_data_until_the_reader_makes_room(void **state
  * paused for good, its readers parked. */
 static void room_made_before_the_transfer_is_named_resumes_it_once_named(void **state)
 {
-    relay *r = relay_new(8);
-    struct http_head h = head_of(200, -1);
-    relay_set_head(r, &h, false);
     struct relay_cursor cur;
+    relay *r = full_window(&cur);
     struct fake_conn c = {0};
     struct relay_waiter w = {park, wake, &c, NULL, false};
-    relay_attach(r, &cur, 0);
-    assert_true(relay_push(r, "12345678", 8));
-    assert_false(relay_push(r, "9", 1)); /* window full: the producer pauses */
     char buf[8];
     resumed = NULL;
     assert_int_equal(relay_read(r, &cur, buf, 6, &w), 6); /* room, and no transfer to resume */

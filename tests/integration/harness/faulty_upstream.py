@@ -13,8 +13,8 @@ each with one Fault, and counts the requests per (method, key) so a test can
 tell how many upstream fetches the gateway made, and records every request
 with its headers (requests(), request_headers()) so a test can see what the gateway sent.
 Unknown keys get 404 NoSuchKey; other methods get 501, but a DeleteObjects (POST ?delete) once
-answer_deletes() said what its answer lists and how late its body comes. It ignores signatures (the gateway may sign
-with any credentials, or none) and, unless a fault says otherwise (Fault.ranges), Range (it
+answer_deletes() said what its answer lists and how late its body comes. It ignores signatures
+(the gateway may sign with any credentials, or none) and, unless a fault says otherwise (Fault.ranges), Range (it
 answers the whole object, which the gateway must cope with anyway).
 
 Use it through the `faulty_upstream` fixture (function scope):
@@ -389,7 +389,6 @@ class FaultyUpstream:
             slowed = fault is not None and fault.kind == "slowdown" and fault.times > 0
             if slowed:
                 fault.times -= 1
-        with self._lock:
             delete_answer = self._delete_answer
         query = urllib.parse.parse_qs(target.partition("?")[2], keep_blank_values=True)
         if method == "POST" and "delete" in query and delete_answer is not None:
