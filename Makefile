@@ -67,6 +67,7 @@ CTL_SRC     := $(wildcard tools/ctl/*.c)
 TRAINSIM_SRC := $(wildcard tools/trainsim/*.c)
 EMBED_SRC   := tools/embed/embed.c
 RELAY_SRC   := $(wildcard tools/latency-relay/*.c)
+FLOOR_SRC   := $(wildcard tools/http-floor/*.c)
 PLANBENCH_SRC := $(wildcard tools/planbench/*.c)
 MEMFILL_SRC   := $(wildcard tools/memfill/*.c)
 CHECKSUM_SRC  := $(wildcard tools/checksum/*.c)
@@ -185,6 +186,10 @@ build/tsan/obj/%.o: %.c $(HEADERS)
 build/latency-relay: $(RELAY_SRC:%.c=build/obj/%.o) build/obj/common/sc_err.o \
                      build/obj/common/clock.o
 	$(CC) $(CFLAGS) -o $@ $^ -lm
+
+# The least a server can spend on a hit here (bench/floor.sh): epoll and libc, nothing else.
+build/http-floor: $(FLOOR_SRC:%.c=build/obj/%.o)
+	$(CC) $(CFLAGS) -o $@ $^
 
 # ---- unit tests -----------------------------------------------------------------------------
 # A test's layer is the highest layer it includes (from itself or a header beside it); it
@@ -341,7 +346,7 @@ test: deps
 lint:
 	@clang-format --dry-run --Werror $(FORMAT_SRC)
 	@for f in $(LIB_SRC) gateway/main.c $(UNIT_SRC) $(SIM_SRC) $(CTL_SRC) $(TRAINSIM_SRC) \
-	         $(EMBED_SRC) $(RELAY_SRC) $(PLANBENCH_SRC) $(MEMFILL_SRC) $(CHECKSUM_SRC) $(FUZZ_SRC); do \
+	         $(EMBED_SRC) $(RELAY_SRC) $(FLOOR_SRC) $(PLANBENCH_SRC) $(MEMFILL_SRC) $(CHECKSUM_SRC) $(FUZZ_SRC); do \
 	    clang $(filter-out -O2 -g,$(CFLAGS)) -fsyntax-only $$f || exit 1; done
 	@echo "lint: clang-format and clang -Werror clean"
 	@$(MAKE) -s layers
@@ -350,7 +355,7 @@ lint:
 # for the emulated cloud's network namespace; installs gnuplot for the plots.
 bench:
 	tools/install-deps.sh --bench
-	$(MAKE) all build/latency-relay
+	$(MAKE) all build/latency-relay build/http-floor
 	bench/all.sh
 
 run: deps all
