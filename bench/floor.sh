@@ -23,6 +23,7 @@
 # One thread/worker each (the bars' one-thread setting). Results: bench/results/floor.json.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$REPO/bench/lib/nginx.sh"
+source "$REPO/bench/lib/hits.sh"
 
 DUR="${1:-5}"
 CONNS="${2:-32}"
@@ -72,25 +73,7 @@ done
 
 # (size, path at the caches, Range header or -)
 CASES=("102400 obj-102400 -" "4194304 obj-4194304 -" "8388608 obj-16777216 bytes=0-8388607")
-fetch() { # URL PATH RANGE: prints X-Cache
-    local hdr=()
-    [ "$3" = - ] || hdr=(-H "Range: $3")
-    curl -fsS -D - -o /dev/null "${hdr[@]}" "$1/bench/$2" | tr -d '\r' |
-        awk -F': ' 'tolower($1) == "x-cache" {print $2}'
-}
-for url in "$CP_URL" "$ZC_URL" "$PC_URL"; do
-    for c in "${CASES[@]}"; do
-        read -r _ path _ <<<"$c"
-        fetch "$url" "$path" - >/dev/null # the miss fills (a block object: every block)
-    done
-done
-sleep 1
-for url in "$CP_URL" "$ZC_URL" "$PC_URL"; do
-    for c in "${CASES[@]}"; do
-        read -r _ path rng <<<"$c"
-        [ "$(fetch "$url" "$path" "$rng" | tr A-Z a-z)" = hit ] || die "$url $path $rng is not a hit"
-    done
-done
+caches_warm "$CP_URL $ZC_URL $PC_URL" "${CASES[@]}"
 for size in "${SIZES[@]}"; do
     for k in "$size copy-0" "$size sendfile-2097152" "$size sendfile-131072" "$size sendfile-2097152-nagle"; do
         got="$(curl -fsS "${FLOOR_URL[$k]}/x" | wc -c)"
@@ -100,26 +83,6 @@ done
 
 ROWS="$WORK/rows.jsonl"
 : >"$ROWS"
-run_one() { # SERVER URL PIDS SIZE PATH RANGE RUN
-    local who="$1" url="$2" pids="$3" size="$4" path="$5" rng="$6" run="$7" lua="" c0 c1 m0 m1 rps n errs
-    if [ "$rng" != - ]; then
-        lua="$WORK/range-$size.lua"
-        printf 'wrk.headers["Range"] = "%s"\n' "$rng" >"$lua"
-    fi
-    # shellcheck disable=SC2086
-    c0="$(cpu_of $pids)"
-    m0="$(machine_busy)"
-    read -r rps _ _ _ n errs <<<"$(wrk_run "$url/bench/$path" "$DUR" "$CONNS" 1 "$lua")"
-    m1="$(machine_busy)"
-    # shellcheck disable=SC2086
-    c1="$(cpu_of $pids)"
-    [ "$errs" = 0 ] || die "$who: wrk reported errors at $size bytes"
-    jq -nc --arg size "$size" --arg who "$who" --arg run "$run" --arg rps "$rps" --arg n "$n" \
-        --arg cpu10k "$(per_10k "$c0" "$c1" "$n")" --arg mach10k "$(per_10k "$m0" "$m1" "$n")" \
-        '{size: ($size | tonumber), server: $who, run: ($run | tonumber),
-          requests_per_s: ($rps | tonumber), requests: ($n | tonumber),
-          cpu_ms_per_10k: ($cpu10k | tonumber), machine_cpu_ms_per_10k: ($mach10k | tonumber)}' >>"$ROWS"
-}
 SERVERS=(nginx-proxy-cache s3cached s3cached-zero-copy floor-copy floor-sendfile-2m floor-sendfile-128k
     floor-sendfile-2m-nagle)
 for run in $(seq "$RUNS"); do
@@ -130,16 +93,16 @@ for run in $(seq "$RUNS"); do
         for i in $(seq 0 $((n - 1))); do
             who="${SERVERS[$(((i + run) % n))]}" # rotated: each run starts with another server
             case "$who" in
-            nginx-proxy-cache) run_one "$who" "$PC_URL" "$(nginx_workers "$PC_PID")" "$size" "$path" "$rng" "$run" ;;
-            s3cached) run_one "$who" "$CP_URL" "$CP_PID" "$size" "$path" "$rng" "$run" ;;
-            s3cached-zero-copy) run_one "$who" "$ZC_URL" "$ZC_PID" "$size" "$path" "$rng" "$run" ;;
+            nginx-proxy-cache) hit_row "$who" "$PC_URL" "$(nginx_workers "$PC_PID")" "$size" "$path" "$rng" "$run" ;;
+            s3cached) hit_row "$who" "$CP_URL" "$CP_PID" "$size" "$path" "$rng" "$run" ;;
+            s3cached-zero-copy) hit_row "$who" "$ZC_URL" "$ZC_PID" "$size" "$path" "$rng" "$run" ;;
             floor-copy) k="$size copy-0" ;;
             floor-sendfile-2m) k="$size sendfile-2097152" ;;
             floor-sendfile-128k) k="$size sendfile-131072" ;;
             floor-sendfile-2m-nagle) k="$size sendfile-2097152-nagle" ;;
             esac
             case "$who" in
-            floor-*) run_one "$who" "${FLOOR_URL[$k]}" "${FLOOR_PID[$k]}" "$size" x - "$run" ;;
+            floor-*) hit_row "$who" "${FLOOR_URL[$k]}" "${FLOOR_PID[$k]}" "$size" x - "$run" ;;
             esac
         done
     done

@@ -15,6 +15,7 @@
 # Results: bench/results/zerocopy.json.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$REPO/bench/lib/nginx.sh"
+source "$REPO/bench/lib/hits.sh"
 
 DUR="${1:-5}"
 CONNS="${2:-32}"
@@ -44,48 +45,11 @@ CP_PID="$GW_PID"
 # (size label, path, Range header or "")
 CASES=("102400 obj-102400 -" "4194304 obj-4194304 -" "8388608 obj-16777216 bytes=0-8388607")
 
-fetch() { # URL PATH RANGE: prints X-Cache
-    local hdr=()
-    [ "$3" = - ] || hdr=(-H "Range: $3")
-    curl -fsS -D - -o /dev/null "${hdr[@]}" "$1/bench/$2" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-cache" {print $2}'
-}
-for url in "$ZC_URL" "$CP_URL" "$PC_URL"; do
-    for c in "${CASES[@]}"; do
-        read -r _ path rng <<<"$c"
-        fetch "$url" "$path" - >/dev/null # the miss fills (a block object: every block)
-    done
-done
-sleep 1
-for url in "$ZC_URL" "$CP_URL" "$PC_URL"; do
-    for c in "${CASES[@]}"; do
-        read -r _ path rng <<<"$c"
-        [ "$(fetch "$url" "$path" "$rng" | tr A-Z a-z)" = hit ] || die "$url $path $rng is not a hit"
-    done
-done
+caches_warm "$ZC_URL $CP_URL $PC_URL" "${CASES[@]}"
 zc0="$(gw_stat "$ZC_URL" hits_zero_copy)"
 
 ROWS="$WORK/rows.jsonl"
 : >"$ROWS"
-run_one() { # SERVER URL PIDS SIZE PATH RANGE RUN
-    local who="$1" url="$2" pids="$3" size="$4" path="$5" rng="$6" run="$7" lua="" c0 c1 m0 m1
-    if [ "$rng" != - ]; then
-        lua="$WORK/range-$size.lua"
-        printf 'wrk.headers["Range"] = "%s"\n' "$rng" >"$lua"
-    fi
-    # shellcheck disable=SC2086
-    c0="$(cpu_of $pids)"
-    m0="$(machine_busy)"
-    read -r rps mbs p50 p99 n errs <<<"$(wrk_run "$url/bench/$path" "$DUR" "$CONNS" 1 "$lua")"
-    m1="$(machine_busy)"
-    # shellcheck disable=SC2086
-    c1="$(cpu_of $pids)"
-    jq -nc --arg size "$size" --arg who "$who" --arg run "$run" --arg rps "$rps" --arg n "$n" \
-        --arg cpu10k "$(per_10k "$c0" "$c1" "$n")" --arg mach10k "$(per_10k "$m0" "$m1" "$n")" \
-        '{size: ($size | tonumber), server: $who, run: ($run | tonumber),
-          requests_per_s: ($rps | tonumber), requests: ($n | tonumber),
-          cpu_ms_per_10k: ($cpu10k | tonumber),
-          machine_cpu_ms_per_10k: ($mach10k | tonumber)}' >>"$ROWS"
-}
 for run in $(seq "$RUNS"); do
     say "run $run of $RUNS"
     for c in "${CASES[@]}"; do
@@ -94,11 +58,11 @@ for run in $(seq "$RUNS"); do
         if [ $((run % 2)) = 1 ]; then order="zc copy"; else order="copy zc"; fi
         for who in $order; do
             case "$who" in
-            zc) run_one s3cached-zero-copy "$ZC_URL" "$ZC_PID" "$size" "$path" "$rng" "$run" ;;
-            copy) run_one s3cached-no-zero-copy "$CP_URL" "$CP_PID" "$size" "$path" "$rng" "$run" ;;
+            zc) hit_row s3cached-zero-copy "$ZC_URL" "$ZC_PID" "$size" "$path" "$rng" "$run" ;;
+            copy) hit_row s3cached-no-zero-copy "$CP_URL" "$CP_PID" "$size" "$path" "$rng" "$run" ;;
             esac
         done
-        run_one nginx-proxy-cache "$PC_URL" "$(nginx_workers "$PC_PID")" "$size" "$path" "$rng" "$run"
+        hit_row nginx-proxy-cache "$PC_URL" "$(nginx_workers "$PC_PID")" "$size" "$path" "$rng" "$run"
     done
 done
 zc1="$(gw_stat "$ZC_URL" hits_zero_copy)"
