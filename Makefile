@@ -7,6 +7,7 @@
 #   make tsan-test  integration tests where threads meet most, gateway under ThreadSanitizer
 #   make test       install what is missing, build, run unit and integration tests
 #   make unit       cmocka unit tests only (under ASan/UBSan)
+#   make tsan-unit  the unit tests that start threads, under ThreadSanitizer (part of test)
 #   make valgrind   integration tests of the main request paths, gateway under valgrind memcheck
 #   make docker-test   build the image (docker/Dockerfile) and test it as a sidecar on a real
 #                   Docker engine, and the compose demo (part of test: tests/integration)
@@ -30,6 +31,12 @@ empty :=
 space := $(empty) $(empty)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 TSANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+# The builds: build/ optimized, build/asan (ASan + UBSan, and assert()), build/tsan (TSan). Each
+# has its objects, layer archives and status page under its root; FLAGS_<root> is what it adds.
+ROOTS        := build build/asan build/tsan
+FLAGS_build  :=
+FLAGS_build/asan := $(SANFLAGS) -O1
+FLAGS_build/tsan := $(TSANFLAGS) -O1
 
 # ---- layers -------------------------------------------------------------------------------
 # Each folder is a layer and a static library; it may use only the layers named in its USES_
@@ -77,36 +84,43 @@ FUZZ_SRC    := $(wildcard tests/fuzz/fuzz_*.c)
 FORMAT_SRC := $(wildcard */*.c */*.h gateway/admin/*.c gateway/admin/*.h tests/unit/*.c \
                 tests/fuzz/*.c tests/fuzz/*.h tools/*/*.c tools/*/*.h)
 
-# The status page: gateway/admin/status_page.html compiled in as build/gen/status_page.c.
-PAGE_OBJ      := build/obj/gen/status_page.o
-ASAN_PAGE_OBJ := build/asan/obj/gen/status_page.o
-TSAN_PAGE_OBJ := build/tsan/obj/gen/status_page.o
+# The status page: gateway/admin/status_page.html compiled in as build/gen/status_page.c, and
+# into each build's gateway archive from there.
+page_obj = $(1)/obj/gen/status_page.o
 
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=build/asan/tests/%)
+# The unit tests whose code starts threads, run again under ThreadSanitizer (make tsan-unit).
+TSAN_UNIT := test_verify test_store test_store_blocks test_store_readers test_manifest \
+             test_future test_authz_cache test_bucket_stats test_fill_meta
+TSAN_UNIT_BIN := $(TSAN_UNIT:%=build/tsan/tests/%)
 
-.PHONY: all asan tsan tsan-test unit pyunit test integration run format lint clean deps valgrind \
+.PHONY: all asan tsan tsan-test tsan-unit unit pyunit test integration run format lint clean deps valgrind \
         bench fuzz fuzz-build fuzz-smoke docker-test layers
 all: build/s3cached build/s3cachectl build/s3cached-sim build/s3cached-trainsim build/plan-bench \
      build/s3cached-memfill build/s3cached-checksum
 
-# One archive per layer, optimized (build/lib) and sanitized (build/asan/lib, build/tsan/lib).
+# One archive per layer and build: $(1) the layer, $(2) the build's root.
 define layer_lib
-build/lib/lib$(1).a: $$(SRC_$(1):%.c=build/obj/%.o) $$(if $$(filter gateway,$(1)),$$(PAGE_OBJ))
-	@mkdir -p $$(dir $$@); rm -f $$@
-	ar rcs $$@ $$^
-build/asan/lib/lib$(1).a: $$(SRC_$(1):%.c=build/asan/obj/%.o) \
-                          $$(if $$(filter gateway,$(1)),$$(ASAN_PAGE_OBJ))
-	@mkdir -p $$(dir $$@); rm -f $$@
-	ar rcs $$@ $$^
-build/tsan/lib/lib$(1).a: $$(SRC_$(1):%.c=build/tsan/obj/%.o) \
-                          $$(if $$(filter gateway,$(1)),$$(TSAN_PAGE_OBJ))
+$(2)/lib/lib$(1).a: $$(SRC_$(1):%.c=$(2)/obj/%.o) $$(if $$(filter gateway,$(1)),$$(call page_obj,$(2)))
 	@mkdir -p $$(dir $$@); rm -f $$@
 	ar rcs $$@ $$^
 endef
-$(foreach l,$(LAYERS),$(eval $(call layer_lib,$(l))))
+$(foreach r,$(ROOTS),$(foreach l,$(LAYERS),$(eval $(call layer_lib,$(l),$(r)))))
 
-build/s3cached: build/obj/gateway/main.o $(call layer_libs,gateway,build)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+# Each build's objects, its status page and its gateway: $(1) the build's root. The sanitized
+# builds also check the invariants written as assert() (the optimized one defines NDEBUG only if
+# the caller asks).
+define flavour
+$(1)/obj/%.o: %.c $$(HEADERS)
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $$(FLAGS_$(1)) -c -o $$@ $$<
+$$(call page_obj,$(1)): build/gen/status_page.c gateway/admin/status_page.h
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $$(FLAGS_$(1)) -c -o $$@ $$<
+$(1)/s3cached: $(1)/obj/gateway/main.o $$(call layer_libs,gateway,$(1))
+	$$(CC) $$(CFLAGS) $$(FLAGS_$(1)) -o $$@ $$^ $$(LDLIBS)
+endef
+$(foreach r,$(ROOTS),$(eval $(call flavour,$(r))))
 
 # The trace simulator runs the real policy code, nothing of the gateway.
 build/s3cached-sim: $(SIM_SRC:%.c=build/obj/%.o) $(call layer_libs,policy,build)
@@ -141,46 +155,14 @@ build/gen/status_page.c: gateway/admin/status_page.html build/tools/embed
 	@mkdir -p $(dir $@)
 	build/tools/embed $< gw_status_page ../../gateway/admin/status_page.h > $@.tmp && mv $@.tmp $@
 
-$(PAGE_OBJ): build/gen/status_page.c gateway/admin/status_page.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
-
-$(ASAN_PAGE_OBJ): build/gen/status_page.c gateway/admin/status_page.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
-
-$(TSAN_PAGE_OBJ): build/gen/status_page.c gateway/admin/status_page.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(TSANFLAGS) -O1 -c -o $@ $<
-
-build/obj/%.o: %.c $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
-
 asan: build/asan/s3cached build/asan/s3cachectl
-
-build/asan/s3cached: build/asan/obj/gateway/main.o $(call layer_libs,gateway,build/asan)
-	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
 build/asan/s3cachectl: $(CTL_SRC:%.c=build/asan/obj/%.o) $(call layer_libs,common,build/asan)
 	$(CC) $(CFLAGS) $(SANFLAGS) -o $@ $^ $(LDLIBS)
 
-# The sanitizer build also checks the invariants written as assert() (the optimized one
-# defines NDEBUG only if the caller asks).
-build/asan/obj/%.o: %.c $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SANFLAGS) -O1 -c -o $@ $<
-
 # The gateway under ThreadSanitizer: every access its threads make to shared memory is checked
 # against the locks and atomics they hold (make tsan-test).
 tsan: build/tsan/s3cached
-
-build/tsan/s3cached: build/tsan/obj/gateway/main.o $(call layer_libs,gateway,build/tsan)
-	$(CC) $(CFLAGS) $(TSANFLAGS) -o $@ $^ $(LDLIBS)
-
-build/tsan/obj/%.o: %.c $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(TSANFLAGS) -O1 -c -o $@ $<
 
 # The benchmark's latency relay: epoll, no library but libc.
 build/latency-relay: $(RELAY_SRC:%.c=build/obj/%.o) build/obj/common/sc_err.o \
@@ -203,7 +185,7 @@ RELAY_LIB_SRC    := $(filter-out tools/latency-relay/main.c,$(RELAY_SRC))
 SIM_LIB_SRC      := $(filter-out tools/sim/main.c,$(SIM_SRC))
 CTL_LIB_SRC      := $(filter-out tools/ctl/main.c,$(CTL_SRC))
 TRAINSIM_LIB_SRC := $(filter-out tools/trainsim/main.c,$(TRAINSIM_SRC))
-tool_objs = $(patsubst %.c,build/asan/obj/%.o,$(if $(filter test_latency_relay,$(1)),\
+tool_objs = $(patsubst %.c,$(2)/obj/%.o,$(if $(filter test_latency_relay,$(1)),\
               $(RELAY_LIB_SRC)) $(if $(filter test_sim,$(1)),$(SIM_LIB_SRC)) \
               $(if $(filter test_ctl_%,$(1)),$(CTL_LIB_SRC)) \
               $(if $(filter test_trainsim_%,$(1)),$(TRAINSIM_LIB_SRC)))
@@ -218,16 +200,22 @@ LDEXTRA_test_httpdate := -Wl,--wrap=timegm
 # test_relay wraps up_req_resume, to see which transfer a relay resumes, and when.
 LDEXTRA_test_relay := -Wl,--wrap=up_req_resume
 
+# A unit test in a sanitized build: $(1) the test, $(2) the build's root.
 define unit_test
-build/asan/tests/$(1): tests/unit/$(1).c $$(call tool_objs,$(1)) \
-                       $$(call layer_libs,$$(or $$(call test_layer,tests/unit/$(1).c),$$(call tool_layer,$(1)),common),build/asan)
+$(2)/tests/$(1): tests/unit/$(1).c $$(call tool_objs,$(1),$(2)) \
+                       $$(call layer_libs,$$(or $$(call test_layer,tests/unit/$(1).c),$$(call tool_layer,$(1)),common),$(2))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $$(SANFLAGS) -O1 -o $$@ $$^ $$(LDLIBS) -lcmocka $$(LDEXTRA_$(1))
+	$$(CC) $$(CFLAGS) $$(FLAGS_$(2)) -o $$@ $$^ $$(LDLIBS) -lcmocka $$(LDEXTRA_$(1))
 endef
-$(foreach t,$(UNIT_SRC:tests/unit/%.c=%),$(eval $(call unit_test,$(t))))
+$(foreach t,$(UNIT_SRC:tests/unit/%.c=%),$(eval $(call unit_test,$(t),build/asan)))
+$(foreach t,$(TSAN_UNIT),$(eval $(call unit_test,$(t),build/tsan)))
 
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+# The unit tests that start threads, under ThreadSanitizer (setarch -R: see tsan-test).
+tsan-unit: $(TSAN_UNIT_BIN)
+	@set -e; for t in $(TSAN_UNIT_BIN); do echo "== $$t"; setarch $$(uname -m) -R $$t; done
 
 # Each library linked alone with the ones below it: a symbol it takes from a layer above (or a
 # sibling it may not use) is an undefined reference here. Then tools/check-layers.py: includes.
@@ -336,6 +324,7 @@ test: deps
 	$(MAKE) lint
 	$(MAKE) all asan tsan
 	$(MAKE) unit
+	$(MAKE) tsan-unit
 	$(MAKE) pyunit
 	$(MAKE) fuzz-smoke
 	tests/integration/run.sh
