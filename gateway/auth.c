@@ -23,6 +23,7 @@
 #include "../upstream/peer_invalidate.h"
 #include "auth.h"
 #include "gw.h"
+#include "req.h"
 #include "respond.h"
 #include "../sigv4/s3_auth.h"
 #include "web_origin.h"
@@ -202,15 +203,10 @@ static enum MHD_Result admit_unverified(struct gw_req *q)
 
 /* ---- peer requests ------------------------------------------------------------------ */
 
-static const char *header(const struct gw_req *q, const char *name)
-{
-    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
-}
-
 bool gw_auth_is_peer_request(const struct gw_req *q)
 {
-    return header(q, FLEET_H_SIGNATURE) != NULL || header(q, FLEET_H_IDENTITY) != NULL ||
-           header(q, FLEET_H_DATE) != NULL;
+    return gw_req_header(q, FLEET_H_SIGNATURE) != NULL ||
+           gw_req_header(q, FLEET_H_IDENTITY) != NULL || gw_req_header(q, FLEET_H_DATE) != NULL;
 }
 
 enum MHD_Result gw_auth_refuse_peer(struct gw_req *q, const char *why)
@@ -235,9 +231,9 @@ static bool parse_fleet_date(const char *v, int64_t *out)
  * struct fleet_signed, with the fleet's secret, within FLEET_MAX_SKEW of now. */
 static sc_code verify_peer_signature(struct gw_req *q)
 {
-    const char *target = q->target, *sig = header(q, FLEET_H_SIGNATURE);
+    const char *target = q->target, *sig = gw_req_header(q, FLEET_H_SIGNATURE);
     int64_t date = 0;
-    if (sig == NULL || target == NULL || !parse_fleet_date(header(q, FLEET_H_DATE), &date))
+    if (sig == NULL || target == NULL || !parse_fleet_date(gw_req_header(q, FLEET_H_DATE), &date))
         return SC_EACCES;
     size_t path_len = strcspn(target, "?");
     char *path = strndup(target, path_len);
@@ -247,9 +243,9 @@ static sc_code verify_peer_signature(struct gw_req *q)
         .method = q->method,
         .path = path,
         .query = target[path_len] == '?' ? target + path_len + 1 : "",
-        .identity = header(q, FLEET_H_IDENTITY),
-        .range = header(q, "Range"),
-        .if_match = header(q, "If-Match"),
+        .identity = gw_req_header(q, FLEET_H_IDENTITY),
+        .range = gw_req_header(q, "Range"),
+        .if_match = gw_req_header(q, "If-Match"),
         .date = date,
     };
     sc_code rc = fleet_verify(q->g->fleet, &what, sig, (int64_t)time(NULL));
@@ -300,7 +296,7 @@ bool gw_auth_is_peer_invalidation(const struct gw_req *q)
  * body; the admin step carries it out (it needs no admin token: the fleet signature is its). */
 static enum MHD_Result admit_peer_invalidation(struct gw_req *q)
 {
-    const char *identity = header(q, FLEET_H_IDENTITY);
+    const char *identity = gw_req_header(q, FLEET_H_IDENTITY);
     if (identity == NULL || strcmp(identity, "gateway") != 0)
         return gw_auth_refuse_peer(q, "a peer invalidation is sent as the gateway");
     if (q->has_body)
@@ -353,7 +349,7 @@ static enum MHD_Result authenticate_peer(struct gw_req *q)
         return gw_auth_refuse_peer(q,
                                    "peers may only read objects (GET or HEAD), send "
                                    "invalidations and call the manifest routes of the admin API");
-    enum MHD_Result ret = admit_peer_identity(q, header(q, FLEET_H_IDENTITY));
+    enum MHD_Result ret = admit_peer_identity(q, gw_req_header(q, FLEET_H_IDENTITY));
     if (ret != MHD_YES || q->status != 0)
         return ret;
     q->peer.from = true;

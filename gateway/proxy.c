@@ -15,18 +15,10 @@
  * for the body's end (the final chunk and trailers): a bad end aborts the
  * transfer one byte short.
  *
- * Writes drop the cached copies of what they change before the upstream can
- * have committed them, whatever it answers later (or if its answer never
- * arrives): a write on a key drops it before it is forwarded; a write whose keys
- * are in its body (DeleteObjects, a browser-form POST upload, DeleteBucket)
- * drops them once the whole body is in hand, or the whole bucket's cached
- * objects when the body cannot be read for certain. From before forwarding
- * until the transfer is over, no fill of an affected key is stored
- * (fill_write_begin), so a read racing the write cannot put the old bytes back.
- *
- * On a fleet, the other gateways hold copies too (the key's owner, askers with --fleet-copy):
- * every key a write drops here (or its whole bucket) is noted, and when the write is over at
- * the upstream (write_end) the live peers are told to drop it as well (peer_invalidate.h).
+ * What a write changes in the cache (its cached copies dropped before it goes, no fill of
+ * them stored until it is over, the fleet's peers told) is proxy_write.c's; this file calls
+ * it at the write's steps. A DeleteObjects answer is held until the keys it lists are
+ * dropped too.
  *
  * A GET whose answer is an object's whole body (a version, other response
  * headers) is checked like a fill (digest.h): its last byte waits for the
@@ -41,70 +33,17 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../common/buf.h"
 #include "../common/log.h"
-#include "../fleet/fleet.h"
-#include "../proto/awschunked.h"
-#include "../proto/digest.h"
 #include "../proto/s3_delete.h"
 #include "../proto/s3_post.h"
 #include "deliver.h"
+#include "proxy_int.h"
 #include "req.h"
 #include "respond.h"
-#include "../store/store.h"
-#include "../upstream/fill.h"
-#include "../upstream/peer_invalidate.h"
 
 #define PIPE_SIZE    (256 * 1024)
 #define RELAY_WINDOW (1024 * 1024)
 #define MAX_FWD      100
-
-/* One pass-through transfer, shared by the request and the upstream thread. */
-struct upload {
-    atomic_int refs;
-    pthread_mutex_t mu;
-    relay *relay;     /* the response; the upload holds one reference */
-    up_req *req;      /* NULL until the request is forwarded */
-    struct gw_req *q; /* NULL once the request is gone */
-    char *buf;        /* the request body pipe */
-    size_t len;
-    bool eof;         /* the whole request body is in the pipe, and well-formed */
-    bool finished;    /* the transfer ended: further body bytes are dropped */
-    bool up_paused;   /* read_body found nothing it may hand over */
-    bool conn_parked; /* the connection waits for room in the pipe */
-    bool chunked;     /* aws-chunked framing to remove */
-    bool unforwarded; /* the upstream request could not be made: the body is drained */
-    struct awschunked dec;
-    digest *sum;               /* of the decoded payload, for its trailer; NULL: unchecked */
-    const char *trailer;       /* the trailer that carries the checksum (x-amz-trailer) */
-    sc_code error;             /* malformed body */
-    enum s3_invalidate writes; /* what the request writes (write_begin) */
-    bool noted;                /* write_note() ran (request side) */
-    bool writing;              /* the write is noted in flight until write_end() (mu) */
-    bool submitted;            /* handed to the upstream module */
-    long status;               /* the upstream's answer, 0 until its head is in (mu) */
-    fill_table *fills;         /* where it is noted */
-    store *st;
-    upstream *up;     /* sends the peers' invalidations (write_end) */
-    fleet *fleet;     /* the fleet, or NULL */
-    char **peer_keys; /* the keys dropped here, for the peers to drop too (mu) */
-    size_t n_peer_keys;
-    bool peer_bucket; /* the whole bucket was dropped here (mu) */
-    /* write_end() handed the keys noted so far to the peers (mu): a key noted after that (a
-     * DeleteObjects answer read after its head ended the write) is told on its own. */
-    bool peers_told;
-    char *write_bucket, *write_key;
-    bool delete_objects;  /* DeleteObjects: its answer lists what the upstream deleted */
-    bool holding;         /* the answer is kept from the client until read (upstream thread) */
-    struct sc_buf answer; /* what is held, up to S3_DELETE_MAX_ANSWER bytes */
-    char *tee;            /* the body's first tee_cap bytes, to learn which keys it writes */
-    size_t tee_len, tee_cap;
-    bool tee_overflow; /* the body was longer than tee_cap */
-    int64_t announced; /* the body length the upstream is told */
-    int64_t taken;     /* body bytes put into the pipe so far (decoded) */
-    char *checked; /* bucket, NUL, key of a whole-object answer whose body is checked; or NULL */
-    struct body_check check; /* upstream thread */
-};
 
 static const char *const dropped_request_headers[] = {
     "host",
@@ -138,18 +77,12 @@ static bool in_list(const char *name, const char *const *list, size_t n)
     return false;
 }
 
-static void write_end(struct upload *u);
-
 static void upload_unref(struct upload *u)
 {
     if (u == NULL || atomic_fetch_sub(&u->refs, 1) != 1)
         return;
-    write_end(u); /* a write never submitted */
-    free(u->write_bucket);
-    free(u->write_key);
-    for (size_t i = 0; i < u->n_peer_keys; i++)
-        free(u->peer_keys[i]);
-    free(u->peer_keys);
+    proxy_write_end(u); /* a write never submitted */
+    proxy_write_release(u);
     sc_buf_free(&u->answer);
     relay_unref(u->relay);
     up_req_release(u->req);
@@ -175,64 +108,6 @@ static void resume_conn(struct gw_req *q)
 {
     if (q)
         q->waiter.wake(q->waiter.arg);
-}
-
-/*
- * Notes a key dropped here (NULL: the whole bucket), for the fleet's other gateways to drop
- * when the write is over; once it is over, tells them at once. A key that cannot be noted (no
- * memory) widens to the bucket. Any thread: the request's keys are noted by its HTTP thread,
- * a DeleteObjects answer's by the upstream thread, maybe after its head ended the write.
- */
-static void note_peer_drop(struct upload *u, const char *key)
-{
-    if (u == NULL || u->fleet == NULL)
-        return;
-    pthread_mutex_lock(&u->mu);
-    bool late = u->peers_told;
-    if (!late) {
-        char *copy = key != NULL && !u->peer_bucket ? strdup(key) : NULL;
-        char **grown = copy ? realloc(u->peer_keys, (u->n_peer_keys + 1) * sizeof(*grown)) : NULL;
-        if (grown != NULL) {
-            u->peer_keys = grown;
-            u->peer_keys[u->n_peer_keys++] = copy;
-        } else {
-            free(copy);
-            u->peer_bucket = true;
-        }
-    }
-    pthread_mutex_unlock(&u->mu);
-    if (late)
-        peer_invalidate(u->up, u->fleet, u->write_bucket, key);
-}
-
-/* What write_end() tells the peers: the keys noted until then, taken from the upload. */
-struct peer_drops {
-    char **keys;
-    size_t n;
-    bool bucket;
-};
-
-/* Takes the noted keys (mu held); from now on note_peer_drop() tells each key itself. */
-static struct peer_drops take_peer_drops(struct upload *u)
-{
-    struct peer_drops d = {u->peer_keys, u->n_peer_keys, u->peer_bucket};
-    u->peer_keys = NULL;
-    u->n_peer_keys = 0;
-    u->peers_told = true;
-    return d;
-}
-
-/* Tells the live peers to drop what the write dropped here, and frees the list. */
-static void tell_peers(struct upload *u, struct peer_drops *d)
-{
-    if (d->bucket)
-        peer_invalidate(u->up, u->fleet, u->write_bucket, NULL);
-    for (size_t i = 0; !d->bucket && i < d->n; i++)
-        if (peer_invalidate(u->up, u->fleet, u->write_bucket, d->keys[i]) != SC_OK)
-            break;
-    for (size_t i = 0; i < d->n; i++)
-        free(d->keys[i]);
-    free(d->keys);
 }
 
 /* ---- upstream side (upstream thread) ----------------------------------------------- */
@@ -280,29 +155,6 @@ static bool on_body(void *arg, const char *p, size_t n)
 }
 
 /*
- * Drops the keys a DeleteObjects answer lists (Deleted and Error alike), so that a key
- * the upstream read differently from the gateway is not served either, then lets the
- * answer go. One store commit, waited for on the upstream thread, only for DeleteObjects.
- */
-static void drop_answered_keys(struct upload *u)
-{
-    struct s3_delete_keys keys;
-    if (s3_delete_keys_parse(u->answer.data, u->answer.len, &keys) == SC_OK) {
-        for (size_t i = 0; i < keys.n; i++) {
-            if (store_remove_queued(u->st, u->write_bucket, keys.keys[i]) != SC_OK)
-                sc_err("could not drop cached %s/%s", u->write_bucket, keys.keys[i]);
-            note_peer_drop(u, keys.keys[i]);
-        }
-        store_flush(u->st);
-        s3_delete_keys_free(&keys);
-    } else {
-        sc_warn("DeleteObjects answer from the upstream not readable: its request keys alone "
-                "were dropped");
-    }
-    release_answer(u);
-}
-
-/*
  * Pipe bytes the upstream may have now (upload locked): all of them, but the body's last
  * byte only once the body is known whole and well-formed. Until then the upstream cannot
  * complete (and store) a body the client may yet be refused for.
@@ -336,9 +188,11 @@ static size_t read_body(void *arg, char *out, size_t cap)
 static void on_done(void *arg, sc_code rc)
 {
     struct upload *u = arg;
-    if (u->holding && rc == SC_OK)
-        drop_answered_keys(u);
-    write_end(u); /* before the client can see the transfer end */
+    if (u->holding && rc == SC_OK) {
+        proxy_write_drop_listed(u); /* then the answer may go */
+        release_answer(u);
+    }
+    proxy_write_end(u); /* before the client can see the transfer end */
     pthread_mutex_lock(&u->mu);
     u->finished = true;
     struct gw_req *wake = take_parked(u);
@@ -443,11 +297,6 @@ static bool parse_length(const char *s, int64_t *out)
     return true;
 }
 
-static const char *req_header(struct gw_req *q, const char *name)
-{
-    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
-}
-
 static enum MHD_Result note_aws_chunked(void *cls, enum MHD_ValueKind kind, const char *name,
                                         const char *value)
 {
@@ -483,13 +332,13 @@ static bool upstream_length(struct gw_req *q, bool *aws_chunked, int64_t *len)
     *len = -1;
     if (is_read(q))
         return true; /* a read never carries a body upstream (server.c drained it) */
-    const char *sha = req_header(q, "x-amz-content-sha256");
+    const char *sha = gw_req_header(q, "x-amz-content-sha256");
     *aws_chunked = (sha && strncmp(sha, "STREAMING-", 10) == 0) || content_encoding_aws_chunked(q);
     const char *cl =
-        req_header(q, *aws_chunked ? "x-amz-decoded-content-length" : "Content-Length");
+        gw_req_header(q, *aws_chunked ? "x-amz-decoded-content-length" : "Content-Length");
     if (parse_length(cl, len))
         return true;
-    const char *te = req_header(q, "Transfer-Encoding");
+    const char *te = gw_req_header(q, "Transfer-Encoding");
     return cl == NULL && te == NULL && !*aws_chunked; /* no body */
 }
 
@@ -511,189 +360,13 @@ static bool body_length(struct gw_req *q, struct upload *u, int64_t *len, enum M
         awschunked_init(&u->dec, (uint64_t)*len);
     u->announced = *len;
     if (u->chunked) {
-        u->trailer = req_header(q, "x-amz-trailer");
+        u->trailer = gw_req_header(q, "x-amz-trailer");
         if (digest_for_checksum(u->trailer, &u->sum) != SC_OK) {
             *ret = MHD_NO;
             return false;
         }
     }
     return true;
-}
-
-static void drop_stored(struct gw_req *q, struct upload *u, const char *key)
-{
-    if (store_remove(q->g->st, q->tgt.bucket, key) != SC_OK)
-        sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
-    note_peer_drop(u, key);
-}
-
-/* Like drop_stored() without waiting: store_flush() waits for them all at once. */
-static void queue_drop(struct gw_req *q, struct upload *u, const char *key)
-{
-    if (store_remove_queued(q->g->st, q->tgt.bucket, key) != SC_OK)
-        sc_err("could not drop cached %s/%s", q->tgt.bucket, key);
-    note_peer_drop(u, key);
-}
-
-/*
- * Drops key, and key without the white space around it if that differs: some upstreams
- * (s3rver) trim the text of a <Key>, and then delete that other key.
- */
-static void drop_stored_and_trimmed(struct gw_req *q, struct upload *u, char *key)
-{
-    queue_drop(q, u, key);
-    static const char ws[] = " \t\r\n";
-    size_t lead = strspn(key, ws), len = strlen(key);
-    while (len > lead && strchr(ws, key[len - 1]) != NULL)
-        len--;
-    if (lead == 0 && key[len] == '\0')
-        return;
-    key[len] = '\0';
-    if (len > lead)
-        queue_drop(q, u, key + lead);
-}
-
-/* Drops every cached object of the bucket: the write may have changed any of them. */
-static void drop_bucket(struct gw_req *q, struct upload *u, const char *why)
-{
-    uint64_t n = 0;
-    if (store_remove_prefix(q->g->st, q->tgt.bucket, "", &n) != SC_OK)
-        sc_err("could not drop the cached objects of bucket %s", q->tgt.bucket);
-    note_peer_drop(u, NULL);
-    sc_warn("%s %s: %s; dropped its %llu cached objects", q->method, q->tgt.bucket, why,
-            (unsigned long long)n);
-}
-
-static bool is_delete_objects(const struct gw_req *q)
-{
-    return s3_target_param(&q->tgt, "delete") != NULL;
-}
-
-/* How much of the body a write whose keys are in its body must keep to read them. */
-static size_t tee_cap_for(const struct gw_req *q)
-{
-    if (s3_target_invalidation(&q->tgt) != S3_INVALIDATE_BUCKET || q->tgt.method != S3_METHOD_POST)
-        return 0;
-    return is_delete_objects(q) ? S3_DELETE_MAX_BODY : S3_POST_FIELDS_MAX;
-}
-
-/* Drops the cached copies of the keys a DeleteObjects body names, or the bucket's. */
-static void drop_deleted_keys(struct gw_req *q, struct upload *u)
-{
-    struct s3_delete_keys keys;
-    if (u->tee_overflow) {
-        drop_bucket(q, u, "DeleteObjects body too long to read");
-        return;
-    }
-    if (s3_delete_keys_parse(u->tee, u->tee_len, &keys) != SC_OK) {
-        drop_bucket(q, u, "DeleteObjects body not readable");
-        return;
-    }
-    for (size_t i = 0; i < keys.n; i++)
-        drop_stored_and_trimmed(q, u, keys.keys[i]);
-    store_flush(q->g->st);
-    s3_delete_keys_free(&keys);
-}
-
-/* Drops the cached copy of the key a PostObject form names (both spellings), or the bucket's. */
-static void drop_posted_key(struct gw_req *q, struct upload *u)
-{
-    char *key = NULL, *expanded = NULL;
-    if (s3_post_form_key(req_header(q, "Content-Type"), u->tee, u->tee_len, &key, &expanded) !=
-        SC_OK) {
-        drop_bucket(q, u, "POST form upload whose key is not readable");
-        return;
-    }
-    drop_stored(q, u, key);
-    if (expanded != NULL)
-        drop_stored(q, u, expanded);
-    free(key);
-    free(expanded);
-}
-
-/*
- * Notes the write in the fill table, so that no fill of what it changes gets stored
- * until it is over, and drops the key's cached copy (for keys named in the body, see
- * drop_written_keys).
- */
-static sc_code write_note(struct gw_req *q, struct upload *u)
-{
-    sc_code rc = fill_write_begin(u->fills, u->write_bucket, u->write_key);
-    if (rc != SC_OK)
-        return rc;
-    u->noted = true;
-    pthread_mutex_lock(&u->mu);
-    u->writing = true;
-    pthread_mutex_unlock(&u->mu);
-    if (u->write_key != NULL)
-        drop_stored(q, u, u->write_key);
-    return SC_OK;
-}
-
-/* For a write whose keys are in its body: drops their cached copies (body complete). */
-static void drop_written_keys(struct gw_req *q, struct upload *u)
-{
-    if (u->writes != S3_INVALIDATE_BUCKET)
-        return;
-    if (!u->noted && write_note(q, u) != SC_OK)
-        sc_err("no memory to note a write to bucket %s: a fill may store what it replaces",
-               q->tgt.bucket);
-    if (u->tee == NULL)
-        drop_bucket(q, u, "a write that does not name its keys");
-    else if (is_delete_objects(q))
-        drop_deleted_keys(q, u);
-    else
-        drop_posted_key(q, u);
-}
-
-/*
- * Prepares for a write about to be forwarded. A write on a key is noted now. A write
- * whose keys are in its body is noted once the body is complete (end_body), since the
- * upstream cannot commit it sooner: a client holding such a body open must not keep
- * the whole bucket from being cached. SC_ENOMEM: the write must not be forwarded.
- */
-static sc_code write_begin(struct gw_req *q, struct upload *u, bool body_pending)
-{
-    enum s3_invalidate writes = s3_target_invalidation(&q->tgt);
-    if (writes == S3_INVALIDATE_NONE)
-        return SC_OK;
-    const char *key = writes == S3_INVALIDATE_KEY ? q->tgt.key : NULL;
-    u->write_bucket = strdup(q->tgt.bucket);
-    u->write_key = key != NULL ? strdup(key) : NULL;
-    if (u->write_bucket == NULL || (key != NULL && u->write_key == NULL))
-        return SC_ENOMEM;
-    u->writes = writes;
-    u->fills = q->g->fills;
-    u->st = q->g->st;
-    u->up = q->g->up;
-    u->fleet = q->g->fleet;
-    u->delete_objects = writes == S3_INVALIDATE_BUCKET && is_delete_objects(q);
-    if (writes == S3_INVALIDATE_BUCKET && body_pending)
-        return SC_OK;
-    return write_note(q, u);
-}
-
-/*
- * Ends what write_begin() began, once: when the upstream's answer is in, when the
- * transfer ends, or when the request goes, whichever comes first (any thread). From
- * then on a fill reads what the upstream holds after the write, unless its outcome is
- * unknown (forwarded, and no answer or a 5xx): the upstream may still commit it.
- */
-static void write_end(struct upload *u)
-{
-    pthread_mutex_lock(&u->mu);
-    bool was = u->writing;
-    bool in_doubt = u->submitted && (u->status == 0 || u->status >= 500);
-    bool refused = u->status >= 400 && u->status < 500; /* the upstream changed nothing */
-    bool tell = was && u->submitted && !refused && u->fleet != NULL;
-    struct peer_drops drops = tell ? take_peer_drops(u) : (struct peer_drops){0};
-    u->writing = false;
-    pthread_mutex_unlock(&u->mu);
-    if (!was)
-        return;
-    fill_write_end(u->fills, u->write_bucket, u->write_key, in_doubt);
-    if (tell)
-        tell_peers(u, &drops);
 }
 
 /*
@@ -713,7 +386,7 @@ static bool answers_whole_object(struct gw_req *q)
         "response-expires",
     };
     if (strcmp(q->method, "GET") != 0 || *q->tgt.bucket == '\0' || *q->tgt.key == '\0' ||
-        req_header(q, "Range") != NULL)
+        gw_req_header(q, "Range") != NULL)
         return false;
     for (size_t i = 0; i < q->tgt.nparams; i++)
         if (!in_list(q->tgt.params[i].name, same_body, sizeof(same_body) / sizeof(same_body[0])))
@@ -826,17 +499,17 @@ struct gw_next gw_proxy_start(struct gw_req *q)
         return GW_CLOSE;
     }
     u->eof = len <= 0;
-    u->tee_cap = len >= 0 ? tee_cap_for(q) : 0;
+    u->tee_cap = len >= 0 ? proxy_write_tee_cap(q) : 0;
     if (u->tee_cap > 0 && (u->tee = malloc(u->tee_cap)) == NULL) {
         upload_unref(u);
         return GW_CLOSE;
     }
-    if (write_begin(q, u, len >= 0) != SC_OK) {
+    if (proxy_write_begin(q, u, len >= 0) != SC_OK) {
         upload_unref(u);
         return GW_SENT(gw_respond_known_error(q, S3_XML_SLOW_DOWN, NULL)); /* out of memory */
     }
     if (len < 0)
-        drop_written_keys(q, u); /* no body: nothing tells which keys */
+        proxy_write_keys_in_body(q, u); /* no body: nothing tells which keys */
     take_upload(q, u);
     if (len < 0 && forward(q) != SC_OK) /* a body, even an empty one, waits to be checked */
         return GW_SENT(respond_shutting_down(q)); /* the write ends with u */
@@ -1031,7 +704,7 @@ static struct gw_next end_body(struct gw_req *q)
                         "The checksum in the aws-chunked trailer does not match the body"));
     /* The whole body is in hand, and the client can have no answer before this point (the
      * upstream may just have committed: a read meanwhile is concurrent with the write). */
-    drop_written_keys(q, u);
+    proxy_write_keys_in_body(q, u);
     if (u->req == NULL && forward(q) != SC_OK) /* a body that fits the pipe goes now */
         return GW_SENT(respond_shutting_down(q));
     if (resume_up)
@@ -1051,7 +724,7 @@ static void after_head(struct gw_req *q, long status)
 {
     if (q->upload == NULL)
         return;
-    write_end(q->upload); /* answered: before the client can see it */
+    proxy_write_end(q->upload); /* answered: before the client can see it */
     if (q->upload->writes != S3_INVALIDATE_NONE && status >= 200 && status < 300)
         sc_stat_add(q->g->stats.invalidations, 1);
 }
@@ -1066,9 +739,10 @@ static bool read_status_is_a_lie(struct gw_req *q, long status)
     if (q->tgt.kind != S3_REQ_GET_OBJECT && q->tgt.kind != S3_REQ_HEAD_OBJECT)
         return false;
     if (status == 206)
-        return req_header(q, "Range") == NULL;
+        return gw_req_header(q, "Range") == NULL;
     if (status == 304)
-        return req_header(q, "If-None-Match") == NULL && req_header(q, "If-Modified-Since") == NULL;
+        return gw_req_header(q, "If-None-Match") == NULL &&
+               gw_req_header(q, "If-Modified-Since") == NULL;
     return status != 200 && status < 300;
 }
 
@@ -1098,7 +772,7 @@ void gw_proxy_end(struct gw_req *q)
     pthread_mutex_unlock(&u->mu);
     if (running)
         up_req_cancel(u->req);
-    write_end(u);
+    proxy_write_end(u);
     q->upload = NULL;
     upload_unref(u); /* the relay stays while the client reads it (deliver.h) */
 }

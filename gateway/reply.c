@@ -1,5 +1,6 @@
 /* reply.c - answers to GET and HEAD Object, wherever the bytes come from (see reply.h). */
 #include "reply.h"
+#include "req.h"
 
 #include <string.h>
 #include <strings.h>
@@ -19,25 +20,21 @@ struct MHD_Response *gw_reply_from_view(store_obj *view, const struct iovec *iov
     return gw_respond_iovec(iov, n, close_view, view);
 }
 
-static const char *header(struct gw_req *q, const char *name)
-{
-    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
-}
-
 bool gw_reply_sends_header(struct gw_req *q, const char *name, int status)
 {
     if (strncasecmp(name, "x-amz-checksum-", 15) != 0)
         return true;
-    const char *mode = header(q, "x-amz-checksum-mode");
+    const char *mode = gw_req_header(q, "x-amz-checksum-mode");
     return status == 200 && mode != NULL && strcmp(mode, "ENABLED") == 0;
 }
 
 struct answer gw_reply_decide(struct gw_req *q, const char *etag, const char *last_modified,
                               uint64_t size)
 {
-    struct cond_headers ch = {header(q, "If-Match"), header(q, "If-None-Match"),
-                              header(q, "If-Modified-Since"), header(q, "If-Unmodified-Since")};
-    return answer_decide(&ch, header(q, "Range"), etag, last_modified, size);
+    struct cond_headers ch = {gw_req_header(q, "If-Match"), gw_req_header(q, "If-None-Match"),
+                              gw_req_header(q, "If-Modified-Since"),
+                              gw_req_header(q, "If-Unmodified-Since")};
+    return answer_decide(&ch, gw_req_header(q, "Range"), etag, last_modified, size);
 }
 
 enum MHD_Result gw_reply_bodiless(struct gw_req *q, const struct answer *a, uint64_t size,

@@ -39,3 +39,8 @@ void gw_req_waiter_init(struct gw_req *q)
 {
     q->waiter = (struct relay_waiter){park_connection, wake_connection, q, NULL, false};
 }
+
+const char *gw_req_header(const struct gw_req *q, const char *name)
+{
+    return MHD_lookup_connection_value(q->conn, MHD_HEADER_KIND, name);
+}

@@ -20,6 +20,9 @@ void gw_req_cleanup_add(struct gw_req *q, void (*fn)(void *arg), void *arg);
 /* @brief Runs q's cleanups, last registered first. server.c, when q is finished. */
 void gw_req_cleanup_run(struct gw_req *q);
 
+/* @brief The value of request header name (the first, if sent more than once), or NULL. */
+const char *gw_req_header(const struct gw_req *q, const char *name);
+
 /* @brief Sets q->waiter to suspend and resume q's connection (relay.h's relay_waiter). */
 void gw_req_waiter_init(struct gw_req *q);
 
