@@ -73,7 +73,23 @@ int sc_tcp_diag_open(void)
     return socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 }
 
+static uint64_t cookie_of(const struct inet_diag_msg *m)
+{
+    return (uint64_t)m->id.idiag_cookie[0] | (uint64_t)m->id.idiag_cookie[1] << 32;
+}
+
 sc_code sc_tcp_queues(int diag, const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *unread)
+{
+    struct sc_tcp_sock s;
+    sc_code rc = sc_tcp_look(diag, e, &s);
+    if (rc == SC_OK) {
+        *unacked = s.unacked;
+        *unread = s.unread;
+    }
+    return rc;
+}
+
+sc_code sc_tcp_look(int diag, const struct sc_tcp_ends *e, struct sc_tcp_sock *out)
 {
     static atomic_uint seq;
     struct {
@@ -121,7 +137,50 @@ sc_code sc_tcp_queues(int diag, const struct sc_tcp_ends *e, uint32_t *unacked, 
     if (m->idiag_state == TCP_LISTEN || m->id.idiag_dport != req.r.id.idiag_dport ||
         memcmp(m->id.idiag_dst, req.r.id.idiag_dst, sizeof(m->id.idiag_dst)) != 0)
         return SC_ENOTFOUND;
-    *unacked = m->idiag_wqueue;
-    *unread = m->idiag_rqueue;
+    out->unacked = m->idiag_wqueue;
+    out->unread = m->idiag_rqueue;
+    out->state = m->idiag_state;
+    out->cookie = cookie_of(m);
+    return SC_OK;
+}
+
+int sc_tcp_destroy_open(void)
+{
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_SOCK_DIAG);
+    struct sockaddr_nl nl = {.nl_family = AF_NETLINK,
+                             .nl_groups = 1u << (SKNLGRP_INET_TCP_DESTROY - 1) |
+                                          1u << (SKNLGRP_INET6_TCP_DESTROY - 1)};
+    int buf = 4 << 20;
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&nl, sizeof(nl)) != 0) {
+        close(fd);
+        return -1;
+    }
+    /* (as much room as allowed: past it the kernel drops events) */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+    return fd;
+}
+
+sc_code sc_tcp_destroyed(int fd, uint64_t *cookies, size_t max, size_t *n)
+{
+    union {
+        struct nlmsghdr nlh;
+        char bytes[16384];
+    } ans;
+    *n = 0;
+    while (*n < max) {
+        ssize_t got = recv(fd, &ans, sizeof(ans), 0);
+        if (got < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? SC_OK
+                   : errno == ENOBUFS                      ? SC_EFULL
+                                                           : SC_EIO;
+        size_t left = (size_t)got;
+        for (struct nlmsghdr *h = &ans.nlh; NLMSG_OK(h, left) && *n < max; h = NLMSG_NEXT(h, left))
+            if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+                h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+                cookies[(*n)++] = cookie_of(NLMSG_DATA(h));
+    }
     return SC_OK;
 }

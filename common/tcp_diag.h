@@ -41,4 +41,32 @@ int sc_tcp_diag_open(void);
  */
 sc_code sc_tcp_queues(int diag, const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *unread);
 
+/* What sc_tcp_look() finds of a socket. */
+struct sc_tcp_sock {
+    uint32_t unacked, unread; /* as sc_tcp_queues() */
+    uint8_t state;            /* TCP_ESTABLISHED ... (netinet/tcp.h); TCP_TIME_WAIT: only the
+                               * connection's remains, not its socket (which may still be open,
+                               * and in no table: TCP_CLOSE, its received bytes readable) */
+    uint64_t cookie;          /* the socket's cookie (as sc_tcp_destroyed() names it) */
+};
+
+/* @brief sc_tcp_queues(), with the socket's state and cookie. */
+sc_code sc_tcp_look(int diag, const struct sc_tcp_ends *e, struct sc_tcp_sock *out);
+
+/*
+ * @brief Opens a non-blocking sock_diag socket that receives the cookie of every TCP socket of
+ * this network namespace as it is destroyed (its last reference gone: no process can read it
+ * any more), for sc_tcp_destroyed(). A socket that is in no table (sc_tcp_look() answers
+ * SC_ENOTFOUND) may still be open, with bytes to read: only this tells that it is gone.
+ * @return its descriptor, or -1 (errno set).
+ */
+int sc_tcp_destroy_open(void);
+
+/*
+ * @brief Reads the destroyed sockets' cookies waiting on fd (sc_tcp_destroy_open), up to max.
+ * @return SC_OK (*n cookies, 0 when none waits), SC_EFULL (the kernel dropped some: any socket
+ *         may have been destroyed unseen), SC_EIO.
+ */
+sc_code sc_tcp_destroyed(int fd, uint64_t *cookies, size_t max, size_t *n);
+
 #endif

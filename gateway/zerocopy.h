@@ -17,11 +17,12 @@
  * the client would read another version's or another object's bytes. So the view is held
  * until the receiving process has read every byte: at the request's end (its cleanup) it goes
  * to a drain, whose thread closes it once the gateway's socket has nothing unacknowledged and
- * the client's socket nothing unread (tcp_diag.h), or the client's socket is gone. That can be seen
- * only for a client in this network namespace (a sidecar's trainer, a client on the node's
- * own network): for any other the body is sent from the map as before (copied), because a
- * client on another host cannot be told from one in a pod on this host, whose unread bytes
- * this namespace cannot see.
+ * the client's socket nothing unread (tcp_diag.h), or the client's socket has been destroyed
+ * (sc_tcp_destroyed: a socket missing from the tables may still be open with its bytes unread).
+ * That can be seen only for a client in this network namespace (a sidecar's trainer, a client
+ * on the node's own network): for any other the body is sent from the map as before (copied),
+ * because a client on another host cannot be told from one in a pod on this host, whose unread
+ * bytes this namespace cannot see.
  *
  * "Read" means copied out of the socket: a client that moves its socket's bytes on with
  * splice(2) (a proxy in this namespace splicing, as HAProxy can) keeps the pages referenced
@@ -40,8 +41,8 @@
 #include "../store/store.h"
 #include "gw.h"
 
-/* Views held after their requests ended, for bytes not yet read, at most; then hits are
- * copied. */
+/* Zero-copy views (held after their requests ended, or in requests still sending) at most;
+ * then hits are copied. */
 #define GW_ZC_HELD_MAX 128
 /* Bodies shorter than this are copied: a sendfile costs two socket lookups besides. */
 #define GW_ZC_MIN_BYTES (64u * 1024u)

@@ -140,6 +140,61 @@ static void closed_or_unknown_end_is_not_found(void **state)
     close(server);
 }
 
+/* Whether cookie is among the destroyed sockets' cookies on dfd, waiting up to a second. */
+static bool seen_destroyed(int dfd, uint64_t cookie)
+{
+    uint64_t got[64];
+    size_t n = 0;
+    for (int i = 0; i < 100; i++) {
+        assert_int_equal(sc_tcp_destroyed(dfd, got, 64, &n), SC_OK);
+        for (size_t k = 0; k < n; k++)
+            if (got[k] == cookie)
+                return true;
+        if (n == 0)
+            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    return false;
+}
+
+/* A socket that left the tables is not gone: the client half-closes after the server sent its
+ * bytes and closed, its socket goes to TCP_CLOSE (in no table: not found), and every byte can
+ * still be read. Only when its process closes it is it destroyed, which sc_tcp_destroyed()
+ * tells, by the cookie sc_tcp_look() gave. */
+static void a_socket_in_no_table_still_reads_until_destroyed(void **state)
+{
+    int dfd = sc_tcp_destroy_open();
+    assert_true(dfd >= 0);
+    int client = -1, server = -1;
+    assert_true(connect_pair(AF_INET, &client, &server, NULL));
+    struct sc_tcp_ends srv;
+    assert_int_equal(sc_tcp_ends_of(server, &srv), SC_OK);
+    struct sc_tcp_ends peer = sc_tcp_ends_peer(&srv);
+    struct sc_tcp_sock s = {0};
+    char buf[5000];
+    memset(buf, 'x', sizeof(buf));
+    assert_int_equal(send(server, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+    assert_int_equal(sc_tcp_look(diag, &peer, &s), SC_OK);
+    uint64_t cookie = s.cookie;
+    close(server);
+    nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    assert_int_equal(shutdown(client, SHUT_WR), 0);
+    sc_code rc = SC_OK;
+    for (int i = 0; i < 100 && rc == SC_OK; i++) {
+        rc = sc_tcp_look(diag, &peer, &s);
+        if (rc == SC_OK)
+            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    assert_int_equal(rc, SC_ENOTFOUND);
+    assert_false(seen_destroyed(dfd, cookie));
+    size_t got = 0;
+    for (ssize_t n; (n = recv(client, buf, sizeof(buf), 0)) > 0;)
+        got += (size_t)n;
+    assert_int_equal(got, sizeof(buf)); /* not found, yet every byte read */
+    close(client);
+    assert_true(seen_destroyed(dfd, cookie));
+    close(dfd);
+}
+
 static void a_socket_that_is_not_tcp_has_no_ends(void **state)
 {
     struct sc_tcp_ends e;
@@ -156,6 +211,7 @@ int main(void)
         cmocka_unit_test(ipv4_queues_follow_bytes_sent_and_read),
         cmocka_unit_test(ipv6_queues_follow_bytes_sent_and_read),
         cmocka_unit_test(closed_or_unknown_end_is_not_found),
+        cmocka_unit_test(a_socket_in_no_table_still_reads_until_destroyed),
         cmocka_unit_test(a_socket_that_is_not_tcp_has_no_ends),
     };
     diag = sc_tcp_diag_open();
