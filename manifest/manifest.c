@@ -290,9 +290,14 @@ void mf_measure_rates(struct mf_registry *r)
     for (struct mf *m = r->list; m; m = m->next) {
         if (!mf_active(m))
             continue;
+        uint64_t pos = future_position(m->fut);
+        /* Not started yet: its window begins at its last still sample, not at its plan's
+         * registration (a trainer may load for a while before its first read). */
+        if (m->rate == 0 && m->rate_n > 0 && m->rate_pos[(m->rate_n - 1) % MF_RATE_WINDOW] == pos)
+            m->rate_n = 0;
         unsigned at = m->rate_n % MF_RATE_WINDOW;
         m->rate_t[at] = now;
-        m->rate_pos[at] = future_position(m->fut);
+        m->rate_pos[at] = pos;
         m->rate_n++;
         m->rate = window_rate(m);
         if (r->hinted && m->slot < future_set_count(r->hinted) &&

@@ -101,7 +101,8 @@ struct mf {
     uint64_t resume; /* a job: the step (reads of each rank) to start at, kept across restarts */
     uint64_t saved;  /* a job: the step last written to the cache directory */
     /* A job's read rate, in positions of its future per second (0: it has not read yet), over
-     * the last MF_RATE_WINDOW samples of its position (taken every MF_RATE_MS); `slot`: its
+     * the last MF_RATE_WINDOW samples of its position (taken every MF_RATE_MS; before its
+     * first read, only the last sample is kept, so the window starts there); `slot`: its
      * future's index in the policy's set. Written under list_lock: for writing, or for
      * reading by the prefetcher alone. */
     double rate;

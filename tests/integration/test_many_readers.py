@@ -184,3 +184,17 @@ def test_two_jobs_on_two_datasets_hit_what_the_optimum_hits(s3rver, gateway):
                               epochs=EPOCHS, step_seconds=step))
     got = {policy: run_jobs(gateway, s3rver, jobs, policy) for policy in ("clairvoyant", "lru")}
     assert_bars(got)
+
+
+def test_a_plan_registered_long_before_its_first_read_is_timed_from_that_read(s3rver, gateway):
+    # The two jobs above, but b loads for 5 s before it registers, and every rank starts reading
+    # only when all are ready: a's plans wait 5 s, registered, without a read. A job's read
+    # rate must be timed from its first read; timed from its registration, a's rate came out
+    # too low for the whole run, and the plans were merged as if b read faster than it does.
+    jobs = []
+    for name, seed, step, load in (("a", 31, 0.05, 0.0), ("b", 4099, 0.15, 5.0)):
+        keys, digests = seed_dataset(s3rver, "late-plan-" + name, 400)
+        jobs.append(ranks.Job(name, s3rver.bucket, keys, digests, world_size=4, seed=seed,
+                              epochs=EPOCHS, step_seconds=step, load_seconds=load))
+    got = {policy: run_jobs(gateway, s3rver, jobs, policy) for policy in ("clairvoyant", "lru")}
+    assert_bars(got)

@@ -49,6 +49,8 @@ class Job:
     num_workers: int = 1
     prefetch: bool = False  # False: the manifests only tell the eviction policy
     step_seconds: float = 0.0  # the model's compute per step, beyond the tiny real one
+    load_seconds: float = 0.0  # before its plan is registered (a model to load): the other
+    # jobs' plans wait that long, registered, for the start (run_jobs starts all at once)
 
 
 @dataclasses.dataclass
@@ -99,10 +101,13 @@ def wait_registered(admin, manifest_id, timeout=REGISTERED_TIMEOUT):
         time.sleep(0.05)
 
 
-def rank_main(job, rank, port, endpoint, access_key, secret_key, out):
+def rank_main(job, rank, port, endpoint, access_key, secret_key, out, start):
     """One rank (run in a forked process): joins the job's process group, registers its
     plan through GatewaySampler, trains `job.epochs` epochs and puts a RankResult, or
-    (job.name, rank, traceback) when anything failed, on out."""
+    (job.name, rank, traceback) when anything failed, on out. No rank of any job reads before
+    every rank of every job is ready (start): a job whose ranks were still importing and
+    joining would take the cores from the other's first reads, and the jobs' read rates, which
+    the gateway's plans merge by, would not be the ones the test sets."""
     try:
         _client_path()
         import torch
@@ -112,6 +117,7 @@ def rank_main(job, rank, port, endpoint, access_key, secret_key, out):
         from s3cached import Admin, GatewaySampler, S3Dataset
 
         torch.set_num_threads(1)  # 8 ranks and their workers share the machine's cores
+        time.sleep(job.load_seconds)
         dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port,
                                 world_size=job.world_size, rank=rank)
         admin = Admin(endpoint)
@@ -129,6 +135,7 @@ def rank_main(job, rank, port, endpoint, access_key, secret_key, out):
         model = DistributedDataParallel(torch.nn.Linear(FEATURES, 1))
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         dist.barrier()  # every rank's plan is registered before any rank reads
+        start.wait(timeout=120)  # ... and every other job's ranks are ready too
         reads, corrupt = [], []
         for epoch in range(job.epochs):
             sampler.set_epoch(epoch)
@@ -156,12 +163,13 @@ def run_jobs(jobs, endpoint, access_key, secret_key, timeout=300.0):
     rank's traceback when a rank failed, and kills what is left on the way out."""
     ctx = multiprocessing.get_context("fork")
     out = ctx.Queue()
+    start = ctx.Barrier(sum(job.world_size for job in jobs))
     procs = []
     for job in jobs:
         port = proc.free_port()
         for r in range(job.world_size):
             p = ctx.Process(target=rank_main, name="%s-rank%d" % (job.name, r),
-                            args=(job, r, port, endpoint, access_key, secret_key, out))
+                            args=(job, r, port, endpoint, access_key, secret_key, out, start))
             procs.append(p)
     try:
         for p in procs:
