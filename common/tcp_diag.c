@@ -78,17 +78,6 @@ static uint64_t cookie_of(const struct inet_diag_msg *m)
     return (uint64_t)m->id.idiag_cookie[0] | (uint64_t)m->id.idiag_cookie[1] << 32;
 }
 
-sc_code sc_tcp_queues(int diag, const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *unread)
-{
-    struct sc_tcp_sock s;
-    sc_code rc = sc_tcp_look(diag, e, &s);
-    if (rc == SC_OK) {
-        *unacked = s.unacked;
-        *unread = s.unread;
-    }
-    return rc;
-}
-
 sc_code sc_tcp_look(int diag, const struct sc_tcp_ends *e, struct sc_tcp_sock *out)
 {
     static atomic_uint seq;

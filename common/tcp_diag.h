@@ -26,31 +26,28 @@ sc_code sc_tcp_ends_of(int fd, struct sc_tcp_ends *out);
 struct sc_tcp_ends sc_tcp_ends_peer(const struct sc_tcp_ends *e);
 
 /*
- * @brief Opens a sock_diag socket for sc_tcp_queues(), used by one thread at a time.
+ * @brief Opens a sock_diag socket for sc_tcp_look(), used by one thread at a time.
  * @return its descriptor (close it with close(2)), or -1 (errno set).
  */
 int sc_tcp_diag_open(void);
 
+/* What sc_tcp_look() finds of a socket. */
+struct sc_tcp_sock {
+    uint32_t unacked; /* bytes it sent that its peer has not acknowledged yet */
+    uint32_t unread;  /* bytes it received that its process has not read yet */
+    uint8_t state;    /* TCP_ESTABLISHED ... (netinet/tcp.h); TCP_TIME_WAIT: only the
+                       * connection's remains, not its socket (which may still be open,
+                       * and in no table: TCP_CLOSE, its received bytes readable) */
+    uint64_t cookie;  /* the socket's cookie (as sc_tcp_destroyed() names it) */
+};
+
 /*
  * @brief Looks up the TCP socket of this network namespace whose own end is e->local and whose
- * peer is e->remote, and reads its queues: one netlink round trip on diag (sc_tcp_diag_open).
- * @param[out] unacked bytes it sent that its peer has not acknowledged yet.
- * @param[out] unread bytes it received that its process has not read yet.
+ * peer is e->remote, and reads its queues, state and cookie: one netlink round trip on diag
+ * (sc_tcp_diag_open).
  * @return SC_OK, SC_ENOTFOUND (no such socket here: closed, or on another host or in another
  *         network namespace), SC_EIO (sock_diag failed or is not available).
  */
-sc_code sc_tcp_queues(int diag, const struct sc_tcp_ends *e, uint32_t *unacked, uint32_t *unread);
-
-/* What sc_tcp_look() finds of a socket. */
-struct sc_tcp_sock {
-    uint32_t unacked, unread; /* as sc_tcp_queues() */
-    uint8_t state;            /* TCP_ESTABLISHED ... (netinet/tcp.h); TCP_TIME_WAIT: only the
-                               * connection's remains, not its socket (which may still be open,
-                               * and in no table: TCP_CLOSE, its received bytes readable) */
-    uint64_t cookie;          /* the socket's cookie (as sc_tcp_destroyed() names it) */
-};
-
-/* @brief sc_tcp_queues(), with the socket's state and cookie. */
 sc_code sc_tcp_look(int diag, const struct sc_tcp_ends *e, struct sc_tcp_sock *out);
 
 /*

@@ -347,34 +347,36 @@ static void hand_over(void *arg)
     pthread_mutex_unlock(&zc->lock);
 }
 
+/* The cookie of the client's socket of the connection whose gateway side is ends, if that
+ * socket is in this namespace's tables and not just its TIME_WAIT. */
+static bool client_cookie(struct gw_zc *zc, const struct sc_tcp_ends *ends, uint64_t *cookie)
+{
+    struct sc_tcp_ends peer = sc_tcp_ends_peer(ends);
+    struct sc_tcp_sock s = {0};
+    int diag = diag_take(zc);
+    bool found = diag >= 0 && sc_tcp_look(diag, &peer, &s) == SC_OK && s.state != TCP_TIME_WAIT;
+    diag_give(zc, diag);
+    *cookie = s.cookie;
+    return found;
+}
+
 /* The connection's ends, when its client's socket is in this network namespace (so that the
  * drain can see its unread bytes). */
 static bool watchable(struct gw_req *q, struct sc_tcp_ends *ends, uint64_t *cookie)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    struct sc_tcp_sock s = {0};
     if (ci == NULL || sc_tcp_ends_of(ci->connect_fd, ends) != SC_OK)
         return false;
-    struct sc_tcp_ends peer = sc_tcp_ends_peer(ends);
-    int diag = diag_take(q->g->zc);
-    bool found = diag >= 0 && sc_tcp_look(diag, &peer, &s) == SC_OK && s.state != TCP_TIME_WAIT;
-    diag_give(q->g->zc, diag);
-    *cookie = s.cookie;
-    return found;
+    return client_cookie(q->g->zc, ends, cookie);
 }
 
 /* Still there with that cookie (looked at after h went into the drain's list: its destruction,
  * if any, comes after, and the drain sees it). */
 static bool still_there(struct gw_zc *zc, const struct gw_zc_held *h)
 {
-    struct sc_tcp_ends peer = sc_tcp_ends_peer(&h->ends);
-    struct sc_tcp_sock s = {0};
-    int diag = diag_take(zc);
-    bool found = diag >= 0 && sc_tcp_look(diag, &peer, &s) == SC_OK && s.state != TCP_TIME_WAIT &&
-                 s.cookie == h->cookie;
-    diag_give(zc, diag);
-    return found;
+    uint64_t cookie = 0;
+    return client_cookie(zc, &h->ends, &cookie) && cookie == h->cookie;
 }
 
 struct MHD_Response *gw_zc_response(struct gw_req *q, store_obj *view, const void *data,

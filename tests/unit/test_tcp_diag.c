@@ -62,10 +62,13 @@ static bool connect_pair(int family, int *client, int *server, int *listener)
 static void assert_queues_settle(const struct sc_tcp_ends *sender,
                                  const struct sc_tcp_ends *receiver, uint32_t want_unread)
 {
-    uint32_t unacked = 1, unread = 0, dummy = 0;
+    uint32_t unacked = 1, unread = 0;
+    struct sc_tcp_sock s;
     for (int i = 0; i < 100; i++) {
-        assert_int_equal(sc_tcp_queues(diag, sender, &unacked, &dummy), SC_OK);
-        assert_int_equal(sc_tcp_queues(diag, receiver, &dummy, &unread), SC_OK);
+        assert_int_equal(sc_tcp_look(diag, sender, &s), SC_OK);
+        unacked = s.unacked;
+        assert_int_equal(sc_tcp_look(diag, receiver, &s), SC_OK);
+        unread = s.unread;
         if (unacked == 0 && unread == want_unread)
             break;
         nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
@@ -118,25 +121,25 @@ static void closed_or_unknown_end_is_not_found(void **state)
     struct sc_tcp_ends srv;
     assert_int_equal(sc_tcp_ends_of(server, &srv), SC_OK);
     struct sc_tcp_ends peer = sc_tcp_ends_peer(&srv);
-    uint32_t a = 0, b = 0;
+    struct sc_tcp_sock s = {0};
     struct sc_tcp_ends other = peer;
     struct sockaddr_in *port = (struct sockaddr_in *)&other.local;
     port->sin_port = htons((uint16_t)(ntohs(port->sin_port) ^ 0x5555)); /* nobody's */
-    assert_int_equal(sc_tcp_queues(diag, &other, &a, &b), SC_ENOTFOUND);
+    assert_int_equal(sc_tcp_look(diag, &other, &s), SC_ENOTFOUND);
     /* The server's end of a connection it does not have: its port's listener is not it. */
     struct sc_tcp_ends server_side = sc_tcp_ends_peer(&other);
-    assert_int_equal(sc_tcp_queues(diag, &server_side, &a, &b), SC_ENOTFOUND);
+    assert_int_equal(sc_tcp_look(diag, &server_side, &s), SC_ENOTFOUND);
     close(ls);
     /* The client closes first: its socket is gone (the server's, which did not close, stays). */
     close(client);
     sc_code rc = SC_OK;
     for (int i = 0; i < 100 && rc == SC_OK; i++) {
-        rc = sc_tcp_queues(diag, &peer, &a, &b);
+        rc = sc_tcp_look(diag, &peer, &s);
         if (rc == SC_OK)
             nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
     }
     /* (a client that closes first lingers in FIN_WAIT2, with nothing queued) */
-    assert_true(rc == SC_ENOTFOUND || (rc == SC_OK && b == 0));
+    assert_true(rc == SC_ENOTFOUND || (rc == SC_OK && s.unread == 0));
     close(server);
 }
 
